@@ -1,0 +1,69 @@
+"""Resolved config files (`configs/*.json|toml`) → the few facts runtop needs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    max_steps: int | None = None
+    run_name: str | None = None
+    ckpt_interval: int | None = None
+    keep_last: int | None = None
+    model: str | None = None
+
+
+def _find(obj: object, key: str, depth: int = 0) -> object | None:
+    """The value of `key` at the shallowest depth (top-level `max_steps` wins over nested)."""
+    if depth > 6 or not isinstance(obj, dict):
+        return None
+    if key in obj:
+        return obj[key]
+    for v in obj.values():
+        found = _find(v, key, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _int(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def parse_config(text: str, fmt: str) -> RunConfig | None:
+    """`fmt` is "json" or "toml"; None when the text does not parse."""
+    try:
+        data = json.loads(text) if fmt == "json" else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    run = data.get("run") if isinstance(data.get("run"), dict) else {}
+    ckpt = data.get("ckpt") if isinstance(data.get("ckpt"), dict) else {}
+    model = data.get("model") if isinstance(data.get("model"), dict) else {}
+    name = run.get("name") if isinstance(run.get("name"), str) else None
+    return RunConfig(
+        max_steps=_int(_find(data, "max_steps")),
+        run_name=name,
+        ckpt_interval=_int(ckpt.get("interval")),
+        keep_last=_int(ckpt.get("keep_last")),
+        model=model.get("name") if isinstance(model.get("name"), str) else None,
+    )
+
+
+def merge(configs: list[RunConfig]) -> RunConfig:
+    """First non-null value of each field, in the order given."""
+    out: dict[str, object] = {}
+    for c in configs:
+        for f in ("max_steps", "run_name", "ckpt_interval", "keep_last", "model"):
+            if out.get(f) is None and getattr(c, f) is not None:
+                out[f] = getattr(c, f)
+    return RunConfig(**out)  # type: ignore[arg-type]

@@ -1,0 +1,192 @@
+"""Typed events: what the parsers recognise in a run's files.
+
+Parsers turn text into these and nothing else; `runtop.state` folds them into a
+`RunState`. Every event is small and holds parsed values, never the raw line, so
+memory stays bounded however long the run (DESIGN.md, "keep parsed events").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Roles a prime-rl (or SkyRL) log line can come from.
+ORCHESTRATOR = "orchestrator"
+TRAINER = "trainer"
+INFERENCE = "inference"
+ENV = "env"
+LAUNCHER = "launcher"
+
+
+@dataclass(frozen=True, slots=True)
+class StepMetrics:
+    """One step's numbers from one role.
+
+    `values` uses runtop's canonical metric names (see `runtop.state.STEP_FIELDS`);
+    `origin` is "metrics" for metrics.jsonl rows and "log" for scraped step lines,
+    because structured rows win when both exist (FORMATS.md).
+    """
+
+    role: str
+    step: int
+    values: dict[str, float]
+    phases_s: dict[str, float] = field(default_factory=dict)
+    origin: str = "log"
+    time: str | None = None
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchProgress:
+    """`Train batch 80/128 (62.5%) (+16 buffered); 112 inflight episodes`."""
+
+    done: int
+    total: int
+    buffered: int | None
+    inflight: int | None
+    time: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MaxSteps:
+    value: int
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """A process said it resumes from checkpoint step N (a new attempt)."""
+
+    role: str
+    step: int
+    time: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointSave:
+    role: str
+    step: int
+    time: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A recognised WARNING/ERROR or a crash signature.
+
+    `kind` names what it is (an exception type such as `torch.OutOfMemoryError`,
+    or a signature such as `inference_unreachable`); `fatal` marks messages after
+    which the role is expected to die.
+    """
+
+    role: str
+    level: str
+    kind: str
+    message: str
+    time: str | None = None
+    fatal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RoleFinished:
+    """`RL trainer finished!` / `Orchestrator finished.`: a clean end."""
+
+    role: str
+    time: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """What a role says it is waiting for (policy, inference server, batch)."""
+
+    role: str
+    on: str
+    time: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LogTime:
+    """The clock time of the newest record of a role (for "last write" and staleness)."""
+
+    role: str
+    time: str
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutStart:
+    rollout_id: str
+    time: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutDone:
+    """Env-server `rollout done: …` (main layout)."""
+
+    rollout_id: str
+    reward: float | None
+    turns: int | None
+    stop: str | None
+    error_type: str | None
+    time: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EnvLag:
+    """v0.6 env router `Active tasks …` + `Lag: …` block."""
+
+    active_tasks: int | None
+    lag_ms: dict[str, float]
+    time: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VllmStats:
+    running: int | None
+    waiting: int | None
+    kv_cache_pct: float | None
+    prompt_tok_s: float | None
+    gen_tok_s: float | None
+    preemptions: int | None = None
+    prefix_hit_pct: float | None = None
+    time: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rollout:
+    """One episode from a rollout record file (traces.jsonl or train_rollouts.jsonl)."""
+
+    step: int | None
+    reward: float | None
+    ok: bool
+    truncated: bool
+    stop_condition: str | None
+    error_type: str | None
+    turns: int | None
+    env: str | None
+    empty: bool = False
+    duration_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Unrecognised:
+    """A structured line (JSON) that parsed but matched no known schema."""
+
+    source: str
+    reason: str
+
+
+Event = (
+    StepMetrics
+    | BatchProgress
+    | MaxSteps
+    | Resumed
+    | CheckpointSave
+    | Notice
+    | RoleFinished
+    | Waiting
+    | LogTime
+    | RolloutStart
+    | RolloutDone
+    | EnvLag
+    | VllmStats
+    | Rollout
+    | Unrecognised
+)

@@ -1,0 +1,17 @@
+"""One entry point for log records: route each to the parser of its format and role."""
+
+from __future__ import annotations
+
+from . import primerl, vllm
+from .events import INFERENCE, Event
+from .records import Record
+
+
+def parse_records(records: list[Record], role: str) -> list[Event]:
+    out: list[Event] = []
+    for rec in records:
+        if rec.fmt in ("vllm", "uvicorn") or (role == INFERENCE and rec.fmt in ("orphan", "stdlib")):
+            out.extend(vllm.parse_record(rec))
+        else:
+            out.extend(primerl.parse_record(rec, role))
+    return out

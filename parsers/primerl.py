@@ -1,0 +1,293 @@
+"""prime-rl log records (orchestrator, trainer, env servers) → events.
+
+Every generation from v0.5 to main is read here; fields are found by name, not by
+position, since each release renamed or reordered them (FORMATS.md, prime-rl).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .crashes import crash_signature, exception_of, has_traceback
+from .events import (
+    ENV,
+    ORCHESTRATOR,
+    TRAINER,
+    BatchProgress,
+    CheckpointSave,
+    EnvLag,
+    Event,
+    MaxSteps,
+    Notice,
+    Resumed,
+    RoleFinished,
+    RolloutDone,
+    RolloutStart,
+    StepMetrics,
+    Waiting,
+)
+from .records import Record
+from .text import parse_duration, split_fields, to_float
+
+STEP_RE = re.compile(r"Step (\d+)\s*(?:\||$)")
+BATCH_RE = re.compile(
+    r"Train batch (\d+)/(\d+)(?: \([\d.]+%\))?(?: \(\+(\d+) buffered\))?(?:; (\d+) inflight)?"
+)
+MAX_STEPS_RE = re.compile(r"max_steps=(\d+)")
+RESUME_RE = re.compile(r"Resuming (?:training )?from checkpoint (?:at )?step (\d+)")
+SAVE_RE = re.compile(r"Saving checkpoint at step (\d+)")
+UNREACHED_RE = re.compile(r"Inference server was not reached after (\d+) seconds(?: \(Error: (.*?)\))?(?: on (\S+))?$")
+TRACE_FAILED_RE = re.compile(r"Trace failed in group \S+ \(([^)]*)\) \W+ ([\w.]+)(?::\s*(.*))?")
+DROPPED_RE = re.compile(r"Dropped (\d+) queued traces")
+EMPTY_BATCH_RE = re.compile(r"Step (\d+): empty train batch")
+ROLLOUT_KV_RE = re.compile(r"(\w+)=(\S+)")
+ACTIVE_TASKS_RE = re.compile(r"Active tasks: (\d+)")
+LAG_RE = re.compile(r"(min|mean|median|p50|p90|p99|max)=([\d.]+)ms")
+
+# Step-line field name (lower-case, trailing dots dropped) → canonical metric.
+ORCH_FIELDS = {
+    "reward": "reward",
+    "seq. length": "seq_len",
+    "seq length": "seq_len",
+    "truncation": "truncated",
+    "error": "error_rate",
+    "cancelled": "cancelled",
+    "turns": "turns",
+    "branches": "branches",
+    "max off-policy": "off_policy_max",
+    "max. off-policy level": "off_policy_max",
+    "async level": "async_level",
+    "throughput": "inference_tok_s",
+}
+TRAINER_FIELDS = {
+    "loss": "loss",
+    "entropy": "entropy",
+    "mismatch kl": "kl",
+    "grad. norm": "grad_norm",
+    "grad norm": "grad_norm",
+    "lr": "lr",
+    "throughput": "throughput_tok_s",
+    "mfu": "mfu",
+    "peak mem.": "peak_mem_gib",
+    "peak mem": "peak_mem_gib",
+    "max vio": "max_vio",
+    "routing conf.": "routing_conf",
+}
+PERCENT_FIELDS = {"truncated", "error_rate", "cancelled"}
+# Stop conditions that mean "cut by a length limit" (FORMATS.md, rollout records).
+TRUNCATING_STOPS = {
+    "max_turns",
+    "max_output_tokens",
+    "max_tokens",
+    "context_length",
+    "generation_truncated",
+    "prompt_too_long",
+    "length",
+    "max_total_tokens",
+}
+
+
+def _step_line(rec: Record, role_hint: str) -> list[Event]:
+    fields = split_fields(rec.message)
+    if not fields or fields[0][0] != "Step":
+        return []
+    try:
+        step = int(fields[0][1].split()[0])
+    except (ValueError, IndexError):
+        return []
+    names = {k.lower().rstrip(":") for k, _ in fields}
+    if names & {"loss", "entropy", "grad. norm", "mfu", "mismatch kl"}:
+        role, table = TRAINER, TRAINER_FIELDS
+    elif names & {"reward", "trainable", "seq. length", "truncation"}:
+        role, table = ORCHESTRATOR, ORCH_FIELDS
+    else:
+        role, table = role_hint, (TRAINER_FIELDS if role_hint == TRAINER else ORCH_FIELDS)
+    values: dict[str, float] = {}
+    extra: dict[str, float] = {}
+    for key, value in fields[1:]:
+        k = key.lower().rstrip(":").strip()
+        if k in ("", "time"):
+            d = parse_duration(value)
+            if d is not None:
+                values["step_time_s"] = d
+            continue
+        if k == "trainable":
+            m = re.match(r"(\d+)/(\d+)", value)
+            if m and int(m.group(2)):
+                extra["trainable_frac"] = int(m.group(1)) / int(m.group(2))
+            continue
+        name = table.get(k)
+        num = to_float(value)
+        if name is None or num is None:
+            if num is not None and k:
+                extra[k] = num
+            continue
+        if name in PERCENT_FIELDS and "%" in value:
+            num /= 100.0
+        values[name] = num
+    # Several envs add `\t\t ╰─ <env> | Ratio … | Reward … |` continuation lines.
+    for line in rec.lines():
+        if "╰─" not in line:
+            continue
+        parts = split_fields(line.split("╰─", 1)[1])
+        if not parts:
+            continue
+        env = (parts[0][0] + " " + parts[0][1]).strip() if parts[0][0] else parts[0][1]
+        for key, value in parts[1:]:
+            num = to_float(value)
+            if num is not None:
+                extra[f"{env}/{key.lower()}"] = num
+    return [StepMetrics(role, step, values, origin="log", time=rec.time, extra=extra)]
+
+
+def _fatal(rec: Record, role: str) -> Notice:
+    lines = rec.lines()
+    exc = exception_of(lines)
+    if exc:
+        kind, detail = exc
+    else:
+        sig = crash_signature("\n".join(lines[-20:]) or rec.message)
+        kind, detail = (sig[0] if sig else "FatalError"), ""
+    message = rec.message.strip()
+    if detail:
+        message = f"{message}: {detail}"
+    return Notice(role, "ERROR", kind, message, rec.time, fatal=True)
+
+
+def _rollout(msg: str, time: str | None) -> Event | None:
+    kv = dict(ROLLOUT_KV_RE.findall(msg))
+    rid = kv.get("id")
+    if rid is None:
+        return None
+    if msg.startswith("rollout start"):
+        return RolloutStart(rid, time)
+    stop = kv.get("stop")
+    reward = to_float(kv["reward"]) if "reward" in kv else None
+    turns = int(kv["turns"]) if kv.get("turns", "").isdigit() else None
+    err = stop if stop and stop not in TRUNCATING_STOPS and stop[:1].isupper() else None
+    return RolloutDone(rid, reward, turns, stop, err, time)
+
+
+def parse_record(rec: Record, role: str) -> list[Event]:
+    """Events in one prime-rl record. `role` is the file's role (from its name)."""
+    msg = rec.message
+    level = rec.level or ""
+    t = rec.time
+    # Hot path first: the lines a long run writes most.
+    if msg.startswith("rollout "):
+        ev = _rollout(msg, t)
+        return [ev] if ev else []
+    if msg.startswith("Train batch "):
+        m = BATCH_RE.match(msg)
+        if m:
+            return [
+                BatchProgress(
+                    int(m.group(1)),
+                    int(m.group(2)),
+                    int(m.group(3)) if m.group(3) else None,
+                    int(m.group(4)) if m.group(4) else None,
+                    t,
+                )
+            ]
+        return []
+    if msg.startswith("Step "):
+        if STEP_RE.match(msg):
+            return _step_line(rec, role)
+        m = EMPTY_BATCH_RE.match(msg)
+        if m:
+            return [Notice(ORCHESTRATOR, "WARNING", "empty_batch", msg.strip(), t)]
+    if rec.fmt == "orphan":
+        return _orphan(rec, role)
+    if level == "ERROR" or level == "CRITICAL":
+        if msg.startswith("Fatal error") or has_traceback(rec.lines()):
+            return [_fatal(rec, role)]
+        if "Inference server is not ready" in msg:
+            return [Notice(ORCHESTRATOR, level, "inference_not_ready", msg.strip(), t, fatal=True)]
+        sig = crash_signature(msg + "\n" + "\n".join(rec.lines()[-20:]))
+        if sig:
+            return [Notice(role, level, sig[0], msg.strip(), t, fatal=sig[1])]
+        return [Notice(role, level, "error", msg.strip(), t)]
+    if level == "WARNING":
+        return [_warning(msg, role, t)]
+    if "max_steps=" in msg and ("Starting" in msg):
+        m = MAX_STEPS_RE.search(msg)
+        if m:
+            return [MaxSteps(int(m.group(1)), role)]
+    if msg.startswith("Saving checkpoint"):
+        m = SAVE_RE.match(msg)
+        if m:
+            return [CheckpointSave(role, int(m.group(1)), t)]
+    if msg.startswith("Resuming"):
+        m = RESUME_RE.match(msg)
+        if m:
+            return [Resumed(role, int(m.group(1)), t)]
+        if msg.startswith("Resuming dispatcher"):
+            return [Waiting(ORCHESTRATOR, "", t)]
+    if msg.startswith("Pausing dispatcher"):
+        return [Waiting(ORCHESTRATOR, "policy", t)]
+    if msg.startswith("Waiting for policy inference pool"):
+        return [Waiting(ORCHESTRATOR, "inference", t)]
+    if msg.startswith("Policy inference pool ready"):
+        return [Waiting(ORCHESTRATOR, "", t)]
+    if msg.startswith("RL trainer finished") or msg.startswith("Orchestrator finished"):
+        return [RoleFinished(TRAINER if "trainer" in msg else ORCHESTRATOR, t)]
+    if rec.fmt == "stdlib":
+        return _env_router(rec, t)
+    return []
+
+
+def _warning(msg: str, role: str, t: str | None) -> Notice:
+    text = msg.strip()
+    if text.startswith("Inference server was not reached"):
+        return Notice(ORCHESTRATOR, "WARNING", "inference_unreachable", text, t)
+    if text.startswith("Trace failed"):
+        m = TRACE_FAILED_RE.match(text)
+        kind = f"trace_failed:{m.group(2)}" if m else "trace_failed"
+        return Notice(ORCHESTRATOR, "WARNING", kind, text, t)
+    if text.startswith("Dropped") and DROPPED_RE.match(text):
+        return Notice(ORCHESTRATOR, "WARNING", "dropped_traces", text, t)
+    if "ulimit" in text:
+        return Notice(role, "WARNING", "ulimit", text, t)
+    if "Worker" in text and "died" in text:
+        return Notice(ENV, "WARNING", "env_worker_died", text, t)
+    sig = crash_signature(text)
+    if sig:
+        return Notice(role, "WARNING", sig[0], text, t)
+    return Notice(role, "WARNING", "warning", text, t)
+
+
+def _orphan(rec: Record, role: str) -> list[Event]:
+    lines = [rec.message, *rec.lines()]
+    if has_traceback(lines):
+        exc = exception_of(lines)
+        kind, detail = exc if exc else ("Traceback", "")
+        # An uncaught exception is what prints a bare traceback: treat it as fatal.
+        return [Notice(role, "ERROR", kind, detail or lines[-1].strip(), None, fatal=True)]
+    sig = crash_signature("\n".join(lines[:20]))
+    if sig:
+        return [Notice(role, "ERROR", sig[0], rec.message.strip(), None, fatal=sig[1])]
+    return []
+
+
+def _env_router(rec: Record, t: str | None) -> list[Event]:
+    """v0.6 env router: `Active tasks: 128 (W0: 64, W1: 64)` then `  Server | Lag: …`."""
+    msg = rec.message
+    if msg.startswith("Active tasks"):
+        m = ACTIVE_TASKS_RE.match(msg)
+        lag: dict[str, float] = {}
+        for line in rec.lines():
+            if "Server" in line and "Lag:" in line:
+                lag = {k: float(v) for k, v in LAG_RE.findall(line)}
+                break
+        return [EnvLag(int(m.group(1)) if m else None, lag, t)]
+    if "died" in msg and "Worker" in msg:
+        return [Notice(ENV, "WARNING", "env_worker_died", msg.strip(), t)]
+    return []
+
+
+def parse_unreached(msg: str) -> tuple[int, str | None, str | None] | None:
+    """(seconds, error, url) of an `Inference server was not reached` warning."""
+    m = UNREACHED_RE.match(msg.strip())
+    if not m:
+        return None
+    return int(m.group(1)), m.group(2), m.group(3)

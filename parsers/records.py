@@ -1,0 +1,194 @@
+"""Group physical lines into log records: a header line plus its continuation lines.
+
+Tracebacks, pprint dumps, multi-env step lines and vLLM's prefixed multi-line
+messages carry no header of their own; they belong to the record before them
+(FORMATS.md, "Multi-line records"). A line that matches no header form we know
+is a continuation; a continuation with no record before it is an "orphan"
+record of its own (a traceback printed to stderr at the top of a file).
+
+`RecordAssembler` is the one stateful piece in `parsers`: it holds the pending
+record between calls so that a record split across two reads stays whole. It
+does no I/O and never raises.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from dataclasses import dataclass, field
+
+# prime-rl loguru: `14:01:58 SUCCESS Step 1 | …` (level right-aligned to 7).
+PRIME_RE = re.compile(r"(\d{2}:\d{2}:\d{2})\s+(TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s(.*)", re.S)
+# At DEBUG level loguru adds ` [file.py::123]`.
+DEBUG_SUFFIX_RE = re.compile(r"\s\[[\w./-]+\.py::\d+\]\s*$")
+# torchrun / glog: `E0821 14:05:23.118000 2210431 torch/distributed/…/api.py:882] failed …`
+GLOG_RE = re.compile(r"([IWEF])\d{4} (\d{2}:\d{2}:\d{2})\.\d+\s+\d+\s+[^\]]*\]\s?(.*)", re.S)
+# vLLM: `(APIServer pid=2209876) INFO 08-21 14:01:27 [loggers.py:257] Engine 000: …`
+PROC_PREFIX_RE = re.compile(r"\(([\w.: -]+?) pid=\d+(?:, ip=[\d.]+)?\)\s?")
+VLLM_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d{2}-\d{2} (\d{2}:\d{2}:\d{2})(?:\.\d+)?\s+\[[^\]]*\]\s?(.*)", re.S)
+# uvicorn inside vLLM: `INFO:     127.0.0.1:41722 - "GET /health HTTP/1.1" 200 OK`
+UVICORN_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+(.*)", re.S)
+# stdlib logging (v0.6 env router) and the Rust vllm-router:
+# `2026-06-25 14:01:33 - verifiers…EnvRouter - INFO - Active tasks: …`
+# `2026-08-21 14:00:03  INFO vllm_router_rs::server: …`
+STDLIB_RE = re.compile(
+    r"\d{4}-\d{2}-\d{2}[ T](\d{2}:\d{2}:\d{2})(?:[.,]\d+)?\s+(?:-\s+\S+\s+-\s+)?"
+    r"(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:-\s+)?(.*)",
+    re.S,
+)
+
+MAX_CONT_HEAD = 40  # continuation lines kept from the start of a record
+MAX_CONT_TAIL = 80  # … and from its end (where a traceback names its exception)
+
+
+@dataclass(slots=True)
+class Record:
+    """One log record. `fmt` names the header form that matched."""
+
+    fmt: str
+    time: str | None
+    level: str | None
+    message: str
+    proc: str | None = None
+    cont: list[str] = field(default_factory=list)
+    cont_dropped: int = 0
+    _tail: list[str] | None = None
+
+    def add(self, line: str) -> None:
+        if len(self.cont) < MAX_CONT_HEAD:
+            self.cont.append(line)
+            return
+        if self._tail is None:
+            self._tail = []
+        self._tail.append(line)
+        if len(self._tail) > MAX_CONT_TAIL:
+            del self._tail[0]
+            self.cont_dropped += 1
+
+    def lines(self) -> list[str]:
+        """Continuation lines kept (head then tail)."""
+        return self.cont + self._tail if self._tail else self.cont
+
+
+def _json_record(line: str) -> Record | None:
+    # prime-rl `--log.json-logging`: {"timestamp", "level", "message", …}
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or "message" not in obj or "level" not in obj:
+        return None
+    ts = obj.get("timestamp")
+    time = None
+    if isinstance(ts, (int, float)):
+        try:
+            time = _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%H:%M:%S")
+        except (OverflowError, OSError, ValueError):
+            time = None
+    elif isinstance(ts, str):
+        m = re.search(r"(\d{2}:\d{2}:\d{2})", ts)
+        time = m.group(1) if m else None
+    level = str(obj.get("level", "")).upper() or None
+    return Record("json", time, level, str(obj.get("message", "")))
+
+
+def match_header(line: str) -> Record | None:
+    """The record a header line starts, or None for a continuation line.
+
+    Dispatches on the first character so that the common continuation line
+    costs no regex at all.
+    """
+    if not line:
+        return None
+    c = line[0]
+    if c.isdigit():
+        m = PRIME_RE.match(line)
+        if m:
+            msg = m.group(3)
+            if m.group(2) == "DEBUG" and "::" in msg:
+                msg = DEBUG_SUFFIX_RE.sub("", msg)
+            return Record("prime", m.group(1), m.group(2), msg)
+        m = STDLIB_RE.match(line)
+        if m:
+            level = "WARNING" if m.group(2) == "WARN" else m.group(2)
+            return Record("stdlib", m.group(1), level, m.group(3))
+        return None
+    if c == "(":
+        m = PROC_PREFIX_RE.match(line)
+        if not m:
+            return None
+        rest = line[m.end() :]
+        rec = _vllm_header(rest)
+        if rec is not None:
+            rec.proc = m.group(1)
+        return rec
+    if c in "IWEF" and len(line) > 5 and line[1].isdigit():
+        m = GLOG_RE.match(line)
+        if m:
+            level = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}[m.group(1)]
+            return Record("glog", m.group(2), level, m.group(3))
+        return None
+    if c in "DIWEC":
+        return _vllm_header(line)
+    if c == "{" and '"message"' in line:
+        return _json_record(line)
+    return None
+
+
+def _vllm_header(rest: str) -> Record | None:
+    m = VLLM_RE.match(rest)
+    if m:
+        return Record("vllm", m.group(2), m.group(1), m.group(3))
+    m = UVICORN_RE.match(rest)
+    if m:
+        return Record("uvicorn", None, m.group(1), m.group(2))
+    return None
+
+
+def strip_proc_prefix(line: str) -> str:
+    if line.startswith("("):
+        m = PROC_PREFIX_RE.match(line)
+        if m:
+            return line[m.end() :]
+    return line
+
+
+class RecordAssembler:
+    """Feeds lines, returns finished records. Holds one pending record."""
+
+    __slots__ = ("_pending",)
+
+    def __init__(self) -> None:
+        self._pending: Record | None = None
+
+    def feed(self, lines: list[str]) -> list[Record]:
+        out: list[Record] = []
+        pending = self._pending
+        for line in lines:
+            rec = match_header(line)
+            if rec is not None:
+                if pending is not None:
+                    out.append(pending)
+                pending = rec
+                continue
+            if not line.strip():
+                # Blank lines carry nothing; inside a record they are kept out of the bound.
+                continue
+            line = strip_proc_prefix(line)
+            if pending is None:
+                pending = Record("orphan", None, None, line)
+            else:
+                pending.add(line)
+        self._pending = pending
+        return out
+
+    def flush(self) -> list[Record]:
+        """Hand over the pending record (at the end of a read: the writer is idle).
+
+        A process that dies writes its last record in one go, so flushing at the
+        end of each read does not split it; continuation lines that do arrive
+        later become an orphan record, which the parsers still read.
+        """
+        pending, self._pending = self._pending, None
+        return [pending] if pending is not None else []

@@ -1,0 +1,120 @@
+"""Text hygiene shared by every log parser: ANSI codes, `\\r` frames, prefixes, numbers.
+
+All functions are pure and total: any input string or bytes gives a result, never
+an exception (tests/test_parsers_properties.py holds them to that).
+"""
+
+from __future__ import annotations
+
+import re
+
+# FORMATS.md: loguru, Ray and vLLM write colour codes into files. The second
+# alternative also catches the odd OSC/charset sequences some tools leave behind.
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]")
+ANSI_RE_B = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]")
+# torchrun's per-rank prefix on trainer.log lines: `[trainer0]:`, `[default3]:`.
+TORCHRUN_PREFIX_RE_B = re.compile(rb"(?m)^\[[A-Za-z_]*\d+\]:")
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|d|h|m|s)(?![a-z])")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def clean_bytes(data: bytes) -> bytes:
+    """Strip ANSI codes and torchrun prefixes, and turn `\\r` frames into lines.
+
+    Works on whole chunks so the cost is paid at C speed, not once per line.
+    tqdm writes `\\r`-separated frames and a record can follow a frame on the
+    same physical line: each frame becomes its own line (FORMATS.md).
+    """
+    if b"\x1b" in data:
+        data = ANSI_RE_B.sub(b"", data)
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    if b"]:" in data:
+        data = TORCHRUN_PREFIX_RE_B.sub(b"", data)
+    return data
+
+
+def strip_ansi(text: str) -> str:
+    return ANSI_RE.sub("", text) if "\x1b" in text else text
+
+
+def parse_duration(text: str) -> float | None:
+    """Seconds from prime-rl's compact durations: `412ms`, `31.0s`, `1m 18s`, `2h 5m`, `1d 3h`."""
+    text = text.strip()
+    if not text:
+        return None
+    total = 0.0
+    pos = 0
+    matched = False
+    for m in _DURATION_PART.finditer(text):
+        if text[pos : m.start()].strip():
+            return None
+        total += float(m.group(1)) * _UNIT_S[m.group(2)]
+        pos = m.end()
+        matched = True
+    if not matched or text[pos:].strip():
+        return None
+    return total
+
+
+_NUM_RE = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)", re.I)
+
+
+def first_number(text: str) -> float | None:
+    m = _NUM_RE.search(text)
+    if not m:
+        return None
+    try:
+        return float(m.group(0))
+    except ValueError:
+        return None
+
+
+def split_fields(body: str) -> list[tuple[str, str]]:
+    """Split ` | `-separated `Key value` / `Key: value` fields into (key, value) pairs.
+
+    The key is everything before the first token that starts like a number (or
+    before a colon); pairs are found by content, not position, because every
+    release reorders and renames them (FORMATS.md).
+    """
+    out: list[tuple[str, str]] = []
+    for part in body.split("|"):
+        part = part.strip()
+        if not part:
+            continue
+        if parse_duration(part) is not None:  # the unnamed time field: `1m 18s`
+            out.append(("", part))
+            continue
+        if ":" in part:
+            key, _, value = part.partition(":")
+            if key and not any(ch.isdigit() for ch in key):
+                out.append((key.strip(), value.strip()))
+                continue
+        m = re.search(r"\s[-+]?(?:\d|\.\d|nan|inf)", part, re.I)
+        if m:
+            out.append((part[: m.start()].strip(), part[m.start() :].strip()))
+        else:
+            out.append(("", part))
+    return out
+
+
+def to_float(value: str) -> float | None:
+    """The first number in a field value (`14872 tokens/s`, `87.5%`, `3.00e-06`)."""
+    return first_number(value)
+
+
+# `*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*` followed by `=` or `:` (shell
+# traces print `export WANDB_API_KEY=…`). The `\b` after the suffix keeps
+# `max_tokens: 128` readable.
+SECRET_RE = re.compile(
+    r"(?i)\b((?:[A-Z0-9_]*_)?(?:API_KEY|TOKEN|SECRET)\b|[A-Z0-9_]*PASSWORD[A-Z0-9_]*)"
+    r"(\s*[=:]\s*)(['\"]?)([^\s'\"]+)"
+)
+BEARER_RE = re.compile(r"(?i)\b(Bearer\s+)[A-Za-z0-9._~+/=-]+")
+
+
+def redact(text: str) -> str:
+    """Hide the values of `*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*` (FORMATS.md)."""
+    text = SECRET_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}***", text)
+    return BEARER_RE.sub(r"\1***", text)

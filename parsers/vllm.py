@@ -1,0 +1,92 @@
+"""vLLM lines inside `inference.log` → events (stats, engine death, bad requests, ulimit)."""
+
+from __future__ import annotations
+
+import re
+
+from .crashes import crash_signature, exception_of, has_traceback
+from .events import INFERENCE, Event, Notice, VllmStats
+from .records import Record
+
+_STAT_RES = {
+    "prompt_tok_s": re.compile(r"Avg prompt throughput: ([\d.]+)"),
+    "gen_tok_s": re.compile(r"Avg generation throughput: ([\d.]+)"),
+    "running": re.compile(r"Running: (\d+) reqs"),
+    "waiting": re.compile(r"Waiting: (\d+) reqs"),
+    "kv_cache_pct": re.compile(r"(?:GPU )?KV cache usage: ([\d.]+)%"),
+    "prefix_hit_pct": re.compile(r"Prefix cache hit rate: ([\d.]+)%"),
+    "preemptions": re.compile(r"Preemptions: (\d+)"),
+}
+MAX_TOKENS_RE = re.compile(r"'max_tokens' or 'max_completion_tokens' is too large: (\d+)")
+ULIMIT_RE = re.compile(r"Found ulimit of (\d+) and failed to automatically increase")
+HTTP_STATUS_RE = re.compile(r'" (\d{3}) ')
+
+
+def parse_stats(msg: str, time: str | None) -> VllmStats | None:
+    if "Avg prompt throughput" not in msg:
+        return None
+    vals: dict[str, float] = {}
+    for name, pat in _STAT_RES.items():
+        m = pat.search(msg)
+        if m:
+            vals[name] = float(m.group(1))
+
+    def i(name: str) -> int | None:
+        return int(vals[name]) if name in vals else None
+
+    return VllmStats(
+        running=i("running"),
+        waiting=i("waiting"),
+        kv_cache_pct=vals.get("kv_cache_pct"),
+        prompt_tok_s=vals.get("prompt_tok_s"),
+        gen_tok_s=vals.get("gen_tok_s"),
+        preemptions=i("preemptions"),
+        prefix_hit_pct=vals.get("prefix_hit_pct"),
+        time=time,
+    )
+
+
+def parse_record(rec: Record, role: str = INFERENCE) -> list[Event]:
+    msg = rec.message
+    t = rec.time
+    if rec.fmt == "uvicorn":
+        # Access lines: only failed requests are news (a 400 often means max_tokens too large).
+        if '" 2' in msg or '" 3' in msg:
+            return []
+        m = HTTP_STATUS_RE.search(msg)
+        if m and m.group(1)[0] in "45":
+            return [Notice(INFERENCE, "WARNING", f"http_{m.group(1)}", msg.strip(), t)]
+        return []
+    stats = parse_stats(msg, t)
+    if stats is not None:
+        return [stats]
+    lines = rec.lines()
+    text = msg if not lines else msg + "\n" + "\n".join(lines)
+    m = MAX_TOKENS_RE.search(text)
+    if m:
+        # The rollouts then hang at 0/N (seeds 002/004): name it.
+        detail = text[m.start() :].split("\n", 1)[0]
+        return [Notice(INFERENCE, "ERROR", "max_tokens_too_large", detail.strip(), t)]
+    if "ulimit" in msg:
+        m = ULIMIT_RE.search(msg)
+        if m:
+            return [Notice(INFERENCE, "WARNING", "ulimit", msg.strip(), t)]
+    if "EngineCore encountered a fatal error" in msg or "EngineDeadError" in text:
+        return [Notice(INFERENCE, "ERROR", "EngineDeadError", msg.strip(), t, fatal=True)]
+    if "Shutting down FastAPI HTTP server" in msg:
+        return [Notice(INFERENCE, "INFO", "inference_shutdown", msg.strip(), t)]
+    level = rec.level or ""
+    if level in ("ERROR", "CRITICAL") or rec.fmt == "orphan":
+        exc = exception_of(lines) if has_traceback([msg, *lines]) else None
+        sig = crash_signature(text)
+        if exc:
+            return [Notice(INFERENCE, "ERROR", exc[0], f"{msg.strip()}: {exc[1]}".strip(": "), t, fatal=bool(sig and sig[1]))]
+        if sig:
+            return [Notice(INFERENCE, "ERROR", sig[0], msg.strip(), t, fatal=sig[1])]
+        if rec.fmt != "orphan":
+            return [Notice(INFERENCE, level, "error", msg.strip(), t)]
+        return []
+    if level == "WARNING":
+        sig = crash_signature(msg)
+        return [Notice(INFERENCE, "WARNING", sig[0] if sig else "warning", msg.strip(), t)]
+    return []

@@ -1,0 +1,3 @@
+from runtop.cli import main
+
+raise SystemExit(main())

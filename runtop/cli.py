@@ -1,0 +1,130 @@
+"""`runtop` command line. Headless paths never import Textual.
+
+Exit codes: 0 ok; 2 a path runtop cannot read (one line on stderr, never a
+traceback); 130 interrupted; 70 an internal error (one line; RUNTOP_DEBUG=1 shows
+the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from runtop import __version__
+from runtop.discovery import DiscoveryError, discover
+
+COMMANDS = ("status", "demo", "follow")
+EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--poll", action="store_true", help="poll files instead of using inotify (automatic on NFS)")
+    p.add_argument("--interval", type=float, default=2.0, metavar="S", help="refresh interval in seconds (default 2)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="runtop",
+        description="Live monitor for RL training runs. `runtop PATH` follows a run; `runtop status PATH` reports once.",
+    )
+    parser.add_argument("--version", action="version", version=f"runtop {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    st = sub.add_parser("status", help="print a check-in (markdown) or --json for a run")
+    st.add_argument("path", help="run dir, output dir holding runs, or a log file")
+    st.add_argument("--json", action="store_true", help="print the state as JSON")
+    _common(st)
+
+    fo = sub.add_parser("follow", help="print a rolling status as the run writes (default for `runtop PATH`)")
+    fo.add_argument("path")
+    _common(fo)
+
+    de = sub.add_parser("demo", help="simulate a live prime-rl run in a temp dir and follow it")
+    de.add_argument("--scenario", default="healthy", help="healthy, trainer-oom, inference-death, stalled, partial-checkpoint, disk-filling")
+    de.add_argument("--speed", type=float, default=20.0, help="simulated seconds per real second (default 20)")
+    de.add_argument("--dir", default=None, help="write the run here instead of a temp dir")
+    de.add_argument("--steps", type=int, default=20, help="max_steps of the simulated run")
+    de.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S real seconds")
+    _common(de)
+    return parser
+
+
+def _err(msg: str) -> None:
+    print(f"runtop: {msg}", file=sys.stderr)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from runtop.report import to_json, to_markdown
+    from runtop.snapshot import read_run
+
+    state = read_run(args.path)
+    if args.json:
+        json.dump(to_json(state), sys.stdout, indent=2, allow_nan=False, default=str)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(to_markdown(state))
+    return EXIT_OK
+
+
+def cmd_follow(args: argparse.Namespace) -> int:
+    from runtop.live import follow
+
+    layout = discover(args.path)
+    return follow(layout, interval=args.interval, poll=args.poll)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from runtop.live import follow
+    from runtop.simulator.primerl import SCENARIOS, Simulator
+
+    if args.scenario not in SCENARIOS:
+        _err(f"unknown scenario {args.scenario!r}; choose one of: {', '.join(SCENARIOS)}")
+        return EXIT_USAGE
+    sim = Simulator(args.dir, scenario=args.scenario, speed=args.speed, max_steps=args.steps)
+    sim.start()
+    print(f"runtop demo: simulating a prime-rl run ({args.scenario}) in {sim.root}", file=sys.stderr)
+    try:
+        deadline = time.monotonic() + args.duration if args.duration else None
+        # Wait for the simulator's first files so discovery finds a run.
+        while not os.path.isdir(os.path.join(sim.root, "logs")):
+            time.sleep(0.05)
+        return follow(discover(sim.root), interval=min(args.interval, 1.0), poll=args.poll, deadline=deadline)
+    finally:
+        sim.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `runtop PATH` is `runtop follow PATH` (the TUI takes this over in issue 4).
+    if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        argv = ["follow", *argv]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_usage(sys.stderr)
+        _err("give a run directory, e.g. `runtop outputs/my-run`, or try `runtop demo`")
+        return EXIT_USAGE
+    handlers = {"status": cmd_status, "follow": cmd_follow, "demo": cmd_demo}
+    try:
+        return handlers[args.command](args)
+    except DiscoveryError as e:
+        _err(str(e))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `runtop status … | head`: the reader left; nothing to report.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except Exception as e:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+        if os.environ.get("RUNTOP_DEBUG"):
+            raise
+        _err(f"internal error: {type(e).__name__}: {e} (set RUNTOP_DEBUG=1 for the traceback)")
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,306 @@
+"""`RunState` → the check-in (STATUS.md shape) and the JSON document of `runtop status`.
+
+Unknown values are `null` (JSON) or "n/a" (markdown), never 0. Every string that
+leaves runtop passes through `redact` (FORMATS.md: shell traces print API keys).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import statistics
+from typing import Any
+
+from runtop import __version__
+from runtop.health import Verdict, judge
+from runtop.parsers.text import redact
+from runtop.state import STEP_FIELDS, RunState, StepRow
+
+
+def _num(v: float | None) -> float | None:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return None
+    return v
+
+
+def _rel(state: RunState, path: str) -> str:
+    try:
+        return os.path.relpath(path, state.path) if state.path else path
+    except ValueError:
+        return path
+
+
+def step_dict(row: StepRow) -> dict[str, Any]:
+    d: dict[str, Any] = {"step": row.step, "attempt": row.attempt}
+    for name in STEP_FIELDS:
+        d[name] = _num(row.value(name))
+    d["phases_s"] = dict(row.phases_s)
+    d["orchestrator_step_time_s"] = _num(row.orchestrator.get("step_time_s"))
+    for name in ("truncated", "error_rate", "reward_all", "turns"):
+        d[name] = _num(row.orchestrator.get(name))
+    for name in ("mfu", "peak_mem_gib"):
+        d[name] = _num(row.trainer.get(name))
+    # Where the numbers came from, per role: "metrics" (metrics.jsonl), "log", or both.
+    origins: dict[str, set[str]] = {}
+    for key, origin in row.origin.items():
+        origins.setdefault(key.split(".", 1)[0], set()).add(origin)
+    d["origin"] = {role: "+".join(sorted(o)) for role, o in sorted(origins.items())}
+    if row.superseded:
+        d["superseded"] = True
+    return d
+
+
+def _redact_all(obj: Any) -> Any:
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, dict):
+        return {k: _redact_all(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_redact_all(v) for v in obj]
+    return obj
+
+
+def to_json(state: RunState, verdict: Verdict | None = None) -> dict[str, Any]:
+    v = verdict or judge(state)
+    r = state.rollouts
+    ckpt = state.last_complete_checkpoint()
+    doc: dict[str, Any] = {
+        "runtop_version": __version__,
+        "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "framework": state.framework,
+        "layout": state.layout,
+        "path": state.path,
+        "run_name": state.run_name,
+        "notes": list(state.notes),
+        "health": {"verdict": v.verdict, "reasons": list(v.reasons)},
+        "progress": {
+            "trainer_step": state.trainer_step,
+            "orchestrator_step": state.orchestrator_step,
+            "max_steps": state.max_steps,
+            "max_steps_source": state.max_steps_source,
+            "eta_s": _num(state.eta_s()),
+            "median_step_time_s": _num(state.median_step_time()),
+            "attempt": state.attempt,
+            "attempts": [
+                {"number": a.number, "reason": a.reason, "resumed_from": a.resumed_from} for a in state.attempts
+            ],
+            "batch": (
+                {"done": state.batch.done, "total": state.batch.total, "inflight": state.batch.inflight, "time": state.batch.time}
+                if state.batch
+                else None
+            ),
+            "waiting": dict(state.waiting),
+            "finished": sorted(state.finished),
+        },
+        "steps": [step_dict(state.steps[s]) for s in sorted(state.steps)],
+        "lost_steps": [step_dict(row) for row in state.lost_steps],
+        "checkpoints": [
+            {"step": c.step, "path": c.path, "complete": c.complete, "bytes": c.bytes, "reason": c.reason}
+            for c in sorted(state.checkpoints.values(), key=lambda c: c.step)
+        ],
+        "last_complete_checkpoint": ckpt.step if ckpt else None,
+        "rollouts": {
+            "total": r.total,
+            "errored": r.errored,
+            "truncated": r.truncated,
+            "empty": r.empty,
+            "by_stop": dict(r.by_stop),
+            "by_error": dict(r.by_error),
+            "format_failures": {},
+            "pass_rates": {"reward>0": r.positive / r.reward_n} if r.reward_n else {},
+            "mean_reward": r.reward_sum / r.reward_n if r.reward_n else None,
+            "steps_read": sorted(r.steps),
+        },
+        "env": {
+            "rollouts_started": state.env.started,
+            "rollouts_done": state.env.done,
+            "by_stop": dict(state.env.by_stop),
+            "duration_p50_s": statistics.median(state.env.durations) if state.env.durations else None,
+            "duration_max_s": max(state.env.durations) if state.env.durations else None,
+            "active_tasks": state.env.active_tasks,
+            "lag_ms": dict(state.env.lag_ms),
+        },
+        "slow_calls": {
+            "count": state.slow_calls.count,
+            "threshold_s": state.slow_calls.threshold_s,
+            "timeouts": state.slow_calls.timeouts,
+            "by_function": [
+                {
+                    "function": name,
+                    "count": fc.count,
+                    "p50_s": statistics.median(fc.durations) if fc.durations else None,
+                    "max_s": fc.max_s,
+                    "last_seen": fc.last_time,
+                }
+                for name, fc in sorted(state.slow_calls.by_function.items(), key=lambda kv: -kv[1].count)
+            ],
+        },
+        "context_overflows": state.context_overflows,
+        "errors": [
+            {"time": e.time, "source": _rel(state, e.source), "role": e.role, "kind": e.kind, "message": e.message, "fatal": e.fatal}
+            for e in state.errors
+        ],
+        "error_count": state.error_count,
+        "warnings": dict(state.warnings.most_common()),
+        "events": {k: {"time": t, "message": m} for k, (t, m) in state.events.items()},
+        "vllm": (
+            {
+                "source": state.vllm_source,
+                "time": state.vllm.time,
+                "running": state.vllm.running,
+                "waiting": state.vllm.waiting,
+                "kv_cache_pct": state.vllm.kv_cache_pct,
+                "prompt_tok_s": state.vllm.prompt_tok_s,
+                "gen_tok_s": state.vllm.gen_tok_s,
+                "preemptions": state.vllm.preemptions,
+            }
+            if state.vllm
+            else None
+        ),
+        "processes": state.processes,
+        "files": [
+            {
+                "path": _rel(state, f.path),
+                "role": f.role,
+                "kind": f.kind,
+                "bytes_read": f.bytes_read,
+                "size": f.size,
+                "last_log_time": f.last_time,
+                "restarts": f.restarts,
+                "lines_capped": f.lines_capped,
+                "error": f.error,
+            }
+            for f in state.files.values()
+        ],
+        "unrecognised": dict(state.unrecognised),
+        "alerts": [
+            {"rule": a.rule, "severity": a.severity, "message": a.message, "evidence": a.evidence, "since": a.since}
+            for a in v.alerts
+        ],
+    }
+    return _redact_all(doc)
+
+
+# ---- markdown check-in --------------------------------------------------------
+def _fmt(v: float | None, digits: int = 3) -> str:
+    if v is None or not math.isfinite(v):
+        return "n/a"
+    if v != 0 and (abs(v) < 10 ** -(digits) or abs(v) >= 1e6):
+        return f"{v:.2e}"
+    return f"{v:.{digits}f}".rstrip("0").rstrip(".") if "." in f"{v:.{digits}f}" else f"{v:.{digits}f}"
+
+
+def _series(rows: list[StepRow], name: str) -> list[tuple[int, float]]:
+    return [(r.step, v) for r in rows if (v := r.value(name)) is not None and math.isfinite(v)]
+
+
+def _trend(rows: list[StepRow], name: str, label: str, digits: int = 3, pct: bool = False) -> str | None:
+    s = _series(rows, name)
+    if not s:
+        return None
+    conv = (lambda x: f"{x * 100:.1f}%") if pct else (lambda x: _fmt(x, digits))
+    if len(s) == 1:
+        return f"{label} {conv(s[0][1])} (step {s[0][0]})"
+    lo = min(v for _, v in s)
+    hi = max(v for _, v in s)
+    return f"{label} {conv(s[0][1])} -> {conv(s[-1][1])} (range {conv(lo)}-{conv(hi)}, steps {s[0][0]}-{s[-1][0]})"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    seconds = int(seconds)
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    if h >= 24:
+        return f"{h // 24}d {h % 24}h"
+    if h:
+        return f"{h}h {m:02d}m"
+    return f"{m}m {s:02d}s" if m else f"{s}s"
+
+
+def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.datetime | None = None) -> str:
+    v = verdict or judge(state)
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    rows = [state.steps[s] for s in sorted(state.steps)]
+    step = state.trainer_step if state.trainer_step is not None else state.orchestrator_step
+    out = [f"## {now:%Y-%m-%d %H:%M} UTC", ""]
+    out.append(f"**Step**: {step if step is not None else 'n/a'} / {state.max_steps if state.max_steps is not None else 'n/a'}")
+    health = v.verdict + (f" — {'; '.join(v.reasons)}" if v.reasons else "")
+    out.append(f"**Health**: {health}")
+    out.append("")
+
+    progress = [t for t in (
+        _trend(rows, "reward", "reward/mean"),
+        _trend(rows, "seq_len", "seq_len", 1),
+    ) if t]
+    trunc = [r.orchestrator.get("truncated") for r in rows if r.orchestrator.get("truncated") is not None]
+    if trunc:
+        progress.append(f"truncation {min(trunc) * 100:.1f}-{max(trunc) * 100:.1f}%")
+    errs = [r.orchestrator.get("error_rate") for r in rows if r.orchestrator.get("error_rate") is not None]
+    if errs:
+        progress.append(f"errored rollouts {min(errs) * 100:.1f}-{max(errs) * 100:.1f}%")
+    if state.batch:
+        progress.append(f"current batch {state.batch.done}/{state.batch.total}")
+    r = state.rollouts
+    if r.total:
+        progress.append(f"rollout files (steps {', '.join(map(str, sorted(r.steps))) or 'n/a'}): {r.total} episodes, {r.errored} errored, {r.truncated} truncated")
+    out.append(f"**Progress**: {'; '.join(progress) if progress else 'no step metrics yet'}.")
+
+    stability = [t for t in (
+        _trend(rows, "entropy", "entropy", 4),
+        _trend(rows, "kl", "mismatch_kl", 4),
+        _trend(rows, "grad_norm", "grad_norm", 4),
+        _trend(rows, "loss", "loss", 4),
+    ) if t]
+    out.append(f"**Stability**: {'; '.join(stability) if stability else 'no trainer metrics yet'}.")
+
+    perf = []
+    t_times = [r.trainer["step_time_s"] for r in rows if "step_time_s" in r.trainer]
+    o_times = [r.orchestrator["step_time_s"] for r in rows if "step_time_s" in r.orchestrator]
+    if t_times:
+        perf.append(f"trainer ~{statistics.median(t_times):.0f}s/step (step {state.trainer_step})")
+    if o_times:
+        perf.append(f"orchestrator ~{statistics.median(o_times):.0f}s/step (step {state.orchestrator_step})")
+    eta = state.eta_s()
+    if eta is not None and v.verdict != "Down":
+        perf.append(f"ETA {_duration(eta)}")
+    thr = _series(rows, "throughput_tok_s")
+    if thr:
+        perf.append(f"throughput {thr[-1][1]:.0f} tok/s")
+    if state.waiting:
+        perf.append("waiting: " + ", ".join(f"{k} on {w}" for k, w in sorted(state.waiting.items())))
+    if state.vllm:
+        vl = state.vllm
+        perf.append(
+            f"vLLM (from log, {vl.time or 'n/a'}): running {vl.running if vl.running is not None else 'n/a'}, "
+            f"waiting {vl.waiting if vl.waiting is not None else 'n/a'}, KV cache {_fmt(vl.kv_cache_pct, 1)}%"
+        )
+    if state.env.durations:
+        perf.append(f"env rollout p50 {statistics.median(state.env.durations):.0f}s, max {max(state.env.durations):.0f}s")
+    out.append(f"**Performance**: {'; '.join(perf) if perf else 'n/a'}.")
+
+    notes = []
+    for e in list(state.errors)[-3:]:
+        notes.append(f"{e.kind} at {e.time or '?'} in {_rel(state, e.source)}: {e.message[:200]}")
+    if state.error_count > 3:
+        notes.append(f"{state.error_count} errors in all")
+    if state.warnings:
+        notes.append("warnings: " + ", ".join(f"{k} ×{n}" for k, n in state.warnings.most_common(6)))
+    for kind, (t, msg) in state.events.items():
+        notes.append(f"{kind} at {t or '?'}: {msg[:120]}")
+    if state.checkpoints:
+        parts = [f"step_{c.step} {'complete' if c.complete else 'INCOMPLETE (' + c.reason + ')'}" for c in sorted(state.checkpoints.values(), key=lambda c: c.step)]
+        last = state.last_complete_checkpoint()
+        notes.append("checkpoints: " + ", ".join(parts) + (f"; last complete: step_{last.step}" if last else "; none complete"))
+    if len(state.attempts) > 1:
+        notes.append("attempts: " + "; ".join(f"#{a.number} {a.reason}" for a in state.attempts))
+    if state.lost_steps:
+        notes.append(f"{len(state.lost_steps)} step(s) of earlier attempts were redone (kept as lost)")
+    notes.extend(state.notes)
+    for path, why in state.unrecognised.items():
+        notes.append(f"not recognised: {_rel(state, path)} ({why})")
+    if notes:
+        out.append("**Notes**: " + " | ".join(notes))
+    return redact("\n".join(out)) + "\n"

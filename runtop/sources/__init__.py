@@ -1,0 +1,1 @@
+"""Sources own all I/O (files, /proc, NVML, tmux) and hand parsed events to the state."""

@@ -1,0 +1,77 @@
+"""Which of the run's processes are alive (psutil). A first, small view; the process
+tree pane (issue 4) builds on it.
+
+Titled processes (`setproctitle`) lose their argv, so they are tied to the run by
+their parent chain or working directory, not by their command line (FORMATS.md).
+"""
+
+from __future__ import annotations
+
+import os
+
+import psutil
+
+TITLE_ROLES = (
+    ("PRIME-RL::Launcher", "launcher"),
+    ("PRIME-RL::Inference", "inference"),
+    ("PRIME-RL::Orchestrator", "orchestrator"),
+    ("PRIME-RL::Trainer", "trainer"),
+    ("PRIME-RL::EnvServer", "env"),
+    ("Verifiers::", "env"),
+    ("VLLM::", "inference"),
+)
+
+
+def _role(name: str, cmd: str) -> str | None:
+    for prefix, role in TITLE_ROLES:
+        if name.startswith(prefix) or cmd.startswith(prefix):
+            return role
+    if "torchrun" in cmd:
+        return "trainer"
+    if "vllm-router" in cmd or "vllm serve" in cmd:
+        return "inference"
+    return None
+
+
+def run_processes(run_dir: str) -> dict[str, list[int]]:
+    """role → pids of live processes that belong to `run_dir`.
+
+    A process belongs when its command line names the run dir, its cwd is inside
+    it, or an ancestor belongs. Zombies are not alive.
+    """
+    run_dir = os.path.realpath(run_dir)
+    name = os.path.basename(run_dir)
+    procs: dict[int, psutil.Process] = {}
+    own: set[int] = set()
+    roles: dict[int, str] = {}
+    me = os.getpid()
+    for p in psutil.process_iter(["pid", "ppid", "name", "cmdline", "status"]):
+        info = p.info
+        if info["pid"] == me or info.get("status") == psutil.STATUS_ZOMBIE:
+            continue
+        cmd = " ".join(info.get("cmdline") or [])
+        role = _role(info.get("name") or "", cmd)
+        mine = run_dir in cmd or (name and f"/{name}" in cmd and "runtop" not in cmd)
+        if not mine and role is not None:
+            try:
+                cwd = p.cwd()
+                mine = cwd == run_dir or cwd.startswith(run_dir + os.sep)
+            except (psutil.Error, OSError):
+                # Another user's process (AccessDenied) or one that just exited: not ours to judge.
+                mine = False
+        procs[info["pid"]] = p
+        if role:
+            roles[info["pid"]] = role
+        if mine:
+            own.add(info["pid"])
+    out: dict[str, list[int]] = {}
+    for pid, role in roles.items():
+        cur, hops = pid, 0
+        while cur and hops < 32:
+            if cur in own:
+                out.setdefault(role, []).append(pid)
+                break
+            p = procs.get(cur)
+            cur = p.info.get("ppid") if p is not None else None
+            hops += 1
+    return out

@@ -1,0 +1,216 @@
+"""Read one run's files and fold what they say into a `RunState`.
+
+The reader owns the tailers (all file I/O) and is driven by whoever owns the state:
+the headless commands call `poll()` until the files are read; the live view calls it
+from a worker thread on each wake-up. It never raises for a bad file: the error is
+recorded on that file's `FileInfo` and the other files go on being read.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from runtop.discovery import RunLayout, Tracked, rescan
+from runtop.parsers import metrics_jsonl, rollouts
+from runtop.parsers.configs import RunConfig, merge, parse_config
+from runtop.parsers.events import StepMetrics
+from runtop.parsers.logs import parse_records
+from runtop.parsers.records import RecordAssembler
+from runtop.sources.checkpoints import scan_primerl
+from runtop.sources.tailer import FileTailer
+from runtop.state import FileInfo, RunState
+
+MAX_LINE = {"log": 64 * 1024, "metrics": 1 << 20, "rollouts": 32 << 20, "config": 1 << 20}
+
+
+class _Followed:
+    __slots__ = ("tracked", "tailer", "assembler", "last_metric_step")
+
+    def __init__(self, tracked: Tracked) -> None:
+        self.tracked = tracked
+        self.tailer = FileTailer(tracked.path, max_line=MAX_LINE[tracked.kind], clean=tracked.kind == "log")
+        self.assembler = RecordAssembler()
+        self.last_metric_step: dict[str, int] = {}
+
+
+class RunReader:
+    def __init__(self, layout: RunLayout, state: RunState | None = None) -> None:
+        self.layout = layout
+        self.state = state or RunState()
+        s = self.state
+        s.path, s.framework, s.layout = layout.root, layout.framework, layout.layout
+        s.notes = list(layout.notes)
+        self._followed: dict[str, _Followed] = {}
+        self._configs: dict[str, float] = {}
+        self._config_values: dict[str, RunConfig] = {}
+        self._last_rescan = 0.0
+        self._last_ckpt = float("-inf")
+        self._started_attempt = False
+        self._sync_files()
+
+    # ---- file set -------------------------------------------------------
+    def _sync_files(self) -> None:
+        lay = self.layout
+        wanted = {t.path: t for t in lay.metrics + lay.logs + lay.rollouts}
+        for path in list(self._followed):
+            if path not in wanted:
+                self._drop(path)
+        for path, tracked in wanted.items():
+            if path not in self._followed:
+                self._followed[path] = _Followed(tracked)
+                self.state.files[path] = FileInfo(path, tracked.role, tracked.kind)
+
+    def _drop(self, path: str) -> None:
+        f = self._followed.pop(path)
+        if f.tracked.kind == "log":
+            self._fold_records(f, f.assembler.flush())
+        # Rollout files that left the recent window keep their counts; logs of an old
+        # attempt leave the file list so they no longer speak for the run's health.
+        if f.tracked.kind == "log":
+            self.state.files.pop(path, None)
+
+    def seek_tails(self, nbytes: int) -> None:
+        """Cold start: begin each log `nbytes` before its end (the backfill reads the rest)."""
+        for f in self._followed.values():
+            if f.tracked.kind in ("log", "metrics"):
+                f.tailer.seek_tail(nbytes)
+
+    # ---- polling --------------------------------------------------------
+    def poll(self, *, max_bytes: int | None = None, rescan_every: float = 2.0, ckpt_every: float = 5.0) -> bool:
+        """Read what is new in every file; True when anything was read."""
+        now = time.monotonic()
+        if not self.layout.single_file and now - self._last_rescan >= rescan_every:
+            self._last_rescan = now
+            self._rescan()
+        changed = self._read_configs()
+        # metrics.jsonl first: its step regressions number the attempts (see state.new_attempt);
+        # then the attempt dir's number, which can only move the count forward.
+        for kind in ("metrics", "log", "rollouts"):
+            if kind == "log" and not self._started_attempt:
+                self._started_attempt = True
+                if self.layout.attempt and self.layout.attempt > 1:
+                    self.state.new_attempt(f"logs/attempt_{self.layout.attempt}", number=self.layout.attempt)
+            for f in list(self._followed.values()):
+                if f.tracked.kind == kind:
+                    changed |= self._read(f, max_bytes)
+        if not self.layout.single_file and now - self._last_ckpt >= ckpt_every:
+            self._last_ckpt = now
+            self.state.checkpoints = scan_primerl(self.layout.checkpoint_roots)
+        return changed
+
+    def done(self) -> bool:
+        """True when every followed file has been read to its end."""
+        return all(f.tailer.offset >= f.tailer.size for f in self._followed.values())
+
+    def progress(self) -> tuple[int, int]:
+        read = sum(min(f.tailer.offset, f.tailer.size) for f in self._followed.values())
+        total = sum(f.tailer.size for f in self._followed.values())
+        return read, total
+
+    def _rescan(self) -> None:
+        try:
+            fresh = rescan(self.layout)
+        except OSError as e:
+            self.state.notes.append(f"rescan failed: {e}")
+            return
+        if fresh.attempt_dir and self.layout.attempt_dir and fresh.attempt_dir != self.layout.attempt_dir:
+            for path in [p for p, f in self._followed.items() if f.tracked.kind == "log"]:
+                self._drop(path)
+            self.state.new_attempt(f"logs/latest → attempt_{fresh.attempt}", number=fresh.attempt)
+        self.layout = fresh
+        self.state.layout = fresh.layout
+        self._sync_files()
+
+    def _read_configs(self) -> bool:
+        changed = False
+        for t in self.layout.configs:
+            try:
+                mtime = os.path.getmtime(t.path)
+            except OSError:
+                continue
+            if self._configs.get(t.path) == mtime:
+                continue
+            self._configs[t.path] = mtime
+            try:
+                with open(t.path, encoding="utf-8", errors="replace") as fh:
+                    text = fh.read(4 << 20)
+            except OSError as e:
+                self.state.notes.append(f"cannot read {t.path}: {e.strerror or e}")
+                continue
+            cfg = parse_config(text, "json" if t.path.endswith(".json") else "toml")
+            if cfg is None:
+                self.state.unrecognised[t.path] = "config file does not parse"
+                continue
+            self._config_values[t.path] = cfg
+            changed = True
+        if changed:
+            merged = merge(list(self._config_values.values()))
+            s = self.state
+            if merged.max_steps is not None:
+                s.max_steps, s.max_steps_source = merged.max_steps, "config"
+            s.run_name = merged.run_name or s.run_name
+            s.ckpt_interval = merged.ckpt_interval
+            s.keep_last = merged.keep_last
+        if self.state.run_name is None:
+            self.state.run_name = os.path.basename(self.layout.root.rstrip(os.sep))
+        return changed
+
+    def _read(self, f: _Followed, max_bytes: int | None) -> bool:
+        info = self.state.files[f.tracked.path]
+        res = f.tailer.read(max_bytes)
+        info.size, info.mtime, info.bytes_read = f.tailer.size, f.tailer.mtime, f.tailer.offset
+        info.lines_capped, info.restarts = f.tailer.capped, f.tailer.restarts
+        info.error = res.error
+        if res.restarted:
+            f.assembler = RecordAssembler()
+            f.last_metric_step.clear()
+            info.fatal, info.active_after_fatal = None, False
+            if f.tracked.kind == "log":
+                self.state.new_attempt(f"{os.path.basename(f.tracked.path)} was {res.restarted}")
+        if not res.lines:
+            return bool(res.restarted)
+        kind = f.tracked.kind
+        if kind == "log":
+            records = f.assembler.feed(res.lines)
+            if res.eof:
+                records += f.assembler.flush()
+            self._fold_records(f, records)
+        elif kind == "metrics":
+            self._fold_metrics(f, res.lines)
+        else:
+            apply = self.state.apply
+            step = f.tracked.step
+            for line in res.lines:
+                ev = rollouts.parse_line(line, step, f.tracked.path)
+                if ev is not None:
+                    apply(ev, f.tracked.path)
+        return bool(res.lines) or bool(res.restarted)
+
+    def _fold_records(self, f: _Followed, records: list) -> None:
+        if not records:
+            return
+        apply = self.state.apply
+        path = f.tracked.path
+        for ev in parse_records(records, f.tracked.role):
+            apply(ev, path)
+        for rec in reversed(records):
+            if rec.time:
+                self.state.files[path].last_time = rec.time
+                break
+
+    def _fold_metrics(self, f: _Followed, lines: list[str]) -> None:
+        apply = self.state.apply
+        path = f.tracked.path
+        last = f.last_metric_step
+        for line in lines:
+            ev = metrics_jsonl.parse_line(line, path)
+            if ev is None:
+                continue
+            if isinstance(ev, StepMetrics):
+                prev = last.get(ev.role)
+                if prev is not None and ev.step < prev:
+                    # The step counter went back: a relaunch appended to the same file.
+                    self.state.new_attempt(f"metrics.jsonl {ev.role} steps went back from {prev} to {ev.step}")
+                last[ev.role] = ev.step
+            apply(ev, path)

@@ -1,0 +1,411 @@
+"""`RunState`: everything runtop knows about one run, folded from parser events.
+
+One writer (the app loop, or the headless reader) calls `apply`; widgets, health
+rules, `runtop status` and the JSON export only read. Everything kept is bounded:
+parsed numbers and counters, never log lines.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+from runtop.parsers.events import (
+    ORCHESTRATOR,
+    TRAINER,
+    BatchProgress,
+    CheckpointSave,
+    EnvLag,
+    Event,
+    MaxSteps,
+    Notice,
+    Resumed,
+    RoleFinished,
+    Rollout,
+    RolloutDone,
+    RolloutStart,
+    StepMetrics,
+    Unrecognised,
+    VllmStats,
+    Waiting,
+)
+
+# The per-step columns of `runtop status --json` (issue 2), and which role owns each.
+STEP_FIELDS = (
+    "reward",
+    "loss",
+    "entropy",
+    "kl",
+    "grad_norm",
+    "clip_ratio",
+    "lr",
+    "seq_len",
+    "step_time_s",
+    "throughput_tok_s",
+)
+ORCH_OWNED = {"reward", "reward_all", "seq_len", "truncated", "error_rate", "cancelled", "turns", "off_policy_max", "rollouts"}
+MAX_ERRORS = 200
+MAX_LOST_STEPS = 500
+MAX_DURATIONS = 4096
+SLOW_CALL_THRESHOLD_S = 180.0  # the seeds' "slow execution" threshold
+
+
+@dataclass
+class StepRow:
+    step: int
+    attempt: int
+    trainer: dict[str, float] = field(default_factory=dict)
+    orchestrator: dict[str, float] = field(default_factory=dict)
+    origin: dict[str, str] = field(default_factory=dict)
+    phases_s: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, float] = field(default_factory=dict)
+    superseded: bool = False
+
+    def value(self, name: str) -> float | None:
+        """The merged value of a column: orchestrator's for rollout metrics, else the trainer's.
+
+        `step_time_s` is the trainer's alone (the orchestrator's is reported apart), so
+        one column never mixes two clocks.
+        """
+        if name in ORCH_OWNED:
+            return self.orchestrator.get(name)
+        return self.trainer.get(name)
+
+
+@dataclass
+class Attempt:
+    number: int
+    reason: str
+    resumed_from: int | None = None
+
+
+@dataclass
+class Checkpoint:
+    step: int
+    path: str
+    complete: bool
+    reason: str
+    bytes: int
+
+
+@dataclass
+class ErrorEntry:
+    time: str | None
+    source: str
+    role: str
+    kind: str
+    message: str
+    fatal: bool
+
+
+@dataclass
+class RolloutCounters:
+    total: int = 0
+    errored: int = 0
+    truncated: int = 0
+    empty: int = 0
+    by_stop: Counter = field(default_factory=Counter)
+    by_error: Counter = field(default_factory=Counter)
+    reward_sum: float = 0.0
+    reward_n: int = 0
+    positive: int = 0
+    steps: set[int] = field(default_factory=set)
+
+
+@dataclass
+class FunctionCalls:
+    count: int = 0
+    durations: deque = field(default_factory=lambda: deque(maxlen=512))
+    max_s: float = 0.0
+    last_time: str | None = None
+
+
+@dataclass
+class EnvCounters:
+    started: int = 0
+    done: int = 0
+    by_stop: Counter = field(default_factory=Counter)
+    durations: deque = field(default_factory=lambda: deque(maxlen=MAX_DURATIONS))
+    lag_ms: dict[str, float] = field(default_factory=dict)
+    active_tasks: int | None = None
+    # Start times of rollouts still open (bounded: a dead env never closes them).
+    open_starts: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class SlowCalls:
+    threshold_s: float = SLOW_CALL_THRESHOLD_S
+    count: int = 0
+    timeouts: int = 0
+    by_function: dict[str, FunctionCalls] = field(default_factory=dict)
+
+
+@dataclass
+class FileInfo:
+    path: str
+    role: str
+    kind: str  # "log", "metrics", "rollouts", "config"
+    bytes_read: int = 0
+    size: int = 0
+    last_time: str | None = None
+    mtime: float | None = None
+    restarts: int = 0
+    lines_capped: int = 0
+    error: str | None = None
+    # The last fatal error in this file, and whether the role kept working after it.
+    fatal: ErrorEntry | None = None
+    active_after_fatal: bool = False
+
+
+@dataclass
+class RunState:
+    path: str = ""
+    framework: str = "unknown"
+    layout: str = "unknown"
+    run_name: str | None = None
+    notes: list[str] = field(default_factory=list)
+    files: dict[str, FileInfo] = field(default_factory=dict)
+    max_steps: int | None = None
+    max_steps_source: str | None = None
+    ckpt_interval: int | None = None
+    keep_last: int | None = None
+    attempts: list[Attempt] = field(default_factory=lambda: [Attempt(1, "first launch")])
+    steps: dict[int, StepRow] = field(default_factory=dict)
+    lost_steps: deque = field(default_factory=lambda: deque(maxlen=MAX_LOST_STEPS))
+    trainer_step: int | None = None
+    orchestrator_step: int | None = None
+    batch: BatchProgress | None = None
+    waiting: dict[str, str] = field(default_factory=dict)
+    checkpoints: dict[int, Checkpoint] = field(default_factory=dict)
+    last_save: dict[str, int] = field(default_factory=dict)
+    rollouts: RolloutCounters = field(default_factory=RolloutCounters)
+    env: EnvCounters = field(default_factory=EnvCounters)
+    slow_calls: SlowCalls = field(default_factory=SlowCalls)
+    context_overflows: int = 0
+    errors: deque = field(default_factory=lambda: deque(maxlen=MAX_ERRORS))
+    error_count: int = 0
+    warnings: Counter = field(default_factory=Counter)
+    last_warning: dict[str, str] = field(default_factory=dict)
+    events: dict[str, tuple[str | None, str]] = field(default_factory=dict)  # notable INFO lines, by kind
+    vllm: VllmStats | None = None
+    vllm_source: str | None = None
+    finished: set[str] = field(default_factory=set)
+    unrecognised: dict[str, str] = field(default_factory=dict)
+    processes: dict[str, list[int]] | None = None  # role → pids; None = not looked
+    backfill_done: float = 1.0
+
+    # ---- attempts -------------------------------------------------------
+    @property
+    def attempt(self) -> int:
+        return self.attempts[-1].number
+
+    def new_attempt(self, reason: str, number: int | None = None) -> bool:
+        """Start a new attempt unless the current one has not produced a step yet.
+
+        Several logs are replaced at once on a relaunch; only the first of them
+        opens an attempt (the rest find it still empty).
+        """
+        cur = self.attempts[-1]
+        if number is not None and number <= cur.number:
+            return False
+        has_steps = any(r.attempt == cur.number for r in self.steps.values())
+        if number is None and not has_steps:
+            return False
+        self.attempts.append(Attempt(number or cur.number + 1, reason))
+        self.trainer_step = None
+        self.orchestrator_step = None
+        self.batch = None
+        self.waiting.clear()
+        self.finished.clear()
+        return True
+
+    def _supersede_after(self, step: int) -> None:
+        for s in sorted(k for k in self.steps if k > step):
+            row = self.steps[s]
+            if row.attempt < self.attempt:
+                row.superseded = True
+                self.lost_steps.append(self.steps.pop(s))
+
+    def _row(self, step: int) -> StepRow:
+        row = self.steps.get(step)
+        if row is not None and row.attempt < self.attempt:
+            # A step of an earlier attempt that this attempt redoes: keep the old one visible as lost.
+            row.superseded = True
+            self.lost_steps.append(row)
+            row = None
+        if row is None:
+            row = StepRow(step, self.attempt)
+            self.steps[step] = row
+        return row
+
+    # ---- folding --------------------------------------------------------
+    def apply(self, ev: Event, source: str = "") -> None:
+        t = type(ev)
+        if t is StepMetrics:
+            self._apply_step(ev)  # type: ignore[arg-type]
+            self._activity(source)
+        elif t is BatchProgress:
+            self.batch = ev  # type: ignore[assignment]
+            self._activity(source)
+        elif t is RolloutStart or t is RolloutDone:
+            self._apply_env(ev)
+            self._activity(source)
+        elif t is Rollout:
+            self._apply_rollout(ev)  # type: ignore[arg-type]
+        elif t is Notice:
+            self._apply_notice(ev, source)  # type: ignore[arg-type]
+        elif t is VllmStats:
+            self.vllm = ev  # type: ignore[assignment]
+            self.vllm_source = "log"
+            self._activity(source)
+        elif t is MaxSteps:
+            # A config's max_steps is what the user asked for; a log line confirms it.
+            if self.max_steps is None:
+                self.max_steps = ev.value  # type: ignore[union-attr]
+                self.max_steps_source = ev.source  # type: ignore[union-attr]
+        elif t is CheckpointSave:
+            self.last_save[ev.role] = ev.step  # type: ignore[union-attr]
+        elif t is Resumed:
+            if self.steps and any(r.attempt == self.attempt for r in self.steps.values()):
+                self.new_attempt(f"{ev.role} resumed from step {ev.step}")  # type: ignore[union-attr]
+            self.attempts[-1].resumed_from = ev.step  # type: ignore[union-attr]
+            self._supersede_after(ev.step)  # type: ignore[union-attr]
+        elif t is Waiting:
+            if ev.on:  # type: ignore[union-attr]
+                self.waiting[ev.role] = ev.on  # type: ignore[union-attr]
+            else:
+                self.waiting.pop(ev.role, None)  # type: ignore[union-attr]
+        elif t is RoleFinished:
+            self.finished.add(ev.role)  # type: ignore[union-attr]
+        elif t is EnvLag:
+            self.env.lag_ms = dict(ev.lag_ms)  # type: ignore[union-attr]
+            self.env.active_tasks = ev.active_tasks  # type: ignore[union-attr]
+        elif t is Unrecognised:
+            self.unrecognised[ev.source] = ev.reason  # type: ignore[union-attr]
+
+    def _activity(self, source: str) -> None:
+        info = self.files.get(source)
+        if info is not None and info.fatal is not None:
+            info.active_after_fatal = True
+
+    def _apply_step(self, ev: StepMetrics) -> None:
+        row = self._row(ev.step)
+        target = row.trainer if ev.role == TRAINER else row.orchestrator
+        for name, value in ev.values.items():
+            key = f"{ev.role}.{name}"
+            # Structured metrics.jsonl rows win over scraped log lines (FORMATS.md).
+            if ev.origin == "log" and row.origin.get(key) == "metrics":
+                continue
+            target[name] = value
+            row.origin[key] = ev.origin
+        for name, value in ev.phases_s.items():
+            row.phases_s[name] = value
+        for name, value in ev.extra.items():
+            row.extra[name] = value
+        if ev.role == TRAINER:
+            self.trainer_step = max(self.trainer_step or 0, ev.step)
+        else:
+            self.orchestrator_step = max(self.orchestrator_step or 0, ev.step)
+
+    def _apply_notice(self, ev: Notice, source: str) -> None:
+        if ev.level in ("ERROR", "CRITICAL") or ev.fatal:
+            entry = ErrorEntry(ev.time, source, ev.role, ev.kind, ev.message, ev.fatal)
+            self.errors.append(entry)
+            self.error_count += 1
+            info = self.files.get(source)
+            # Keep the first fatal error of a death: the OOM, not torchrun's
+            # ChildFailedError that reports it a few lines later.
+            if ev.fatal and info is not None and (info.fatal is None or info.active_after_fatal):
+                info.fatal = entry
+                info.active_after_fatal = False
+        elif ev.level == "WARNING":
+            self.warnings[ev.kind] += 1
+            self.last_warning[ev.kind] = ev.message
+        else:
+            self.events[ev.kind] = (ev.time, ev.message)
+        if ev.kind == "context_overflow":
+            self.context_overflows += 1
+
+    def _apply_env(self, ev: RolloutStart | RolloutDone) -> None:
+        env = self.env
+        if isinstance(ev, RolloutStart):
+            env.started += 1
+            if ev.time is not None:
+                if len(env.open_starts) > 10_000:
+                    env.open_starts.pop(next(iter(env.open_starts)))
+                env.open_starts[ev.rollout_id] = ev.time
+            return
+        env.done += 1
+        env.by_stop[ev.stop or "unknown"] += 1
+        start = env.open_starts.pop(ev.rollout_id, None)
+        if start is None or ev.time is None:
+            return
+        dur = _clock_diff(start, ev.time)
+        env.durations.append(dur)
+        if dur >= self.slow_calls.threshold_s:
+            self.slow_calls.count += 1
+            calls = self.slow_calls.by_function.setdefault("rollout", FunctionCalls())
+            calls.count += 1
+            calls.durations.append(dur)
+            calls.max_s = max(calls.max_s, dur)
+            calls.last_time = ev.time
+
+    def _apply_rollout(self, ev: Rollout) -> None:
+        r = self.rollouts
+        r.total += 1
+        if not ev.ok:
+            r.errored += 1
+            r.by_error[ev.error_type or "unknown"] += 1
+        if ev.truncated:
+            r.truncated += 1
+        if ev.empty:
+            r.empty += 1
+        if ev.stop_condition:
+            r.by_stop[ev.stop_condition] += 1
+        if ev.reward is not None:
+            r.reward_sum += ev.reward
+            r.reward_n += 1
+            if ev.reward > 0:
+                r.positive += 1
+        if ev.step is not None:
+            r.steps.add(ev.step)
+
+    # ---- derived --------------------------------------------------------
+    def current_step(self) -> int | None:
+        steps = [s for s in (self.trainer_step, self.orchestrator_step) if s is not None]
+        return max(steps) if steps else None
+
+    def median_step_time(self, window: int = 20) -> float | None:
+        rows = [self.steps[s] for s in sorted(self.steps)[-window:]]
+        times = [v for r in rows if (v := r.trainer.get("step_time_s")) is not None and v > 0]
+        if not times:  # no trainer numbers yet (orchestrator log alone): its clock is the next best
+            times = [v for r in rows if (v := r.orchestrator.get("step_time_s")) is not None and v > 0]
+        return statistics.median(times) if times else None
+
+    def eta_s(self) -> float | None:
+        """Median step time × steps left (trainer steps: those are what finish a run)."""
+        if self.max_steps is None:
+            return None
+        done = self.trainer_step if self.trainer_step is not None else self.orchestrator_step
+        med = self.median_step_time()
+        if done is None or med is None:
+            return None
+        return max(0, self.max_steps - done) * med
+
+    def last_complete_checkpoint(self) -> Checkpoint | None:
+        done = [c for c in self.checkpoints.values() if c.complete]
+        return max(done, key=lambda c: c.step) if done else None
+
+
+def _clock_diff(start: str, end: str) -> float:
+    """Seconds from `HH:MM:SS` to `HH:MM:SS`; prime-rl logs carry no date, so wrap at midnight."""
+    def secs(t: str) -> int:
+        h, m, s = t.split(":")
+        return int(h) * 3600 + int(m) * 60 + int(s)
+
+    try:
+        d = secs(end) - secs(start)
+    except ValueError:
+        return 0.0
+    return float(d + 86400 if d < 0 else d)
