@@ -201,6 +201,9 @@ def parse_record(rec: Record, role: str) -> list[Event]:
     if level == "ERROR" or level == "CRITICAL":
         if msg.startswith("Fatal error") or has_traceback(rec.lines()):
             return [_fatal(rec, role)]
+        if rec.fmt == "glog" and "exitcode" in msg:
+            # torchrun reporting that a rank died; the rank's own traceback names the cause.
+            return [Notice(role, level, "torchrun child failed", msg.strip(), t, fatal=True)]
         if "Inference server is not ready" in msg:
             return [Notice(ORCHESTRATOR, level, "inference_not_ready", msg.strip(), t, fatal=True)]
         sig = crash_signature(msg + "\n" + "\n".join(rec.lines()[-20:]))

@@ -1,0 +1,153 @@
+"""Follow a run live: the recent tail first, the full history backfilled behind it.
+
+Cold start on a huge log must show a status at once (issue 2): a tail reader
+starts `TAIL_BYTES` before the end of each log while a second reader reads every
+file from the top in a worker thread into its own, private state. When it has
+caught up, the live view swaps to it; from then on one reader follows the files.
+Each state has one writer at a time: the worker owns the backfill state until the
+hand-over, the caller owns the live one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+from runtop.discovery import RunLayout
+from runtop.sources.processes import run_processes
+from runtop.sources.run_reader import RunReader
+from runtop.sources.watch import ChangeWaiter
+from runtop.state import RunState
+
+TAIL_BYTES = 1 << 20
+BACKFILL_CHUNK = 8 << 20
+
+
+class LiveRun:
+    def __init__(self, layout: RunLayout, *, poll: bool = False, tail_bytes: int = TAIL_BYTES, interval: float = 2.0) -> None:
+        self.layout = layout
+        self.interval = interval
+        self.reader = RunReader(layout)
+        self.waiter = ChangeWaiter(layout.root, poll=poll)
+        self.backfill_error: str | None = None
+        self._full: RunReader | None = None
+        self._ready: RunReader | None = None
+        self._stop = threading.Event()
+        self._last_procs = float("-inf")
+        if self._needs_backfill(tail_bytes):
+            self.reader.seek_tails(tail_bytes)
+            self.reader.state.backfill_done = 0.0
+            self._thread = threading.Thread(target=self._backfill, name="runtop-backfill", daemon=True)
+            self._thread.start()
+
+    def _needs_backfill(self, tail_bytes: int) -> bool:
+        for t in self.layout.logs + self.layout.metrics:
+            try:
+                if os.path.getsize(t.path) > tail_bytes:
+                    return True
+            except OSError:
+                continue
+        return False
+
+    def _backfill(self) -> None:
+        full = RunReader(self.layout)
+        self._full = full
+        try:
+            while not self._stop.is_set():
+                full.poll(max_bytes=BACKFILL_CHUNK, rescan_every=float("inf"))
+                if full.done():
+                    break
+        except OSError as e:
+            self.backfill_error = f"backfill stopped: {e}"
+            return
+        self._ready = full
+
+    @property
+    def state(self) -> RunState:
+        return self.reader.state
+
+    def backfill_progress(self) -> float:
+        if self._ready is not None or self._full is None:
+            return 1.0 if self._full is None or self._ready is not None else 0.0
+        read, total = self._full.progress()
+        return read / total if total else 1.0
+
+    def step(self) -> bool:
+        """Read what is new (and take over the backfilled state once it is ready)."""
+        changed = False
+        if self._ready is not None:
+            procs = self.reader.state.processes
+            self.reader, self._ready = self._ready, None
+            self.reader.state.processes = procs
+            changed = True
+        changed |= self.reader.poll(rescan_every=self.interval, ckpt_every=max(self.interval, 5.0))
+        self.reader.state.backfill_done = self.backfill_progress()
+        now = time.monotonic()
+        if now - self._last_procs >= max(self.interval, 2.0):
+            self._last_procs = now
+            procs = run_processes(self.layout.root)
+            changed |= procs != self.reader.state.processes
+            self.reader.state.processes = procs
+        return changed
+
+    def wait(self, timeout: float) -> bool:
+        return self.waiter.wait(timeout)
+
+    def close(self) -> None:
+        self._stop.set()
+        self.waiter.close()
+
+
+def _summary_line(state: RunState, verdict: str) -> str:
+    step = state.trainer_step if state.trainer_step is not None else state.orchestrator_step
+    rows = [state.steps[s] for s in sorted(state.steps)]
+    reward = next((r.value("reward") for r in reversed(rows) if r.value("reward") is not None), None)
+    parts = [
+        time.strftime("%H:%M:%S"),
+        f"step {step if step is not None else '-'}/{state.max_steps or '?'}",
+        verdict,
+    ]
+    if reward is not None:
+        parts.append(f"reward {reward:.4f}")
+    if state.batch:
+        parts.append(f"batch {state.batch.done}/{state.batch.total}")
+    if state.errors:
+        e = state.errors[-1]
+        parts.append(f"last error {e.kind} at {e.time or '?'}")
+    return " | ".join(parts)
+
+
+def follow(layout: RunLayout, *, interval: float = 2.0, poll: bool = False, deadline: float | None = None, out=None) -> int:
+    """Print a rolling status until Ctrl-C (a terminal view until the TUI of issue 4)."""
+    from runtop.health import judge
+    from runtop.report import to_markdown
+
+    out = out or sys.stdout
+    tty = out.isatty()
+    live = LiveRun(layout, poll=poll, interval=interval)
+    last_print = float("-inf")
+    dirty = True
+    try:
+        while deadline is None or time.monotonic() < deadline:
+            dirty |= live.step()
+            now = time.monotonic()
+            if dirty and now - last_print >= interval:
+                verdict = judge(live.state)
+                if tty:
+                    bf = live.backfill_progress()
+                    footer = f"following {layout.root} ({live.waiter.mode})"
+                    if bf < 1.0:
+                        footer += f" — reading history {bf:.0%}"
+                    out.write("\x1b[H\x1b[2J" + to_markdown(live.state, verdict) + "\n" + footer + " — Ctrl-C to quit\n")
+                else:
+                    out.write(_summary_line(live.state, verdict.verdict) + "\n")
+                out.flush()
+                last_print, dirty = now, False
+            live.wait(interval if deadline is None else max(0.05, min(interval, deadline - time.monotonic())))
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        live.close()
+    return 0

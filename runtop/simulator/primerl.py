@@ -1,0 +1,363 @@
+"""A live prime-rl run (main layout) written into a directory at an accelerated pace.
+
+It writes what prime-rl main writes (FORMATS.md): `logs/attempt_1/*.log` with ANSI
+codes and torchrun prefixes behind a `logs/latest` symlink, `metrics.jsonl`,
+rollout `traces.jsonl`, checkpoints that appear over time (`.metadata.tmp` first,
+renamed when the save completes), and the failures of the seeds:
+
+- healthy: runs to `max_steps` and finishes.
+- trainer-oom: the trainer dies of CUDA OOM (as in the shared sample); the other logs stop.
+- inference-death: vLLM's engine dies; the orchestrator retries, the trainer waits.
+- stalled: every process goes silent (a reclaimed pod).
+- partial-checkpoint: a save leaves shards without `.metadata`, then the trainer dies.
+- disk-filling: checkpoints grow, a core dump appears, then `No space left on device`.
+- rollouts-hung: vLLM rejects every request (`max_tokens` too large); batches stay at 0/N.
+
+Tests drive it synchronously (`run()`); `runtop demo` runs it in a thread (`start()`).
+The script is deterministic for a given seed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+SCENARIOS = (
+    "healthy",
+    "trainer-oom",
+    "inference-death",
+    "stalled",
+    "partial-checkpoint",
+    "disk-filling",
+    "rollouts-hung",
+)
+ENV = "reverse-text"
+RUN_NAME = "reverse-text--qwen3-0.6b--sim"
+START = 14 * 3600  # the simulated clock starts at 14:00:00
+DIM, BOLD, RESET = "\x1b[2m", "\x1b[1m", "\x1b[0m"
+LEVEL_COLOUR = {"INFO": "", "SUCCESS": "\x1b[32m", "WARNING": "\x1b[33m", "ERROR": "\x1b[31m"}
+
+Action = tuple[float, Callable[[], None]]
+
+
+def clock(t: float) -> str:
+    t = int(t) % 86400
+    return f"{t // 3600:02d}:{t % 3600 // 60:02d}:{t % 60:02d}"
+
+
+def loguru(t: float, level: str, msg: str) -> str:
+    """A prime-rl loguru line as written with colorize=True."""
+    c = LEVEL_COLOUR[level]
+    return f"{DIM}{clock(t)}{RESET} {c}{BOLD}{level:>7}{RESET} {c}{BOLD}\x1b[22m{msg}{RESET}{RESET}\n"
+
+
+class Simulator:
+    def __init__(
+        self,
+        root: str | None = None,
+        *,
+        scenario: str = "healthy",
+        speed: float = 20.0,
+        max_steps: int = 20,
+        fail_step: int | None = None,
+        ckpt_interval: int = 2,
+        seed: int = 0,
+    ) -> None:
+        if scenario not in SCENARIOS:
+            raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
+        self._tmp = None
+        if root is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="runtop-demo-")
+            root = os.path.join(self._tmp.name, RUN_NAME)
+        self.root = root
+        self.scenario = scenario
+        self.speed = speed
+        self.max_steps = max_steps
+        self.fail_step = fail_step if fail_step is not None else max(3, max_steps // 3)
+        self.ckpt_interval = ckpt_interval
+        self.rng = random.Random(seed)
+        self.logs = os.path.join(root, "logs", "attempt_1")
+        self.step = 0
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    # ---- writing helpers ------------------------------------------------
+    def _append(self, rel: str, text: str) -> None:
+        path = os.path.join(self.root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(text)
+
+    def orch(self, t: float, level: str, msg: str) -> None:
+        self._append("logs/attempt_1/orchestrator.log", loguru(t, level, msg))
+
+    def trainer(self, t: float, level: str, msg: str, extra: str = "") -> None:
+        lines = (loguru(t, level, msg) + extra).splitlines(keepends=True)
+        self._append("logs/attempt_1/trainer.log", "".join(f"[trainer0]:{line}" for line in lines))
+
+    def vllm(self, t: float, level: str, msg: str, proc: str = "APIServer pid=2209876") -> None:
+        mmdd = "08-21"
+        self._append(
+            "logs/attempt_1/inference.log",
+            f"\x1b[1;36m({proc})\x1b[0;0m {level} {mmdd} {clock(t)} [loggers.py:257] {msg}\n",
+        )
+
+    def env(self, t: float, msg: str) -> None:
+        self._append(f"logs/attempt_1/envs/train/{ENV}.log", loguru(t, "INFO", msg))
+
+    def metrics(self, row: dict) -> None:
+        self._append("metrics.jsonl", json.dumps(row) + "\n")
+
+    # ---- the run ----------------------------------------------------------
+    def _setup(self) -> None:
+        os.makedirs(self.logs, exist_ok=True)
+        os.makedirs(os.path.join(self.root, "configs"), exist_ok=True)
+        latest = os.path.join(self.root, "logs", "latest")
+        if not os.path.lexists(latest):
+            os.symlink("attempt_1", latest)
+        with open(os.path.join(self.root, "configs", "rl.toml"), "w", encoding="utf-8") as f:
+            f.write(
+                f'max_steps = {self.max_steps}\n\n[run]\nname = "{RUN_NAME}"\n\n'
+                f'[model]\nname = "PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT"\n\n'
+                f"[ckpt]\ninterval = {self.ckpt_interval}\nkeep_last = 2\n"
+            )
+
+    def script(self) -> Iterator[Action]:
+        """The run as (simulated second, action), in time order."""
+        rng = self.rng
+        t = float(START)
+        yield t, self._setup
+        yield t + 1, lambda: self.orch(START + 1, "INFO", "Starting orchestrator (algorithm: grpo)")
+        yield t + 2, lambda: self.trainer(START + 2, "INFO", f"Starting RL trainer in World(world_size=1, rank=0) in outputs/{RUN_NAME}")
+        yield t + 3, lambda: self.vllm(START + 3, "INFO", "Starting vLLM API server 0 on http://0.0.0.0:8100")
+        if self.scenario == "rollouts-hung":
+            yield t + 4, lambda: self.vllm(START + 4, "WARNING", "Found ulimit of 32000 and failed to automatically increase with error current limit exceeds maximum limit. This can cause fd limit errors like `OSError: [Errno 24] Too many open files`. Consider increasing with ulimit -n")
+        yield t + 5, lambda: self.orch(START + 5, "INFO", f"Starting orchestrator loop (max_steps={self.max_steps})")
+        yield t + 5, lambda: self.trainer(START + 5, "INFO", f"Starting training loop (max_steps={self.max_steps})")
+        t += 6
+        if self.scenario == "rollouts-hung":
+            yield from self._hung(t)
+            return
+        reward, entropy = 0.54, 0.41
+        for step in range(1, self.max_steps + 1):
+            step_time = 30.0 + rng.random() * 8
+            # rollouts stream in while the batch fills
+            for k in range(4):
+                tk = t + (k + 1) * step_time / 5
+                done = 32 * (k + 1)
+                yield tk, self._batch_line(tk, done)
+                yield tk, self._env_rollout(tk, step, k)
+            if self.scenario == "inference-death" and step == self.fail_step:
+                yield from self._inference_death(t + step_time / 2)
+                return
+            if self.scenario == "stalled" and step == self.fail_step:
+                return  # silence: nothing is written any more
+            t += step_time
+            reward = min(0.95, reward + rng.uniform(-0.01, 0.03))
+            entropy = max(0.05, entropy - rng.uniform(0.002, 0.01))
+            yield t, self._orch_step(t, step, step_time, reward)
+            yield t + 0.5, self._vllm_stats(t + 0.5)
+            if self.scenario == "trainer-oom" and step == self.fail_step:
+                yield from self._trainer_oom(t + 20)
+                return
+            ttime = step_time + rng.uniform(-2, 2)
+            yield t + 1, self._trainer_step(t + 1, step, ttime, entropy)
+            if step % self.ckpt_interval == 0:
+                if self.scenario in ("partial-checkpoint", "disk-filling") and step >= self.fail_step:
+                    yield from self._failed_save(t + 2, step)
+                    return
+                yield t + 2, self._checkpoint(t + 2, step)
+            if self.scenario == "disk-filling" and step == self.fail_step - 1:
+                yield t + 3, self._core_dump
+        yield t + 5, lambda: self.orch(t + 5, "SUCCESS", "Orchestrator finished.")
+        yield t + 6, lambda: self.trainer(t + 6, "SUCCESS", "RL trainer finished!")
+
+    def _batch_line(self, t: float, done: int) -> Callable[[], None]:
+        return lambda: self.orch(t, "INFO", f"Train batch {done}/128 ({done / 128:.1%}) (+16 buffered); {128 - done // 2} inflight episodes (train={128 - done // 2}, eval=0)")
+
+    def _env_rollout(self, t: float, step: int, k: int) -> Callable[[], None]:
+        rid = f"{step:04d}{k:028x}"
+        reward = self.rng.choice([0.412, 0.667, 0.75, 0.811, 0.917, 1.0])
+
+        def act() -> None:
+            self.env(t - 3, f"rollout start: id={rid} task={step * 10 + k} harness=null runtime=subprocess")
+            self.env(t, f"rollout done: id={rid} task={step * 10 + k} reward={reward:.3f} turns=1 stop=single_turn")
+
+        return act
+
+    def _orch_step(self, t: float, step: int, step_time: float, reward: float) -> Callable[[], None]:
+        def act() -> None:
+            self.step = step
+            self.orch(t, "SUCCESS", f"Step {step} | {step_time:6.1f}s | Reward {reward:.4f} | Trainable 120/128 (93.8%) | Turns 1.0 | Branches 1.0 | Max Off-Policy 1 | Error 0.0% | Cancelled 0.0% | Truncation 0.0%")
+            self.metrics({
+                "step": step,
+                "time": 1787320918.2 + t - START,
+                "train/agg/effective/agent/reward/mean": round(reward, 4),
+                "train/agg/all/agent/reward/mean": round(reward - 0.004, 4),
+                "train/agg/all/num_total_tokens/mean": 211.4,
+                "train/agg/all/agent/is_truncated/mean": 0.0,
+                "train/agg/all/has_error/mean": 0.0,
+                "train/agg/all/num_turns/mean": 1.0,
+                "time/step": round(step_time, 1),
+                "time/wait_for_policy": 0.0,
+                "off_policy/max": 1.0,
+                "progress/rollouts": 128,
+            })
+            self._rollout_file(step, reward)
+
+        return act
+
+    def _rollout_file(self, step: int, reward: float) -> None:
+        lines = []
+        for i in range(8):
+            ok = not (i == 7 and step % 3 == 0)
+            score = max(0.0, min(1.0, reward + self.rng.uniform(-0.2, 0.2)))
+            episode = {
+                "id": f"{step:04d}{i:028x}",
+                "env": {"id": ENV, "name": ENV},
+                "run": {"type": "train", "work": {"type": "train", "step": step}},
+                "ok": ok,
+                "errors": [] if ok else [{"type": "ProviderError", "message": "Request timed out.", "status_code": 504}],
+                "traces": [{
+                    "rewards": {"lcs": {"score": round(score, 4), "weight": 1.0}} if ok else {},
+                    "stop_condition": "single_turn" if ok else None,
+                    "nodes": [{"sampled": False}, {"sampled": False}] + ([{"sampled": True}] if ok else []),
+                    "timing": {"start": 1787320888.0, "scoring": {"end": 1787320890.9}},
+                }],
+            }
+            lines.append(json.dumps(episode))
+        for sub in ("all", "effective"):
+            keep = lines if sub == "all" else [line for line in lines if '"ok": true' in line]
+            self._append(f"rollouts/step_{step}/train/{sub}/traces.jsonl", "\n".join(keep) + "\n")
+
+    def _trainer_step(self, t: float, step: int, step_time: float, entropy: float) -> Callable[[], None]:
+        rng = self.rng
+        loss, gn, kl = rng.uniform(-0.004, 0.005), rng.uniform(0.16, 0.26), rng.uniform(0.0008, 0.0017)
+        thr = rng.randint(14800, 15300)
+
+        def act() -> None:
+            mins, secs = divmod(int(step_time), 60)
+            shown = f"{mins}m {secs}s" if mins else f"{step_time:.1f}s"
+            self.trainer(t, "SUCCESS", f"Step {step} | {shown:>7} | Loss {loss:.4f} | Entropy {entropy:.4f} | Mismatch KL {kl:.4f} | Grad. Norm {gn:.4f} | LR 3.00e-06 | Throughput {thr} tokens/s | MFU 9.9% | Peak Mem. 32.0 GiB")
+            base = {"step": step, "time": 1787320918.2 + t - START}
+            self.metrics({**base, "perf/throughput": thr, "perf/mfu": 9.9, "perf/peak_memory": 32.0})
+            self.metrics({**base, "optim/lr": 3e-06, "optim/grad_norm": round(gn, 4)})
+            self.metrics({**base, "loss/mean": round(loss, 4), "entropy/all/mean": round(entropy, 4), "mismatch_kl/all/mean": round(kl, 5)})
+            self.metrics({**base, "time/step": round(step_time, 1), "time/wait_for_batch": 0.3, "time/forward_backward": 17.6, "time/broadcast_weights": 1.9, "time/save_ckpt": 0.0})
+
+        return act
+
+    def _vllm_stats(self, t: float) -> Callable[[], None]:
+        running, kv = self.rng.randint(100, 134), self.rng.uniform(20, 26)
+        return lambda: self.vllm(t, "INFO", f"Engine 000: Avg prompt throughput: 1678.0 tokens/s, Avg generation throughput: 4473.3 tokens/s, Running: {running} reqs, Waiting: 0 reqs, GPU KV cache usage: {kv:.1f}%, Prefix cache hit rate: 40.0%")
+
+    def _checkpoint(self, t: float, step: int, size: int = 4096) -> Callable[[], None]:
+        def act() -> None:
+            self.orch(t, "INFO", f"Saving checkpoint at step {step}")
+            self.trainer(t, "INFO", f"Saving checkpoint at step {step}")
+            base = os.path.join(self.root, "checkpoints", f"step_{step}")
+            os.makedirs(os.path.join(base, "trainer"), exist_ok=True)
+            os.makedirs(os.path.join(base, "orchestrator"), exist_ok=True)
+            with open(os.path.join(base, "trainer", "__0_0.distcp"), "wb") as f:
+                f.truncate(size)  # sparse: an honest size without using the disk
+            tmp = os.path.join(base, "trainer", ".metadata.tmp")
+            with open(tmp, "wb") as f:
+                f.write(b"\0" * 512)
+            os.replace(tmp, os.path.join(base, "trainer", ".metadata"))
+            with open(os.path.join(base, "orchestrator", "progress.pt"), "wb") as f:
+                f.write(b"\0" * 1024)
+
+        return act
+
+    def _failed_save(self, t: float, step: int) -> Iterator[Action]:
+        def act() -> None:
+            self.orch(t, "INFO", f"Saving checkpoint at step {step}")
+            self.trainer(t, "INFO", f"Saving checkpoint at step {step}")
+            base = os.path.join(self.root, "checkpoints", f"step_{step}", "trainer")
+            os.makedirs(base, exist_ok=True)
+            with open(os.path.join(base, "__0_0.distcp"), "wb") as f:
+                f.truncate(1 << 20)
+            with open(os.path.join(base, ".metadata.tmp"), "wb") as f:
+                f.write(b"\0" * 64)
+            self.trainer(t + 4, "ERROR", "Fatal error in train", _traceback("OSError", "[Errno 28] No space left on device"))
+
+        yield t, act
+
+    def _core_dump(self) -> None:
+        path = os.path.join(self.root, "core.2210467")
+        with open(path, "wb") as f:
+            f.truncate(9 << 30)  # 9 GiB apparent, sparse (seed 000: core dumps filled the disk)
+
+    def _trainer_oom(self, t: float) -> Iterator[Action]:
+        msg = "CUDA out of memory. Tried to allocate 4.64 GiB. GPU 0 has a total capacity of 79.19 GiB of which 2.91 GiB is free."
+        yield t, lambda: self.trainer(t, "ERROR", "Fatal error in train", _traceback("torch.OutOfMemoryError", msg))
+        yield t + 3, lambda: self._append(
+            "logs/attempt_1/trainer.log",
+            "E0821 14:05:23.118000 2210431 torch/distributed/elastic/multiprocessing/api.py:882] failed (exitcode: 1) local_rank: 0 (pid: 2210467) of binary: /home/ubuntu/prime-rl/.venv/bin/python3\n",
+        )
+        yield t + 4, lambda: self.vllm(t + 4, "INFO", "Shutting down FastAPI HTTP server.")
+
+    def _inference_death(self, t: float) -> Iterator[Action]:
+        def die() -> None:
+            proc = "EngineCore_DP0 pid=2210102"
+            self.vllm(t, "ERROR", "EngineCore encountered a fatal error.", proc=proc)
+            for line in ("Traceback (most recent call last):", '  File "vllm/v1/engine/core.py", line 701, in run_engine_core', "RuntimeError: CUDA error: an illegal memory access was encountered"):
+                self._append("logs/attempt_1/inference.log", f"({proc}) {line}\n")
+            self.vllm(t + 1, "ERROR", "AsyncLLM output_handler failed.")
+            self._append("logs/attempt_1/inference.log", "(APIServer pid=2209876) vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.\n")
+
+        yield t, die
+        for k in range(1, 7):
+            tk = t + 10 * k
+            yield tk, lambda tk=tk, k=k: self.orch(tk, "WARNING", f"Inference server was not reached after {10 * k} seconds (Error: All connection attempts failed) on http://localhost:8100")
+
+    def _hung(self, t: float) -> Iterator[Action]:
+        for k in range(12):
+            tk = t + 10 * k
+            yield tk, lambda tk=tk: self.orch(tk, "INFO", "Train batch 0/128 (0.0%) (+0 buffered); 128 inflight episodes (train=128, eval=0)")
+            yield tk + 1, lambda tk=tk: self.vllm(tk + 1, "ERROR", "Error in preprocessing prompt inputs: ValueError: 'max_tokens' or 'max_completion_tokens' is too large: 4000. This model's maximum context length is 4096 tokens and your request has 1297 input tokens (4000 > 4096 - 1297).")
+
+    # ---- running ------------------------------------------------------------
+    def run(self, until: float | None = None) -> None:
+        """Write the whole script now (tests), or up to simulated second `until`."""
+        for at, act in self.script():
+            if until is not None and at > until:
+                return
+            act()
+
+    def start(self) -> None:
+        """Play the script in a thread at `speed` simulated seconds per real second."""
+
+        def play() -> None:
+            t0 = time.monotonic()
+            for at, act in self.script():
+                delay = (at - START) / self.speed - (time.monotonic() - t0)
+                if delay > 0 and self._stop.wait(delay):
+                    return
+                act()
+
+        self._thread = threading.Thread(target=play, name="runtop-simulator", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+
+def _traceback(exc: str, msg: str) -> str:
+    return (
+        "\x1b[33m\x1b[1mTraceback (most recent call last):\x1b[0m\n"
+        '  File "/home/ubuntu/prime-rl/src/prime_rl/trainer/rl/train.py", line 423, in train\n'
+        "    out = forward(\n"
+        '  File "/home/ubuntu/prime-rl/src/prime_rl/trainer/model.py", line 1476, in forward\n'
+        "    raise OutOfMemoryError(OOM)\n"
+        f"\x1b[31m\x1b[1m{exc}\x1b[0m:\x1b[1m {msg}\x1b[0m\n"
+    )
