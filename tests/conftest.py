@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from runtop.simulator.primerl import Simulator
+
+
+@pytest.fixture
+def simulated(tmp_path):
+    """Write a whole simulated prime-rl run (main layout) and return its directory."""
+
+    def make(scenario: str = "healthy", **kw) -> str:
+        root = os.path.join(tmp_path, f"run-{scenario}")
+        Simulator(root, scenario=scenario, **kw).run()
+        return root
+
+    return make
