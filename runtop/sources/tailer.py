@@ -95,8 +95,12 @@ class FileTailer:
         try:
             st = os.fstat(fd)
             ident = (st.st_dev, st.st_ino)
-            if self.ident is not None and ident != self.ident:
-                out.restarted = "recreated" if self._was_missing else "replaced"
+            if self._was_missing:
+                # Seen gone, now back: a new file even if the filesystem reused the inode number.
+                out.restarted = "recreated"
+                self._restart()
+            elif self.ident is not None and ident != self.ident:
+                out.restarted = "replaced"
                 self._restart()
             elif st.st_size < self.offset:
                 out.restarted = "truncated"

@@ -1,0 +1,70 @@
+"""What a researcher sees for each failure of the seeds, on simulated runs."""
+
+from __future__ import annotations
+
+from runtop.health import judge
+from runtop.report import to_json, to_markdown
+from runtop.snapshot import read_run
+
+
+def verdict(root):
+    state = read_run(root)
+    return state, judge(state)
+
+
+def test_a_healthy_run_finishes_healthy(simulated):
+    state, v = verdict(simulated("healthy", max_steps=6))
+    assert v.verdict == "Healthy" and state.trainer_step == 6 and state.max_steps == 6
+    assert all(state.steps[s].value("reward") is not None for s in range(1, 7))
+    assert state.last_complete_checkpoint().step == 6
+
+
+def test_the_trainer_dies_of_oom_and_runtop_says_down_naming_it(simulated):
+    state, v = verdict(simulated("trainer-oom", max_steps=20, fail_step=6))
+    assert v.verdict == "Down"
+    assert "trainer died: torch.OutOfMemoryError" in v.reasons[0]
+    assert (state.trainer_step, state.orchestrator_step) == (5, 6)
+    assert v.alerts[0].rule == "crash" and v.alerts[0].severity == "critical"
+
+
+def test_the_inference_engine_dies_while_the_trainer_waits_runtop_says_down_naming_vllm(simulated):
+    state, v = verdict(simulated("inference-death", max_steps=20, fail_step=4))
+    assert v.verdict == "Down"
+    assert "inference server (vLLM) died: EngineDeadError" in v.reasons[0]
+    assert state.warnings["inference_unreachable"] >= 3
+
+
+def test_rollouts_hung_on_max_tokens_are_named(simulated):
+    state, v = verdict(simulated("rollouts-hung"))
+    assert v.verdict == "Degraded" and "max_tokens" in v.reasons[0]
+    assert state.batch.done == 0 and state.warnings["ulimit"] == 1
+
+
+def test_a_failed_save_on_a_full_disk(simulated):
+    state, v = verdict(simulated("disk-filling", max_steps=10, fail_step=4))
+    assert v.verdict == "Down" and "OSError" in v.reasons[0]
+    assert state.last_complete_checkpoint().step == 2 and not state.checkpoints[4].complete
+
+
+def test_a_stalled_run_is_not_called_down(simulated):
+    state, v = verdict(simulated("stalled", max_steps=20, fail_step=5))
+    assert v.verdict == "Healthy" and state.orchestrator_step == 4  # staleness rules arrive with issue 5
+
+
+def test_status_json_has_the_documented_keys_and_null_for_unknown(simulated):
+    doc = to_json(read_run(simulated("trainer-oom", max_steps=20, fail_step=6)))
+    for key in ("framework", "layout", "path", "health", "progress", "steps", "checkpoints", "rollouts", "slow_calls", "context_overflows", "errors", "alerts"):
+        assert key in doc, key
+    assert set(doc["progress"]) >= {"trainer_step", "orchestrator_step", "max_steps", "eta_s", "attempt"}
+    last = doc["steps"][-1]
+    assert last["step"] == 6 and last["reward"] is not None and last["loss"] is None  # the trainer never logged step 6
+    assert set(doc["rollouts"]) >= {"total", "errored", "truncated", "format_failures", "pass_rates"}
+    assert doc["errors"][0]["kind"] == "torch.OutOfMemoryError" and doc["errors"][0]["source"] == "logs/attempt_1/trainer.log"
+
+
+def test_the_checkin_has_the_runbook_shape(simulated):
+    md = to_markdown(read_run(simulated("healthy", max_steps=4)))
+    lines = md.splitlines()
+    assert lines[0].startswith("## ") and lines[0].endswith(" UTC")
+    for head in ("**Step**: 4 / 4", "**Health**: Healthy", "**Progress**:", "**Stability**:", "**Performance**:"):
+        assert any(line.startswith(head) for line in lines), head
