@@ -87,56 +87,72 @@ TRUNCATING_STOPS = {
 }
 
 
+# One `Key value` / `Key: value` field right after a ` | ` separator (v0.5 used colons).
+# A single findall per line keeps step lines cheap on a GB backfill.
+FIELD_RE = re.compile(
+    r"\|\s*([A-Za-z][A-Za-z.\- ]*?):?\s+([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)(%?)"
+)
+TRAINABLE_RE = re.compile(r"Trainable:? (\d+)/(\d+)")
+
+
 def _step_line(rec: Record, role_hint: str) -> list[Event]:
-    fields = split_fields(rec.message)
-    if not fields or fields[0][0] != "Step":
+    msg = rec.message
+    parts = msg.split("|", 2)
+    head = parts[0].split()
+    if len(head) < 2 or head[0] != "Step" or not head[1].isdigit():
         return []
-    try:
-        step = int(fields[0][1].split()[0])
-    except (ValueError, IndexError):
-        return []
-    names = {k.lower().rstrip(":") for k, _ in fields}
-    if names & {"loss", "entropy", "grad. norm", "mfu", "mismatch kl"}:
+    step = int(head[1])
+    fields = FIELD_RE.findall(msg)
+    keys = {k.lower() for k, _, _ in fields}
+    if keys & {"loss", "entropy", "grad. norm", "mfu", "mismatch kl"}:
         role, table = TRAINER, TRAINER_FIELDS
-    elif names & {"reward", "trainable", "seq. length", "truncation"}:
+    elif keys & {"reward", "trainable", "seq. length", "truncation"}:
         role, table = ORCHESTRATOR, ORCH_FIELDS
     else:
         role, table = role_hint, (TRAINER_FIELDS if role_hint == TRAINER else ORCH_FIELDS)
     values: dict[str, float] = {}
     extra: dict[str, float] = {}
-    for key, value in fields[1:]:
-        k = key.lower().rstrip(":").strip()
-        if k in ("", "time"):
-            d = parse_duration(value)
-            if d is not None:
-                values["step_time_s"] = d
+    # The unnamed time field comes second (`|  1m 18s |`); v0.5 names it `Time:`.
+    if len(parts) > 1:
+        d = parse_duration(parts[1]) if parts[1].strip()[:1].isdigit() else None
+        if d is not None:
+            values["step_time_s"] = d
+    for key, num_text, pct in fields:
+        k = key.lower()
+        if k == "time":
             continue
-        if k == "trainable":
-            m = re.match(r"(\d+)/(\d+)", value)
-            if m and int(m.group(2)):
-                extra["trainable_frac"] = int(m.group(1)) / int(m.group(2))
+        try:
+            num = float(num_text)
+        except ValueError:
             continue
         name = table.get(k)
-        num = to_float(value)
-        if name is None or num is None:
-            if num is not None and k:
+        if name is None:
+            if k not in ("trainable", "step"):
                 extra[k] = num
             continue
-        if name in PERCENT_FIELDS and "%" in value:
+        if pct and name in PERCENT_FIELDS:
             num /= 100.0
         values[name] = num
+    if "Time" in keys or "time" in keys:
+        m = re.search(r"Time:?\s+([^|]+)", msg)
+        d = parse_duration(m.group(1)) if m else None
+        if d is not None:
+            values["step_time_s"] = d
+    m = TRAINABLE_RE.search(msg)
+    if m and int(m.group(2)):
+        extra["trainable_frac"] = int(m.group(1)) / int(m.group(2))
     # Several envs add `\t\t ╰─ <env> | Ratio … | Reward … |` continuation lines.
     for line in rec.lines():
         if "╰─" not in line:
             continue
-        parts = split_fields(line.split("╰─", 1)[1])
-        if not parts:
+        parts2 = split_fields(line.split("╰─", 1)[1])
+        if not parts2:
             continue
-        env = (parts[0][0] + " " + parts[0][1]).strip() if parts[0][0] else parts[0][1]
-        for key, value in parts[1:]:
-            num = to_float(value)
-            if num is not None:
-                extra[f"{env}/{key.lower()}"] = num
+        env = (parts2[0][0] + " " + parts2[0][1]).strip() if parts2[0][0] else parts2[0][1]
+        for key, value in parts2[1:]:
+            num2 = to_float(value)
+            if num2 is not None:
+                extra[f"{env}/{key.lower()}"] = num2
     return [StepMetrics(role, step, values, origin="log", time=rec.time, extra=extra)]
 
 

@@ -71,6 +71,9 @@ def first_number(text: str) -> float | None:
         return None
 
 
+_VALUE_START = re.compile(r"\s[-+]?(?:\d|\.\d|nan|inf)", re.I)
+
+
 def split_fields(body: str) -> list[tuple[str, str]]:
     """Split ` | `-separated `Key value` / `Key: value` fields into (key, value) pairs.
 
@@ -83,7 +86,7 @@ def split_fields(body: str) -> list[tuple[str, str]]:
         part = part.strip()
         if not part:
             continue
-        if parse_duration(part) is not None:  # the unnamed time field: `1m 18s`
+        if part[0].isdigit() and parse_duration(part) is not None:  # the unnamed time field: `1m 18s`
             out.append(("", part))
             continue
         if ":" in part:
@@ -91,7 +94,7 @@ def split_fields(body: str) -> list[tuple[str, str]]:
             if key and not any(ch.isdigit() for ch in key):
                 out.append((key.strip(), value.strip()))
                 continue
-        m = re.search(r"\s[-+]?(?:\d|\.\d|nan|inf)", part, re.I)
+        m = _VALUE_START.search(part)
         if m:
             out.append((part[: m.start()].strip(), part[m.start() :].strip()))
         else:

@@ -7,12 +7,15 @@ from runtop.sources.processes import run_processes
 from runtop.sources.run_reader import RunReader
 from runtop.state import RunState
 
+# Read in bounded chunks: memory holds one chunk of lines at a time, never a whole log.
+CHUNK = 4 << 20
+
 
 def read_run(path: str, *, processes: bool = True) -> RunState:
     reader = RunReader(discover(path))
-    reader.poll(rescan_every=0.0, ckpt_every=0.0)
+    reader.poll(max_bytes=CHUNK, rescan_every=0.0, ckpt_every=0.0)
     while not reader.done():
-        if not reader.poll(rescan_every=float("inf"), ckpt_every=float("inf")):
+        if not reader.poll(max_bytes=CHUNK, rescan_every=float("inf"), ckpt_every=float("inf")):
             break  # nothing more could be read (a file vanished): report what we have
     if processes:
         reader.state.processes = run_processes(reader.layout.root)

@@ -17,6 +17,7 @@ from runtop.parsers.configs import RunConfig, merge, parse_config
 from runtop.parsers.events import StepMetrics
 from runtop.parsers.logs import parse_records
 from runtop.parsers.records import RecordAssembler
+from runtop.parsers.skim import skim
 from runtop.sources.checkpoints import scan_primerl
 from runtop.sources.tailer import FileTailer
 from runtop.state import FileInfo, RunState
@@ -29,7 +30,10 @@ class _Followed:
 
     def __init__(self, tracked: Tracked) -> None:
         self.tracked = tracked
-        self.tailer = FileTailer(tracked.path, max_line=MAX_LINE[tracked.kind], clean=tracked.kind == "log")
+        is_log = tracked.kind == "log"
+        self.tailer = FileTailer(
+            tracked.path, max_line=MAX_LINE[tracked.kind], clean=is_log, prefilter=skim if is_log else None
+        )
         self.assembler = RecordAssembler()
         self.last_metric_step: dict[str, int] = {}
 

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runtop.parsers.text import clean_bytes
@@ -40,11 +41,13 @@ class FileTailer:
         max_line: int = DEFAULT_MAX_LINE,
         chunk_size: int = DEFAULT_CHUNK,
         clean: bool = True,
+        prefilter: Callable[[bytes], bytes] | None = None,
     ) -> None:
         self.path = path
         self.max_line = max_line
         self.chunk_size = chunk_size
         self.clean = clean
+        self.prefilter = prefilter
         self.offset = 0
         self.size = 0
         self.mtime: float | None = None
@@ -163,6 +166,11 @@ class FileTailer:
             self._partial = data
 
     def _emit(self, complete: bytes, lines: list[str]) -> None:
+        if self.prefilter is not None:
+            # Complete lines in, complete lines out (the filter keeps the final newline).
+            complete = self.prefilter(complete)
+            if not complete.strip(b"\n"):
+                return
         if self.clean:
             complete = clean_bytes(complete)
         text = complete.decode("utf-8", "replace")
