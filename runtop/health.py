@@ -61,7 +61,10 @@ def judge(state: RunState) -> Verdict:
         first = fatals[0]
         role = ROLE_NAMES.get(first.role, first.role)
         where = f"{_rel(state, first.source)} {first.time or ''}".strip()
-        detail = first.message if len(first.message) <= 160 else first.message[:157] + "…"
+        detail = first.message
+        if detail.startswith("Fatal error") and ": " in detail:
+            detail = detail.split(": ", 1)[1]  # the exception text says more than "Fatal error in train"
+        detail = detail if len(detail) <= 100 else detail[:99] + "…"
         running = sorted(r for r, pids in alive.items() if pids)
         if not alive.get(first.role):
             tail = "no run process alive" if not running else f"still running: {', '.join(running)}"

@@ -204,6 +204,8 @@ def _trend(rows: list[StepRow], name: str, label: str, digits: int = 3, pct: boo
         return f"{label} {conv(s[0][1])} (step {s[0][0]})"
     lo = min(v for _, v in s)
     hi = max(v for _, v in s)
+    if lo == hi:
+        return f"{label} {conv(lo)} (steady, steps {s[0][0]}-{s[-1][0]})"
     return f"{label} {conv(s[0][1])} -> {conv(s[-1][1])} (range {conv(lo)}-{conv(hi)}, steps {s[0][0]}-{s[-1][0]})"
 
 

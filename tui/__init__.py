@@ -1,0 +1,1 @@
+"""The Textual app: screens, bindings and the wiring of sources to widgets (issue 4)."""
