@@ -108,6 +108,12 @@ def parse_line(line: str | bytes, step: int | None, source: str = "rollouts") ->
     if not isinstance(obj, dict):
         return Unrecognised(source, "not a JSON object")
     if "traces" in obj or "errors" in obj:
+        if step is None:
+            # One stream for all steps (monitors/file/traces/stream.jsonl): the record names its step.
+            run = obj.get("run")
+            work = run.get("work") if isinstance(run, dict) else None
+            s = work.get("step") if isinstance(work, dict) else None
+            step = s if isinstance(s, int) and not isinstance(s, bool) else None
         return _trace_episode(obj, step)
     if "reward" in obj or "example_id" in obj:
         return _v06_episode(obj, step)

@@ -8,7 +8,6 @@ the traceback).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -57,13 +56,12 @@ def _err(msg: str) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from runtop.report import to_json, to_markdown
+    from runtop.report import to_markdown, write_json
     from runtop.snapshot import read_run
 
     state = read_run(args.path)
     if args.json:
-        json.dump(to_json(state), sys.stdout, indent=2, allow_nan=False, default=str)
-        sys.stdout.write("\n")
+        write_json(state, sys.stdout)
     else:
         sys.stdout.write(to_markdown(state))
     return EXIT_OK

@@ -7,6 +7,7 @@ leaves runtop passes through `redact` (FORMATS.md: shell traces print API keys).
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import math
 import os
 import statistics
@@ -61,7 +62,7 @@ def _redact_all(obj: Any) -> Any:
     return obj
 
 
-def to_json(state: RunState, verdict: Verdict | None = None) -> dict[str, Any]:
+def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: bool = True) -> dict[str, Any]:
     v = verdict or judge(state)
     r = state.rollouts
     ckpt = state.last_complete_checkpoint()
@@ -93,7 +94,7 @@ def to_json(state: RunState, verdict: Verdict | None = None) -> dict[str, Any]:
             "waiting": dict(state.waiting),
             "finished": sorted(state.finished),
         },
-        "steps": [step_dict(state.steps[s]) for s in sorted(state.steps)],
+        "steps": [step_dict(state.steps[s]) for s in sorted(state.steps)] if include_steps else [],
         "lost_steps": [step_dict(row) for row in state.lost_steps],
         "checkpoints": [
             {"step": c.step, "path": c.path, "complete": c.complete, "bytes": c.bytes, "reason": c.reason}
@@ -179,7 +180,24 @@ def to_json(state: RunState, verdict: Verdict | None = None) -> dict[str, Any]:
             for a in v.alerts
         ],
     }
+    if not include_steps:
+        del doc["steps"]
     return _redact_all(doc)
+
+
+def write_json(state: RunState, fp, verdict: Verdict | None = None) -> None:
+    """`to_json`, written with the `steps` list streamed one row at a time.
+
+    A long run has tens of thousands of steps; building them all as dicts next to
+    the state would double the memory of `runtop status --json`.
+    """
+    doc = to_json(state, verdict, include_steps=False)
+    head = json.dumps(doc, indent=2, allow_nan=False, default=str)
+    fp.write(head[: head.rfind("}")].rstrip() + ',\n  "steps": [')
+    for i, s in enumerate(sorted(state.steps)):
+        row = json.dumps(_redact_all(step_dict(state.steps[s])), allow_nan=False, default=str)
+        fp.write(("\n    " if i == 0 else ",\n    ") + row)
+    fp.write("\n  ]\n}\n")
 
 
 # ---- markdown check-in --------------------------------------------------------

@@ -8,6 +8,7 @@ parsed numbers and counters, never log lines.
 from __future__ import annotations
 
 import statistics
+import sys
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
@@ -51,7 +52,7 @@ MAX_DURATIONS = 4096
 SLOW_CALL_THRESHOLD_S = 180.0  # the seeds' "slow execution" threshold
 
 
-@dataclass
+@dataclass(slots=True)
 class StepRow:
     step: int
     attempt: int
@@ -293,7 +294,8 @@ class RunState:
         row = self._row(ev.step)
         target = row.trainer if ev.role == TRAINER else row.orchestrator
         for name, value in ev.values.items():
-            key = f"{ev.role}.{name}"
+            # Interned: a run of 100k steps shares one copy of each key string.
+            key = sys.intern(f"{ev.role}.{name}")
             # Structured metrics.jsonl rows win over scraped log lines (FORMATS.md).
             if ev.origin == "log" and row.origin.get(key) == "metrics":
                 continue

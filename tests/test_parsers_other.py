@@ -42,6 +42,11 @@ def test_traces_jsonl_episode():
     assert (ev.ok, ev.error_type) == (False, "ProviderError")
 
 
+def test_stream_records_name_their_own_step():
+    ev = rollouts.parse_line(json.dumps({"ok": True, "errors": [], "run": {"work": {"step": 12}}, "traces": []}), None)
+    assert ev.step == 12
+
+
 def test_v06_train_rollouts_record():
     rec = {"example_id": 1, "reward": 0.25, "is_truncated": True, "error": {"error": "ToolsetError", "message": "m"}, "stop_condition": "length", "timing": {"total": 12.5}}
     ev = rollouts.parse_line(json.dumps(rec), 2)

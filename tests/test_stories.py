@@ -68,3 +68,17 @@ def test_the_checkin_has_the_runbook_shape(simulated):
     assert lines[0].startswith("## ") and lines[0].endswith(" UTC")
     for head in ("**Step**: 4 / 4", "**Health**: Healthy", "**Progress**:", "**Stability**:", "**Performance**:"):
         assert any(line.startswith(head) for line in lines), head
+
+
+def test_streamed_json_equals_the_document(simulated):
+    import io
+    import json
+
+    from runtop.report import write_json
+
+    state = read_run(simulated("healthy", max_steps=5))
+    buf = io.StringIO()
+    write_json(state, buf)
+    streamed, built = json.loads(buf.getvalue()), to_json(state)
+    streamed.pop("generated_at"), built.pop("generated_at")
+    assert streamed == built
