@@ -35,7 +35,6 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="print a check-in (markdown) or --json for a run")
     st.add_argument("path", help="run dir, output dir holding runs, or a log file")
     st.add_argument("--json", action="store_true", help="print the state as JSON")
-    _common(st)
 
     fo = sub.add_parser("follow", help="print a rolling status as the run writes (default for `runtop PATH`)")
     fo.add_argument("path")

@@ -34,11 +34,13 @@ class LiveRun:
         self.backfill_error: str | None = None
         self._full: RunReader | None = None
         self._ready: RunReader | None = None
+        self._backfilling = False
         self._stop = threading.Event()
         self._last_procs = float("-inf")
         if self._needs_backfill(tail_bytes):
             self.reader.seek_tails(tail_bytes)
             self.reader.state.backfill_done = 0.0
+            self._backfilling = True
             self._thread = threading.Thread(target=self._backfill, name="runtop-backfill", daemon=True)
             self._thread.start()
 
@@ -61,6 +63,7 @@ class LiveRun:
                     break
         except OSError as e:
             self.backfill_error = f"backfill stopped: {e}"
+            self._backfilling = False
             return
         self._ready = full
 
@@ -69,10 +72,13 @@ class LiveRun:
         return self.reader.state
 
     def backfill_progress(self) -> float:
-        if self._ready is not None or self._full is None:
-            return 1.0 if self._full is None or self._ready is not None else 0.0
+        """Fraction of the history read; 1.0 once the live view follows the full state."""
+        if not self._backfilling:
+            return 1.0
+        if self._full is None:
+            return 0.0
         read, total = self._full.progress()
-        return read / total if total else 1.0
+        return min(read / total, 0.999) if total else 0.999
 
     def step(self) -> bool:
         """Read what is new (and take over the backfilled state once it is ready)."""
@@ -81,6 +87,7 @@ class LiveRun:
             procs = self.reader.state.processes
             self.reader, self._ready = self._ready, None
             self.reader.state.processes = procs
+            self._backfilling = False
             changed = True
         changed |= self.reader.poll(rescan_every=self.interval, ckpt_every=max(self.interval, 5.0))
         self.reader.state.backfill_done = self.backfill_progress()

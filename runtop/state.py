@@ -242,48 +242,59 @@ class RunState:
 
     # ---- folding --------------------------------------------------------
     def apply(self, ev: Event, source: str = "") -> None:
-        t = type(ev)
-        if t is StepMetrics:
-            self._apply_step(ev)  # type: ignore[arg-type]
-            self._activity(source)
-        elif t is BatchProgress:
-            self.batch = ev  # type: ignore[assignment]
-            self._activity(source)
-        elif t is RolloutStart or t is RolloutDone:
-            self._apply_env(ev)
-            self._activity(source)
-        elif t is Rollout:
-            self._apply_rollout(ev)  # type: ignore[arg-type]
-        elif t is Notice:
-            self._apply_notice(ev, source)  # type: ignore[arg-type]
-        elif t is VllmStats:
-            self.vllm = ev  # type: ignore[assignment]
-            self.vllm_source = "log"
-            self._activity(source)
-        elif t is MaxSteps:
-            # A config's max_steps is what the user asked for; a log line confirms it.
-            if self.max_steps is None:
-                self.max_steps = ev.value  # type: ignore[union-attr]
-                self.max_steps_source = ev.source  # type: ignore[union-attr]
-        elif t is CheckpointSave:
-            self.last_save[ev.role] = ev.step  # type: ignore[union-attr]
-        elif t is Resumed:
-            if self.steps and any(r.attempt == self.attempt for r in self.steps.values()):
-                self.new_attempt(f"{ev.role} resumed from step {ev.step}")  # type: ignore[union-attr]
-            self.attempts[-1].resumed_from = ev.step  # type: ignore[union-attr]
-            self._supersede_after(ev.step)  # type: ignore[union-attr]
-        elif t is Waiting:
-            if ev.on:  # type: ignore[union-attr]
-                self.waiting[ev.role] = ev.on  # type: ignore[union-attr]
-            else:
-                self.waiting.pop(ev.role, None)  # type: ignore[union-attr]
-        elif t is RoleFinished:
-            self.finished.add(ev.role)  # type: ignore[union-attr]
-        elif t is EnvLag:
-            self.env.lag_ms = dict(ev.lag_ms)  # type: ignore[union-attr]
-            self.env.active_tasks = ev.active_tasks  # type: ignore[union-attr]
-        elif t is Unrecognised:
-            self.unrecognised[ev.source] = ev.reason  # type: ignore[union-attr]
+        handler = _HANDLERS.get(type(ev))
+        if handler is not None:
+            handler(self, ev, source)
+
+    def _on_step(self, ev: StepMetrics, source: str) -> None:
+        self._apply_step(ev)
+        self._activity(source)
+
+    def _on_batch(self, ev: BatchProgress, source: str) -> None:
+        self.batch = ev
+        self._activity(source)
+
+    def _on_env(self, ev: RolloutStart | RolloutDone, source: str) -> None:
+        self._apply_env(ev)
+        self._activity(source)
+
+    def _on_rollout(self, ev: Rollout, source: str) -> None:
+        self._apply_rollout(ev)
+
+    def _on_vllm(self, ev: VllmStats, source: str) -> None:
+        self.vllm, self.vllm_source = ev, "log"
+        self._activity(source)
+
+    def _on_max_steps(self, ev: MaxSteps, source: str) -> None:
+        # A config's max_steps is what the user asked for; a log line only fills a gap.
+        if self.max_steps is None:
+            self.max_steps, self.max_steps_source = ev.value, ev.source
+
+    def _on_save(self, ev: CheckpointSave, source: str) -> None:
+        self.last_save[ev.role] = ev.step
+
+    def _on_resumed(self, ev: Resumed, source: str) -> None:
+        # Attempts are opened by what marks a relaunch (a new attempt dir, a replaced
+        # log, metrics.jsonl going back), never by this line alone: metrics.jsonl is
+        # read first and may already have opened the attempt this line belongs to.
+        self.attempts[-1].resumed_from = ev.step
+        self._supersede_after(ev.step)
+
+    def _on_waiting(self, ev: Waiting, source: str) -> None:
+        if ev.on:
+            self.waiting[ev.role] = ev.on
+        else:
+            self.waiting.pop(ev.role, None)
+
+    def _on_finished(self, ev: RoleFinished, source: str) -> None:
+        self.finished.add(ev.role)
+
+    def _on_lag(self, ev: EnvLag, source: str) -> None:
+        self.env.lag_ms = dict(ev.lag_ms)
+        self.env.active_tasks = ev.active_tasks
+
+    def _on_unrecognised(self, ev: Unrecognised, source: str) -> None:
+        self.unrecognised[ev.source] = ev.reason
 
     def _activity(self, source: str) -> None:
         info = self.files.get(source)
@@ -310,7 +321,7 @@ class RunState:
         else:
             self.orchestrator_step = max(self.orchestrator_step or 0, ev.step)
 
-    def _apply_notice(self, ev: Notice, source: str) -> None:
+    def _on_notice(self, ev: Notice, source: str) -> None:
         if ev.level in ("ERROR", "CRITICAL") or ev.fatal:
             entry = ErrorEntry(ev.time, source, ev.role, ev.kind, ev.message, ev.fatal)
             self.errors.append(entry)
@@ -398,6 +409,24 @@ class RunState:
     def last_complete_checkpoint(self) -> Checkpoint | None:
         done = [c for c in self.checkpoints.values() if c.complete]
         return max(done, key=lambda c: c.step) if done else None
+
+
+_HANDLERS = {
+    StepMetrics: RunState._on_step,
+    BatchProgress: RunState._on_batch,
+    RolloutStart: RunState._on_env,
+    RolloutDone: RunState._on_env,
+    Rollout: RunState._on_rollout,
+    Notice: RunState._on_notice,
+    VllmStats: RunState._on_vllm,
+    MaxSteps: RunState._on_max_steps,
+    CheckpointSave: RunState._on_save,
+    Resumed: RunState._on_resumed,
+    Waiting: RunState._on_waiting,
+    RoleFinished: RunState._on_finished,
+    EnvLag: RunState._on_lag,
+    Unrecognised: RunState._on_unrecognised,
+}
 
 
 def _clock_diff(start: str, end: str) -> float:

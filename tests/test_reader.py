@@ -89,3 +89,16 @@ def test_unknown_json_rows_are_reported_not_hidden(tmp_path):
     append(root, "metrics.jsonl", '{"hello": 1}\n')
     s = poll(RunReader(discover(root)))
     assert "metrics.jsonl" in next(iter(s.unrecognised)) and not s.steps
+
+
+def test_a_resume_seen_in_metrics_and_in_the_attempt_log_is_one_attempt(tmp_path):
+    root = str(tmp_path)
+    rows = [{"step": s, "loss/mean": 0.1 * s} for s in (1, 2, 3, 4, 5, 6)] + [{"step": s, "loss/mean": 1.0 * s} for s in (5, 6)]
+    append(root, "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    append(root, "logs/attempt_1/trainer.log", "")
+    append(root, "logs/attempt_2/trainer.log", "[trainer0]:14:09:00    INFO Resuming training from checkpoint step 4\n")
+    os.symlink("attempt_2", os.path.join(root, "logs", "latest"))
+    s = poll(RunReader(discover(root)))
+    assert [a.number for a in s.attempts] == [1, 2] and s.attempts[-1].resumed_from == 4
+    assert s.steps[6].value("loss") == 6.0 and s.steps[4].value("loss") == 0.4
+    assert sorted(r.step for r in s.lost_steps) == [5, 6]

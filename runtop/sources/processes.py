@@ -8,6 +8,7 @@ their parent chain or working directory, not by their command line (FORMATS.md).
 from __future__ import annotations
 
 import os
+import re
 
 import psutil
 
@@ -40,7 +41,8 @@ def run_processes(run_dir: str) -> dict[str, list[int]]:
     it, or an ancestor belongs. Zombies are not alive.
     """
     run_dir = os.path.realpath(run_dir)
-    name = os.path.basename(run_dir)
+    # `uv run rl … --output-dir outputs/<name>`: the run's name as a whole path component.
+    named = re.compile(rf"(?:^|[\s=/]){re.escape(os.path.basename(run_dir))}(?:/|\s|$)")
     procs: dict[int, psutil.Process] = {}
     own: set[int] = set()
     roles: dict[int, str] = {}
@@ -51,7 +53,7 @@ def run_processes(run_dir: str) -> dict[str, list[int]]:
             continue
         cmd = " ".join(info.get("cmdline") or [])
         role = _role(info.get("name") or "", cmd)
-        mine = run_dir in cmd or (name and f"/{name}" in cmd and "runtop" not in cmd)
+        mine = run_dir in cmd or bool(named.search(cmd))
         if not mine and role is not None:
             try:
                 cwd = p.cwd()

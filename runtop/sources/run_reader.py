@@ -67,11 +67,10 @@ class RunReader:
 
     def _drop(self, path: str) -> None:
         f = self._followed.pop(path)
-        if f.tracked.kind == "log":
-            self._fold_records(f, f.assembler.flush())
         # Rollout files that left the recent window keep their counts; logs of an old
         # attempt leave the file list so they no longer speak for the run's health.
         if f.tracked.kind == "log":
+            self._fold_records(f, f.assembler.flush())
             self.state.files.pop(path, None)
 
     def seek_tails(self, nbytes: int) -> None:
@@ -84,10 +83,12 @@ class RunReader:
     def poll(self, *, max_bytes: int | None = None, rescan_every: float = 2.0, ckpt_every: float = 5.0) -> bool:
         """Read what is new in every file; True when anything was read."""
         now = time.monotonic()
-        if not self.layout.single_file and now - self._last_rescan >= rescan_every:
+        changed = False
+        if now - self._last_rescan >= rescan_every:
             self._last_rescan = now
-            self._rescan()
-        changed = self._read_configs()
+            if not self.layout.single_file:
+                self._rescan()
+            changed = self._read_configs()
         # metrics.jsonl first: its step regressions number the attempts (see state.new_attempt);
         # then the attempt dir's number, which can only move the count forward.
         for kind in ("metrics", "log", "rollouts"):
