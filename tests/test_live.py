@@ -23,8 +23,8 @@ def test_tail_first_then_backfilled_history(tmp_path):
         assert first.orchestrator_step == 3000 and len(first.steps) < 3000  # the recent past only
         deadline = time.monotonic() + 30
         while live.backfill_progress() < 1.0 and time.monotonic() < deadline:
+            live.step()  # the owner's loop: it takes over the backfilled state when ready
             time.sleep(0.05)
-        live.step()
         assert len(live.state.steps) == 3000 and live.state.backfill_done == 1.0
         with open(os.path.join(root, "logs", "orchestrator.log"), "a") as f:
             f.write("14:00:00 SUCCESS Step 3001 |   31.0s | Reward 0.6 | Trainable 1/2 (50.0%)\n")
