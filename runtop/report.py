@@ -318,6 +318,9 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
         notes.append("attempts: " + "; ".join(f"#{a.number} {a.reason}" for a in state.attempts))
     if state.lost_steps:
         notes.append(f"{len(state.lost_steps)} step(s) of earlier attempts were redone (kept as lost)")
+    for f in state.files.values():
+        if f.error:
+            notes.append(f"cannot read {_rel(state, f.path)}: {f.error}")
     notes.extend(state.notes)
     for path, why in state.unrecognised.items():
         notes.append(f"not recognised: {_rel(state, path)} ({why})")
