@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+from .events import Notice
+from .records import Record
+
 # The line that ends a Python traceback: `torch.OutOfMemoryError: CUDA out of memory…`,
 # `ray.exceptions.RayTaskError(ActorDiedError): …`, `KeyboardInterrupt`.
 EXC_LINE_RE = re.compile(
@@ -57,3 +60,31 @@ def exception_of(lines: list[str]) -> tuple[str, str] | None:
 
 def has_traceback(lines: list[str]) -> bool:
     return any(line.startswith("Traceback (most recent call last)") for line in lines)
+
+
+def error_notice(rec: Record, role: str, *, traceback_is_fatal: bool) -> Notice | None:
+    """An ERROR record, or a headerless (orphan) one, as a `Notice`.
+
+    The kind is the exception its traceback ends with, else a crash signature, else
+    plain "error". `traceback_is_fatal`: prime-rl processes print a traceback when
+    they die; vLLM also prints them for one failed request, so there only a crash
+    signature makes it fatal. An orphan with neither traceback nor signature is None.
+    """
+    lines = [rec.message, *rec.lines()]
+    head = rec.message.strip()
+    sig = crash_signature("\n".join(lines[:20] + lines[-20:]))
+    declared = rec.message.startswith("Fatal error")  # prime-rl's `Fatal error in train`
+    if has_traceback(lines) or declared:
+        exc = exception_of(lines)
+        if exc:
+            kind, detail = exc
+        else:
+            kind, detail = (sig[0] if sig else ("FatalError" if declared else "Traceback")), ""
+        message = f"{head}: {detail}" if detail and rec.fmt != "orphan" else (detail or head)
+        fatal = declared or traceback_is_fatal or bool(sig and sig[1])
+        return Notice(role, "ERROR", kind, message, rec.time, fatal=fatal)
+    if sig:
+        return Notice(role, rec.level or "ERROR", sig[0], head, rec.time, fatal=sig[1])
+    if rec.fmt == "orphan":
+        return None
+    return Notice(role, rec.level or "ERROR", "error", head, rec.time)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .crashes import crash_signature, exception_of, has_traceback
+from .crashes import crash_signature, error_notice, has_traceback
 from .events import (
     ENV,
     ORCHESTRATOR,
@@ -36,7 +36,6 @@ BATCH_RE = re.compile(
 MAX_STEPS_RE = re.compile(r"max_steps=(\d+)")
 RESUME_RE = re.compile(r"Resuming (?:training )?from checkpoint (?:at )?step (\d+)")
 SAVE_RE = re.compile(r"Saving checkpoint at step (\d+)")
-UNREACHED_RE = re.compile(r"Inference server was not reached after (\d+) seconds(?: \(Error: (.*?)\))?(?: on (\S+))?$")
 TRACE_FAILED_RE = re.compile(r"Trace failed in group \S+ \(([^)]*)\) \W+ ([\w.]+)(?::\s*(.*))?")
 DROPPED_RE = re.compile(r"Dropped (\d+) queued traces")
 EMPTY_BATCH_RE = re.compile(r"Step (\d+): empty train batch")
@@ -92,6 +91,7 @@ TRUNCATING_STOPS = {
 FIELD_RE = re.compile(
     r"\|\s*([A-Za-z][A-Za-z.\- ]*?):?\s+([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)(%?)"
 )
+TIME_FIELD_RE = re.compile(r"Time:?\s+([^|]+)")
 TRAINABLE_RE = re.compile(r"Trainable:? (\d+)/(\d+)")
 
 
@@ -133,8 +133,8 @@ def _step_line(rec: Record, role_hint: str) -> list[Event]:
         if pct and name in PERCENT_FIELDS:
             num /= 100.0
         values[name] = num
-    if "Time" in keys or "time" in keys:
-        m = re.search(r"Time:?\s+([^|]+)", msg)
+    if "time" in keys:  # v0.5 names the time field: `Time: 73.77s`
+        m = TIME_FIELD_RE.search(msg)
         d = parse_duration(m.group(1)) if m else None
         if d is not None:
             values["step_time_s"] = d
@@ -154,20 +154,6 @@ def _step_line(rec: Record, role_hint: str) -> list[Event]:
             if num2 is not None:
                 extra[f"{env}/{key.lower()}"] = num2
     return [StepMetrics(role, step, values, origin="log", time=rec.time, extra=extra)]
-
-
-def _fatal(rec: Record, role: str) -> Notice:
-    lines = rec.lines()
-    exc = exception_of(lines)
-    if exc:
-        kind, detail = exc
-    else:
-        sig = crash_signature("\n".join(lines[-20:]) or rec.message)
-        kind, detail = (sig[0] if sig else "FatalError"), ""
-    message = rec.message.strip()
-    if detail:
-        message = f"{message}: {detail}"
-    return Notice(role, "ERROR", kind, message, rec.time, fatal=True)
 
 
 def _rollout(msg: str, time: str | None) -> Event | None:
@@ -212,20 +198,14 @@ def parse_record(rec: Record, role: str) -> list[Event]:
         m = EMPTY_BATCH_RE.match(msg)
         if m:
             return [Notice(ORCHESTRATOR, "WARNING", "empty_batch", msg.strip(), t)]
-    if rec.fmt == "orphan":
-        return _orphan(rec, role)
-    if level == "ERROR" or level == "CRITICAL":
-        if msg.startswith("Fatal error") or has_traceback(rec.lines()):
-            return [_fatal(rec, role)]
-        if rec.fmt == "glog" and "exitcode" in msg:
+    if level in ("ERROR", "CRITICAL") or rec.fmt == "orphan":
+        if rec.fmt == "glog" and "exitcode" in msg and not has_traceback(rec.lines()):
             # torchrun reporting that a rank died; the rank's own traceback names the cause.
             return [Notice(role, level, "torchrun child failed", msg.strip(), t, fatal=True)]
         if "Inference server is not ready" in msg:
             return [Notice(ORCHESTRATOR, level, "inference_not_ready", msg.strip(), t, fatal=True)]
-        sig = crash_signature(msg + "\n" + "\n".join(rec.lines()[-20:]))
-        if sig:
-            return [Notice(role, level, sig[0], msg.strip(), t, fatal=sig[1])]
-        return [Notice(role, level, "error", msg.strip(), t)]
+        notice = error_notice(rec, role, traceback_is_fatal=True)
+        return [notice] if notice else []
     if level == "WARNING":
         return [_warning(msg, role, t)]
     if "max_steps=" in msg and ("Starting" in msg):
@@ -275,19 +255,6 @@ def _warning(msg: str, role: str, t: str | None) -> Notice:
     return Notice(role, "WARNING", "warning", text, t)
 
 
-def _orphan(rec: Record, role: str) -> list[Event]:
-    lines = [rec.message, *rec.lines()]
-    if has_traceback(lines):
-        exc = exception_of(lines)
-        kind, detail = exc if exc else ("Traceback", "")
-        # An uncaught exception is what prints a bare traceback: treat it as fatal.
-        return [Notice(role, "ERROR", kind, detail or lines[-1].strip(), None, fatal=True)]
-    sig = crash_signature("\n".join(lines[:20]))
-    if sig:
-        return [Notice(role, "ERROR", sig[0], rec.message.strip(), None, fatal=sig[1])]
-    return []
-
-
 def _env_router(rec: Record, t: str | None) -> list[Event]:
     """v0.6 env router: `Active tasks: 128 (W0: 64, W1: 64)` then `  Server | Lag: …`."""
     msg = rec.message
@@ -302,11 +269,3 @@ def _env_router(rec: Record, t: str | None) -> list[Event]:
     if "died" in msg and "Worker" in msg:
         return [Notice(ENV, "WARNING", "env_worker_died", msg.strip(), t)]
     return []
-
-
-def parse_unreached(msg: str) -> tuple[int, str | None, str | None] | None:
-    """(seconds, error, url) of an `Inference server was not reached` warning."""
-    m = UNREACHED_RE.match(msg.strip())
-    if not m:
-        return None
-    return int(m.group(1)), m.group(2), m.group(3)

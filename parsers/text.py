@@ -10,7 +10,6 @@ import re
 
 # FORMATS.md: loguru, Ray and vLLM write colour codes into files. The second
 # alternative also catches the odd OSC/charset sequences some tools leave behind.
-ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]")
 ANSI_RE_B = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]")
 # torchrun's per-rank prefix on trainer.log lines: `[trainer0]:`, `[default3]:`.
 TORCHRUN_PREFIX_RE_B = re.compile(rb"(?m)^\[[A-Za-z_]*\d+\]:")
@@ -33,10 +32,6 @@ def clean_bytes(data: bytes) -> bytes:
     if b"]:" in data:
         data = TORCHRUN_PREFIX_RE_B.sub(b"", data)
     return data
-
-
-def strip_ansi(text: str) -> str:
-    return ANSI_RE.sub("", text) if "\x1b" in text else text
 
 
 def parse_duration(text: str) -> float | None:

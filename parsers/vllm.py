@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .crashes import crash_signature, exception_of, has_traceback
+from .crashes import crash_signature, error_notice
 from .events import INFERENCE, Event, Notice, VllmStats
 from .records import Record
 
@@ -77,15 +77,8 @@ def parse_record(rec: Record, role: str = INFERENCE) -> list[Event]:
         return [Notice(INFERENCE, "INFO", "inference_shutdown", msg.strip(), t)]
     level = rec.level or ""
     if level in ("ERROR", "CRITICAL") or rec.fmt == "orphan":
-        exc = exception_of(lines) if has_traceback([msg, *lines]) else None
-        sig = crash_signature(text)
-        if exc:
-            return [Notice(INFERENCE, "ERROR", exc[0], f"{msg.strip()}: {exc[1]}".strip(": "), t, fatal=bool(sig and sig[1]))]
-        if sig:
-            return [Notice(INFERENCE, "ERROR", sig[0], msg.strip(), t, fatal=sig[1])]
-        if rec.fmt != "orphan":
-            return [Notice(INFERENCE, level, "error", msg.strip(), t)]
-        return []
+        notice = error_notice(rec, INFERENCE, traceback_is_fatal=False)
+        return [notice] if notice else []
     if level == "WARNING":
         sig = crash_signature(msg)
         return [Notice(INFERENCE, "WARNING", sig[0] if sig else "warning", msg.strip(), t)]

@@ -150,8 +150,7 @@ def _rollout_files(root: str, pattern_dirs: list[str]) -> list[Tracked]:
     for base in pattern_dirs:
         for pat in ("step_*/train/all/traces.jsonl", "step_*/train_rollouts.jsonl"):
             for f in glob.glob(os.path.join(root, base, pat)):
-                step = _step_of(os.path.dirname(f) if "train_rollouts" in f else f.split(os.sep + "train" + os.sep)[0])
-                found.append(Tracked(f, "orchestrator", "rollouts", step))
+                found.append(Tracked(f, "orchestrator", "rollouts", _step_of(f)))
     stream = os.path.join(root, "monitors", "file", "traces", "stream.jsonl")
     found.sort(key=lambda t: t.step or 0)
     recent = found[-ROLLOUT_STEPS:]

@@ -8,7 +8,6 @@ the same state.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from runtop.state import ErrorEntry, RunState
@@ -37,13 +36,6 @@ class Verdict:
     alerts: list[Finding] = field(default_factory=list)
 
 
-def _rel(state: RunState, path: str) -> str:
-    try:
-        return os.path.relpath(path, state.path) if state.path else path
-    except ValueError:
-        return path
-
-
 def _fatal_entries(state: RunState) -> list[ErrorEntry]:
     """Fatal errors that end their log: nothing of the role's work came after them."""
     out = [
@@ -60,7 +52,7 @@ def judge(state: RunState) -> Verdict:
     if fatals:
         first = fatals[0]
         role = ROLE_NAMES.get(first.role, first.role)
-        where = f"{_rel(state, first.source)} {first.time or ''}".strip()
+        where = f"{state.relpath(first.source)} {first.time or ''}".strip()
         detail = first.message
         if detail.startswith("Fatal error") and ": " in detail:
             detail = detail.split(": ", 1)[1]  # the exception text says more than "Fatal error in train"
@@ -85,7 +77,7 @@ def judge(state: RunState) -> Verdict:
             return Verdict(
                 "Degraded",
                 [msg],
-                [Finding("rollouts_hung", "critical", msg, evidence=f"{_rel(state, e.source)} {e.time or ''}".strip(), since=e.time)],
+                [Finding("rollouts_hung", "critical", msg, evidence=f"{state.relpath(e.source)} {e.time or ''}".strip(), since=e.time)],
             )
     if state.current_step() is None:
         if any(info.bytes_read for info in state.files.values()):

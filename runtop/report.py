@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-import os
 import statistics
 from typing import Any
 
@@ -23,13 +22,6 @@ def _num(v: float | None) -> float | None:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return None
     return v
-
-
-def _rel(state: RunState, path: str) -> str:
-    try:
-        return os.path.relpath(path, state.path) if state.path else path
-    except ValueError:
-        return path
 
 
 def step_dict(row: StepRow) -> dict[str, Any]:
@@ -94,7 +86,6 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
             "waiting": dict(state.waiting),
             "finished": sorted(state.finished),
         },
-        "steps": [step_dict(state.steps[s]) for s in sorted(state.steps)] if include_steps else [],
         "lost_steps": [step_dict(row) for row in state.lost_steps],
         "checkpoints": [
             {"step": c.step, "path": c.path, "complete": c.complete, "bytes": c.bytes, "reason": c.reason}
@@ -139,7 +130,7 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
         },
         "context_overflows": state.context_overflows,
         "errors": [
-            {"time": e.time, "source": _rel(state, e.source), "role": e.role, "kind": e.kind, "message": e.message, "fatal": e.fatal}
+            {"time": e.time, "source": state.relpath(e.source), "role": e.role, "kind": e.kind, "message": e.message, "fatal": e.fatal}
             for e in state.errors
         ],
         "error_count": state.error_count,
@@ -162,7 +153,7 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
         "processes": state.processes,
         "files": [
             {
-                "path": _rel(state, f.path),
+                "path": state.relpath(f.path),
                 "role": f.role,
                 "kind": f.kind,
                 "bytes_read": f.bytes_read,
@@ -180,8 +171,8 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
             for a in v.alerts
         ],
     }
-    if not include_steps:
-        del doc["steps"]
+    if include_steps:
+        doc["steps"] = [step_dict(state.steps[s]) for s in sorted(state.steps)]
     return _redact_all(doc)
 
 
@@ -303,7 +294,7 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
 
     notes = []
     for e in list(state.errors)[-3:]:
-        notes.append(f"{e.kind} at {e.time or '?'} in {_rel(state, e.source)}: {e.message[:200]}")
+        notes.append(f"{e.kind} at {e.time or '?'} in {state.relpath(e.source)}: {e.message[:200]}")
     if state.error_count > 3:
         notes.append(f"{state.error_count} errors in all")
     if state.warnings:
@@ -320,10 +311,10 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
         notes.append(f"{len(state.lost_steps)} step(s) of earlier attempts were redone (kept as lost)")
     for f in state.files.values():
         if f.error:
-            notes.append(f"cannot read {_rel(state, f.path)}: {f.error}")
+            notes.append(f"cannot read {state.relpath(f.path)}: {f.error}")
     notes.extend(state.notes)
     for path, why in state.unrecognised.items():
-        notes.append(f"not recognised: {_rel(state, path)} ({why})")
+        notes.append(f"not recognised: {state.relpath(path)} ({why})")
     if notes:
         out.append("**Notes**: " + " | ".join(notes))
     return redact("\n".join(out)) + "\n"

@@ -13,10 +13,11 @@ CHUNK = 4 << 20
 
 def read_run(path: str, *, processes: bool = True) -> RunState:
     reader = RunReader(discover(path))
-    reader.poll(max_bytes=CHUNK, rescan_every=0.0, ckpt_every=0.0)
-    while not reader.done():
-        if not reader.poll(max_bytes=CHUNK, rescan_every=float("inf"), ckpt_every=float("inf")):
-            break  # nothing more could be read (a file vanished): report what we have
+    # One pass: no rescans (the layout is fresh); checkpoints are listed on the first poll.
+    while True:
+        read = reader.poll(max_bytes=CHUNK, rescan_every=float("inf"), ckpt_every=float("inf"))
+        if reader.done() or not read:
+            break  # done, or nothing more could be read (a file vanished): report what we have
     if processes:
         reader.state.processes = run_processes(reader.layout.root)
     return reader.state

@@ -7,13 +7,13 @@ parsed numbers and counters, never log lines.
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from runtop.parsers.events import (
-    ORCHESTRATOR,
     TRAINER,
     BatchProgress,
     CheckpointSave,
@@ -246,20 +246,9 @@ class RunState:
         if handler is not None:
             handler(self, ev, source)
 
-    def _on_step(self, ev: StepMetrics, source: str) -> None:
-        self._apply_step(ev)
-        self._activity(source)
-
     def _on_batch(self, ev: BatchProgress, source: str) -> None:
         self.batch = ev
         self._activity(source)
-
-    def _on_env(self, ev: RolloutStart | RolloutDone, source: str) -> None:
-        self._apply_env(ev)
-        self._activity(source)
-
-    def _on_rollout(self, ev: Rollout, source: str) -> None:
-        self._apply_rollout(ev)
 
     def _on_vllm(self, ev: VllmStats, source: str) -> None:
         self.vllm, self.vllm_source = ev, "log"
@@ -301,7 +290,8 @@ class RunState:
         if info is not None and info.fatal is not None:
             info.active_after_fatal = True
 
-    def _apply_step(self, ev: StepMetrics) -> None:
+    def _on_step(self, ev: StepMetrics, source: str) -> None:
+        self._activity(source)
         row = self._row(ev.step)
         target = row.trainer if ev.role == TRAINER else row.orchestrator
         for name, value in ev.values.items():
@@ -340,7 +330,8 @@ class RunState:
         if ev.kind == "context_overflow":
             self.context_overflows += 1
 
-    def _apply_env(self, ev: RolloutStart | RolloutDone) -> None:
+    def _on_env(self, ev: RolloutStart | RolloutDone, source: str) -> None:
+        self._activity(source)
         env = self.env
         if isinstance(ev, RolloutStart):
             env.started += 1
@@ -364,7 +355,7 @@ class RunState:
             calls.max_s = max(calls.max_s, dur)
             calls.last_time = ev.time
 
-    def _apply_rollout(self, ev: Rollout) -> None:
+    def _on_rollout(self, ev: Rollout, source: str) -> None:
         r = self.rollouts
         r.total += 1
         if not ev.ok:
@@ -385,6 +376,13 @@ class RunState:
             r.steps.add(ev.step)
 
     # ---- derived --------------------------------------------------------
+    def relpath(self, path: str) -> str:
+        """`path` relative to the run dir, as runtop shows file names."""
+        try:
+            return os.path.relpath(path, self.path) if self.path else path
+        except ValueError:
+            return path
+
     def current_step(self) -> int | None:
         steps = [s for s in (self.trainer_step, self.orchestrator_step) if s is not None]
         return max(steps) if steps else None

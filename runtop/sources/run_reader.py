@@ -48,10 +48,12 @@ class RunReader:
         self._followed: dict[str, _Followed] = {}
         self._configs: dict[str, float] = {}
         self._config_values: dict[str, RunConfig] = {}
-        self._last_rescan = 0.0
+        # The layout was just discovered: the first rescan is due one interval from now.
+        self._last_rescan = time.monotonic()
         self._last_ckpt = float("-inf")
         self._started_attempt = False
         self._sync_files()
+        self._read_configs()
 
     # ---- file set -------------------------------------------------------
     def _sync_files(self) -> None:
