@@ -1,5 +1,10 @@
 """Is a checkpoint complete? Judged from a listing of its files (no I/O here).
 
+SkyRL (FORMATS.md): `global_step_N/{policy/…, data.pt, trainer_state.pt}`; the
+bare integer in `latest_ckpt_global_step.txt` is written last. A Megatron
+`policy/` holding only `common.pt` and metadata (a few hundred KB) is a save that
+failed (SIGBUS, a full disk) while the log may still say it succeeded.
+
 prime-rl (FORMATS.md): a step is complete when `trainer/.metadata` (written last by
 torch DCP; `.metadata.tmp` means in progress) and `orchestrator/progress.pt` exist
 and no `*.tmp` remains. `--resume` picks the highest `step_*` without checking, so
@@ -32,3 +37,33 @@ def judge_primerl(files: dict[str, int]) -> CheckpointVerdict:
     if missing:
         return CheckpointVerdict(False, "missing " + " and ".join(missing))
     return CheckpointVerdict(True, "trainer/.metadata and orchestrator/progress.pt present")
+
+
+# Files of a Megatron `policy/` dir that are metadata, not weights.
+_SKYRL_META = {"common.pt", "metadata.json", ".metadata"}
+_WEIGHT_EXTS = (".distcp", ".pt", ".pth", ".safetensors", ".bin")
+
+
+def _kb(n: int) -> str:
+    return f"{n / 1024:.0f} KB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MB"
+
+
+def judge_skyrl(step: int, files: dict[str, int], latest: int | None) -> CheckpointVerdict:
+    """`files`: path relative to `global_step_N/` → size; `latest`: the txt's step (None: no txt)."""
+    tmp = sorted(f for f in files if f.endswith(".tmp") or ".tmp." in f.rsplit("/", 1)[-1])
+    if tmp:
+        return CheckpointVerdict(False, f"save in progress or interrupted ({tmp[0]})")
+    policy = {k[len("policy/"):]: v for k, v in files.items() if k.startswith("policy/")}
+    if not policy:
+        return CheckpointVerdict(False, "no policy/ files")
+    weights = [k for k in policy if k.rsplit("/", 1)[-1] not in _SKYRL_META and k.endswith(_WEIGHT_EXTS)]
+    if not weights:
+        names = ", ".join(sorted(policy)[:4])
+        return CheckpointVerdict(False, f"policy/ holds only {names} ({_kb(sum(policy.values()))}): no weight shards, a failed save")
+    if "trainer_state.pt" not in files:
+        return CheckpointVerdict(False, "no trainer_state.pt")
+    if latest is None:
+        return CheckpointVerdict(False, "latest_ckpt_global_step.txt missing (written last): the save did not finish")
+    if latest < step:
+        return CheckpointVerdict(False, f"latest_ckpt_global_step.txt says {latest}: this save did not finish")
+    return CheckpointVerdict(True, f"{len(weights)} weight file(s), trainer_state.pt, named by latest_ckpt_global_step.txt ({latest})")

@@ -37,10 +37,12 @@ class StepMetrics:
 
 @dataclass(frozen=True, slots=True)
 class BatchProgress:
-    """`Train batch 80/128 (62.5%) (+16 buffered); 112 inflight episodes`."""
+    """`Train batch 80/128 (62.5%) (+16 buffered); 112 inflight episodes` (prime-rl), or
+    SkyRL's finished trajectories in the batch being generated (`total` None when the
+    launch command did not say how many to expect)."""
 
     done: int
-    total: int
+    total: int | None
     buffered: int | None
     inflight: int | None
     time: str | None = None
@@ -83,6 +85,7 @@ class Notice:
     message: str
     time: str | None = None
     fatal: bool = False
+    count: int = 1  # Ray folds repeated lines into one (`[repeated 7x across cluster]`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +176,104 @@ class Unrecognised:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """SkyRL's timer lines: `Started: 'generate'` / `Finished: 'generate', time cost: 5941.60s`.
+
+    `progress` is (done, total) within the phase when known (tqdm frames, rewards).
+    """
+
+    name: str
+    started: bool
+    time: str | None = None
+    duration_s: float | None = None
+    progress: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentReward:
+    """One trajectory's reward line (`ft_reward: 1.0`): `kind` is ft, gt, rubric or total."""
+
+    kind: str
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class Trajectory:
+    """`Rubric evaluation complete for instance 1234: total=6.5, gt=1.0, rubric=4.5, ft=1.0`."""
+
+    instance: str
+    rewards: dict[str, float]
+    time: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FormatFailure:
+    """One of skyrl-agent's eight format-rule warnings (only the first per trajectory is logged)."""
+
+    rule: int
+    time: str | None = None
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SlowCall:
+    """`Code execution took 278.41 seconds. Code:` with the functions the code called."""
+
+    duration_s: float
+    functions: tuple[str, ...]
+    time: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentError:
+    """A traceback inside an agent's observation: the model's own code failed
+    (`TypeError: f() got an unexpected keyword argument`), not the infrastructure."""
+
+    kind: str
+    message: str
+    time: str | None = None
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptStart:
+    """A relaunch seen in the log itself: an autoretry wrapper's `Attempt #N`, or a
+    resume in a log that already holds steps (`number` None: the next one)."""
+
+    number: int | None
+    reason: str
+    time: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchConfig:
+    """Values from the launch command's `key=value` overrides (a shell trace line)."""
+
+    run_name: str | None = None
+    ckpt_dir: str | None = None
+    ckpt_interval: int | None = None
+    keep_last: int | None = None
+    max_steps: int | None = None
+    batch_rollouts: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointDir:
+    """Where the run says it saves checkpoints (`Successfully saved checkpoint … to: DIR`)."""
+
+    path: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExtraLog:
+    """Another log the run names (`Infrastructure logs will be written to: …`)."""
+
+    path: str
+    role: str
+
+
 Event = (
     StepMetrics
     | BatchProgress
@@ -189,4 +290,14 @@ Event = (
     | VllmStats
     | Rollout
     | Unrecognised
+    | Phase
+    | AgentReward
+    | Trajectory
+    | FormatFailure
+    | SlowCall
+    | AgentError
+    | AttemptStart
+    | LaunchConfig
+    | CheckpointDir
+    | ExtraLog
 )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 # prime-rl loguru: `14:01:58 SUCCESS Step 1 | …` (level right-aligned to 7).
@@ -54,6 +55,8 @@ class Record:
     cont: list[str] = field(default_factory=list)
     cont_dropped: int = 0
     _tail: list[str] | None = None
+    where: str | None = None  # loguru's `module:function:line`, where the format has it
+    repeat: int = 1  # Ray's `[repeated Nx across cluster]` folds N more copies into one line
 
     def add(self, line: str) -> None:
         if len(self.cont) < MAX_CONT_HEAD:
@@ -154,19 +157,33 @@ def strip_proc_prefix(line: str) -> str:
     return line
 
 
+HeaderFn = Callable[[str, "Record | None"], "Record | None"]
+
+
+def _default_header(line: str, pending: Record | None) -> Record | None:
+    return match_header(line)
+
+
 class RecordAssembler:
-    """Feeds lines, returns finished records. Holds one pending record."""
+    """Feeds lines, returns finished records. Holds one pending record.
 
-    __slots__ = ("_pending",)
+    `header` decides which lines start a record; it sees the pending record because
+    some formats decide by context (SkyRL: a line from another Ray process starts a
+    new record even without a header of its own).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_pending", "_header")
+
+    def __init__(self, header: HeaderFn | None = None) -> None:
         self._pending: Record | None = None
+        self._header = header or _default_header
 
     def feed(self, lines: list[str]) -> list[Record]:
         out: list[Record] = []
         pending = self._pending
+        header = self._header
         for line in lines:
-            rec = match_header(line)
+            rec = header(line, pending)
             if rec is not None:
                 if pending is not None:
                     out.append(pending)

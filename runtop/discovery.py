@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 EXPECTED = (
     "expected a prime-rl run directory (logs/attempt_N/, logs/latest or logs/{orchestrator,trainer}.log, "
-    "metrics.jsonl), an output directory holding runs, or a single log file"
+    "metrics.jsonl), an output directory holding runs, a SkyRL driver log or a directory holding one, "
+    "or a single log file"
 )
 ROLE_OF_LOG = {"orchestrator.log": "orchestrator", "trainer.log": "trainer", "inference.log": "inference"}
 _STEP_DIR_RE = re.compile(r"step_(\d+)$")
@@ -33,6 +34,7 @@ class Tracked:
     role: str
     kind: str  # "log", "metrics", "rollouts", "config"
     step: int | None = None
+    dialect: str = "prime-rl"  # which parser reads it: "prime-rl" (also vLLM, env servers) or "skyrl"
 
 
 @dataclass
@@ -51,6 +53,8 @@ class RunLayout:
     # (trainer checkpoints root, orchestrator checkpoints root or None)
     checkpoint_roots: list[tuple[str, str | None]] = field(default_factory=list)
     single_file: bool = False
+    # SkyRL: the checkpoint dir given with --ckpt-dir (else the log names it).
+    ckpt_dir: str | None = None
 
     def files(self) -> list[Tracked]:
         return [*self.configs, *self.metrics, *self.logs, *self.rollouts]
@@ -237,7 +241,23 @@ _PRIME_SIGNS = re.compile(
     r"\d{2}:\d{2}:\d{2}\S*\s+\S*\s*(?:SUCCESS|INFO|WARNING|ERROR)\S*\s|\[trainer\d+\]:|\(APIServer pid=|"
     r"Starting orchestrator|rollout (?:start|done): id=|Train batch \d+/\d+"
 )
-_SKYRL_SIGNS = re.compile(r"skyrl_train|skyrl_entrypoint|skyrl-agent|Training Batches Processed")
+_SKYRL_SIGNS = re.compile(r"skyrl_train|skyrl_entrypoint|skyrl-agent|skyrl_agent|Training Batches Processed|global_step: \d")
+
+
+def _skyrl_layout(path: str) -> RunLayout:
+    """A SkyRL driver log (`bash run_x.sh &> logs/name.log`). The infra log and the
+    checkpoint dir are named inside it, so the reader adds them as it reads."""
+    path = os.path.abspath(path)
+    lay = RunLayout(os.path.dirname(path), "skyrl", "driver log")
+    lay.logs = [Tracked(path, "trainer", "log", dialect="skyrl")]
+    return lay
+
+
+def _is_skyrl_log(path: str) -> bool:
+    try:
+        return bool(_SKYRL_SIGNS.search(_sniff(path, 16384)))
+    except DiscoveryError:
+        return False
 
 
 def _single_file(path: str) -> RunLayout:
@@ -245,7 +265,7 @@ def _single_file(path: str) -> RunLayout:
     if not text.strip():
         raise DiscoveryError(f"{path} is empty: {EXPECTED}")
     if _SKYRL_SIGNS.search(text):
-        raise DiscoveryError(f"{path} looks like a SkyRL driver log; runtop does not read SkyRL yet (issue 3)")
+        return _skyrl_layout(path)
     name = os.path.basename(path)
     if name == "metrics.jsonl" or name.endswith("metrics.jsonl"):
         lay = RunLayout(os.path.dirname(os.path.abspath(path)), "prime-rl", "single-file", single_file=True)
@@ -295,14 +315,37 @@ def discover(path: str) -> RunLayout:
             lay.notes.insert(0, f"{len(runs)} runs in {path}; showing the newest, {os.path.basename(runs[-1])} (others: {others})")
         return lay
     logs = [os.path.join(path, e) for e in entries if e.endswith(".log") and os.path.isfile(os.path.join(path, e))]
+    sub = os.path.join(path, "logs")
+    if os.path.isdir(sub):
+        logs += sorted(glob.glob(os.path.join(sub, "*.log")))
+    skyrl = [f for f in logs if not os.path.basename(f).startswith("infra-") and _is_skyrl_log(f)]
+    if skyrl:
+        skyrl.sort(key=lambda f: os.path.getmtime(f))
+        lay = _skyrl_layout(skyrl[-1])
+        if len(skyrl) > 1:
+            others = ", ".join(os.path.basename(f) for f in reversed(skyrl[:-1]))
+            lay.notes.insert(0, f"{len(skyrl)} SkyRL logs in {path}; showing the newest, {os.path.basename(skyrl[-1])} (others: {others})")
+        return lay
     if len(logs) == 1:
         return _single_file(logs[0])
     raise DiscoveryError(f"nothing runtop recognises in {path}: {EXPECTED}")
 
 
+def with_ckpt_dir(layout: RunLayout, ckpt_dir: str | None) -> RunLayout:
+    """Apply `--ckpt-dir`: a SkyRL run's checkpoint dir, checked now so a typo fails at once."""
+    if ckpt_dir is None:
+        return layout
+    if layout.framework != "skyrl":
+        raise DiscoveryError(f"--ckpt-dir is for SkyRL runs; {layout.root} is a {layout.framework} run (its checkpoints are found from the run dir)")
+    if not os.path.isdir(ckpt_dir):
+        raise DiscoveryError(f"--ckpt-dir {ckpt_dir}: no such directory")
+    layout.ckpt_dir = os.path.abspath(ckpt_dir)
+    return layout
+
+
 def rescan(layout: RunLayout) -> RunLayout:
     """The same run listed again: new attempts, env logs, rollout steps, configs."""
-    if layout.single_file:
+    if layout.single_file or layout.framework == "skyrl":
         return layout
     fresh = _primerl_layout(layout.root)
     # Keep what only the first look could know (which of several runs was picked).

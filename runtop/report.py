@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
 import statistics
 from typing import Any
 
@@ -39,6 +40,9 @@ def step_dict(row: StepRow) -> dict[str, Any]:
     for key, origin in row.origin.items():
         origins.setdefault(key.split(".", 1)[0], set()).add(origin)
     d["origin"] = {role: "+".join(sorted(o)) for role, o in sorted(origins.items())}
+    extra = {k: v for k, v in row.extra.items() if _num(v) is not None}
+    if extra:
+        d["extra"] = extra
     if row.superseded:
         d["superseded"] = True
     return d
@@ -52,6 +56,20 @@ def _redact_all(obj: Any) -> Any:
     if isinstance(obj, list):
         return [_redact_all(v) for v in obj]
     return obj
+
+
+def _pass_rates(state: RunState) -> dict[str, float]:
+    """Share of rollouts that passed: skyrl-agent's per-trajectory `ft`/`gt` rewards > 0;
+    `reward>0` from prime-rl's rollout files."""
+    out: dict[str, float] = {}
+    for kind in ("ft", "gt"):
+        rate = state.agent.pass_rate(kind)
+        if rate is not None:
+            out[kind] = rate
+    r = state.rollouts
+    if r.reward_n:
+        out["reward>0"] = r.positive / r.reward_n
+    return out
 
 
 def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: bool = True) -> dict[str, Any]:
@@ -84,6 +102,7 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
                 else None
             ),
             "waiting": dict(state.waiting),
+            "phase": state.current_phase(),
             "finished": sorted(state.finished),
         },
         "lost_steps": [step_dict(row) for row in state.lost_steps],
@@ -92,6 +111,8 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
             for c in sorted(state.checkpoints.values(), key=lambda c: c.step)
         ],
         "last_complete_checkpoint": ckpt.step if ckpt else None,
+        "checkpoint_dir": state.checkpoint_dir,
+        "checkpoint_dir_source": state.checkpoint_dir_source,
         "rollouts": {
             "total": r.total,
             "errored": r.errored,
@@ -99,8 +120,8 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
             "empty": r.empty,
             "by_stop": dict(r.by_stop),
             "by_error": dict(r.by_error),
-            "format_failures": {},
-            "pass_rates": {"reward>0": r.positive / r.reward_n} if r.reward_n else {},
+            "format_failures": {f"rule_{n}": c for n, c in sorted(state.agent.format_failures.items())},
+            "pass_rates": _pass_rates(state),
             "mean_reward": r.reward_sum / r.reward_n if r.reward_n else None,
             "steps_read": sorted(r.steps),
         },
@@ -129,6 +150,15 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
             ],
         },
         "context_overflows": state.context_overflows,
+        "agent": {
+            "trajectories": state.agent.trajectories,
+            "rewards": {
+                k: {"n": int(n), "passed": int(p), "mean": (tot / n) if n else None}
+                for k, (n, p, tot) in sorted(state.agent.rewards.items())
+            },
+            # The model's own coding errors inside observations: not infrastructure faults.
+            "code_errors": dict(state.agent.code_errors.most_common()),
+        },
         "errors": [
             {"time": e.time, "source": state.relpath(e.source), "role": e.role, "kind": e.kind, "message": e.message, "fatal": e.fatal}
             for e in state.errors
@@ -200,6 +230,13 @@ def _fmt(v: float | None, digits: int = 3) -> str:
     return f"{v:.{digits}f}".rstrip("0").rstrip(".") if "." in f"{v:.{digits}f}" else f"{v:.{digits}f}"
 
 
+def human_bytes(n: int) -> str:
+    for unit, size in (("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
 def _series(rows: list[StepRow], name: str) -> list[tuple[int, float]]:
     return [(r.step, v) for r in rows if (v := r.value(name)) is not None and math.isfinite(v)]
 
@@ -231,6 +268,69 @@ def _duration(seconds: float | None) -> str:
     return f"{m}m {s:02d}s" if m else f"{s}s"
 
 
+# The step table the seeds' notes wrote by hand; a column shows only when some row has it.
+TABLE_COLUMNS = (
+    ("reward", "reward", 4),
+    ("loss", "policy loss", 4),
+    ("clip_ratio", "clip ratio", 4),
+    ("entropy", "entropy", 4),
+    ("kl", "KL", 5),
+    ("grad_norm", "grad norm", 4),
+    ("seq_len", "response length", 1),
+    ("step_time_s", "step time", 0),
+)
+
+
+def step_table(rows: list[StepRow], last: int = 10) -> list[str]:
+    rows = rows[-last:]
+    cols = [c for c in TABLE_COLUMNS if any(_num(r.value(c[0])) is not None for r in rows)]
+    if not rows or not cols:
+        return []
+
+    def cell(r: StepRow, name: str, digits: int) -> str:
+        v = _num(r.value(name))
+        if v is None:
+            return "n/a"
+        return f"{v:.0f}s" if name == "step_time_s" else _fmt(v, digits)
+
+    out = ["| step | " + " | ".join(c[1] for c in cols) + " |", "|---|" + "---|" * len(cols)]
+    for r in rows:
+        out.append(f"| {r.step} | " + " | ".join(cell(r, c[0], c[2]) for c in cols) + " |")
+    return out
+
+
+def _agent_lines(state: RunState) -> list[str]:
+    """skyrl-agent's layer, in the words of the seeds' check-ins."""
+    a = state.agent
+    out = []
+    if state.batch is not None and state.framework == "skyrl":
+        out.append(f"rewards this batch {state.batch.done}/{state.batch.total or '?'}")
+    for kind in ("ft", "gt"):
+        r = a.rewards.get(kind)
+        if r and r[0]:
+            out.append(f"{kind}_reward pass {r[1] / r[0] * 100:.0f}% ({int(r[1])}/{int(r[0])})")
+    if a.format_failures:
+        out.append("format failures " + ", ".join(f"Rule {n} ×{c}" for n, c in sorted(a.format_failures.items())))
+    return out
+
+
+def _env_lines(state: RunState) -> list[str]:
+    out = []
+    sc = state.slow_calls
+    if sc.count:
+        top = sorted(sc.by_function.items(), key=lambda kv: -kv[1].count)[:4]
+        parts = [f"{name} ×{fc.count} (max {fc.max_s:.0f}s)" for name, fc in top]
+        out.append(f"{sc.count} slow tool calls (>{sc.threshold_s:.0f}s): " + ", ".join(parts))
+    if sc.timeouts:
+        out.append(f"{sc.timeouts} tool timeouts")
+    if state.context_overflows:
+        out.append(f"{state.context_overflows} context overflows")
+    if state.agent.code_errors:
+        errs = ", ".join(f"{k} ×{n}" for k, n in state.agent.code_errors.most_common(4))
+        out.append(f"agent code errors (model behaviour, not infrastructure): {errs}")
+    return out
+
+
 def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.datetime | None = None) -> str:
     v = verdict or judge(state)
     now = now or _dt.datetime.now(_dt.timezone.utc)
@@ -240,7 +340,14 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
     out.append(f"**Step**: {step if step is not None else 'n/a'} / {state.max_steps if state.max_steps is not None else 'n/a'}")
     health = v.verdict + (f" — {'; '.join(v.reasons)}" if v.reasons else "")
     out.append(f"**Health**: {health}")
+    phase = state.current_phase()
+    if phase:
+        out.append(f"**Phase**: {phase}")
     out.append("")
+    table = step_table(rows)
+    if table:
+        out.extend(table)
+        out.append("")
 
     progress = [t for t in (
         _trend(rows, "reward", "reward/mean"),
@@ -252,8 +359,9 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
     errs = [r.orchestrator.get("error_rate") for r in rows if r.orchestrator.get("error_rate") is not None]
     if errs:
         progress.append(f"errored rollouts {min(errs) * 100:.1f}-{max(errs) * 100:.1f}%")
-    if state.batch:
-        progress.append(f"current batch {state.batch.done}/{state.batch.total}")
+    if state.batch and state.framework != "skyrl":
+        progress.append(f"current batch {state.batch.done}/{state.batch.total or '?'}")
+    progress.extend(_agent_lines(state))
     r = state.rollouts
     if r.total:
         progress.append(f"rollout files (steps {', '.join(map(str, sorted(r.steps))) or 'n/a'}): {r.total} episodes, {r.errored} errored, {r.truncated} truncated")
@@ -290,6 +398,7 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
         )
     if state.env.durations:
         perf.append(f"env rollout p50 {statistics.median(state.env.durations):.0f}s, max {max(state.env.durations):.0f}s")
+    perf.extend(_env_lines(state))
     out.append(f"**Performance**: {'; '.join(perf) if perf else 'n/a'}.")
 
     notes = []
@@ -302,9 +411,14 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
     for kind, (t, msg) in state.events.items():
         notes.append(f"{kind} at {t or '?'}: {msg[:120]}")
     if state.checkpoints:
-        parts = [f"step_{c.step} {'complete' if c.complete else 'INCOMPLETE (' + c.reason + ')'}" for c in sorted(state.checkpoints.values(), key=lambda c: c.step)]
+        parts = [
+            f"{os.path.basename(c.path)} ({human_bytes(c.bytes)}) {'complete' if c.complete else 'INCOMPLETE (' + c.reason + ')'}"
+            for c in sorted(state.checkpoints.values(), key=lambda c: c.step)
+        ]
         last = state.last_complete_checkpoint()
-        notes.append("checkpoints: " + ", ".join(parts) + (f"; last complete: step_{last.step}" if last else "; none complete"))
+        notes.append("checkpoints: " + ", ".join(parts) + (f"; last complete: {os.path.basename(last.path)}" if last else "; none complete"))
+    if state.checkpoint_dir and not state.checkpoints:
+        notes.append(f"no checkpoints yet in {state.checkpoint_dir}")
     if len(state.attempts) > 1:
         notes.append("attempts: " + "; ".join(f"#{a.number} {a.reason}" for a in state.attempts))
     if state.lost_steps:

@@ -15,18 +15,28 @@ from dataclasses import dataclass, field
 
 from runtop.parsers.events import (
     TRAINER,
+    AgentError,
+    AgentReward,
+    AttemptStart,
     BatchProgress,
+    CheckpointDir,
     CheckpointSave,
     EnvLag,
     Event,
+    ExtraLog,
+    FormatFailure,
+    LaunchConfig,
     MaxSteps,
     Notice,
+    Phase,
     Resumed,
     RoleFinished,
     Rollout,
     RolloutDone,
     RolloutStart,
+    SlowCall,
     StepMetrics,
+    Trajectory,
     Unrecognised,
     VllmStats,
     Waiting,
@@ -46,6 +56,10 @@ STEP_FIELDS = (
     "throughput_tok_s",
 )
 ORCH_OWNED = {"reward", "reward_all", "seq_len", "truncated", "error_rate", "cancelled", "turns", "off_policy_max", "rollouts"}
+# Which source of a step's number wins when two give it: structured rows (prime-rl's
+# metrics.jsonl, SkyRL's full-precision status dict) over scraped log lines, and those
+# over SkyRL's `Step N:` dump, rounded to 4 decimals (FORMATS.md).
+ORIGIN_RANK = {"metrics": 3, "status": 3, "log": 2, "dump": 1}
 MAX_ERRORS = 200
 MAX_LOST_STEPS = 500
 MAX_DURATIONS = 4096
@@ -135,6 +149,28 @@ class EnvCounters:
 
 
 @dataclass
+class AgentCounters:
+    """skyrl-agent's per-trajectory numbers, since the attempt began."""
+
+    rewards: dict[str, list[float]] = field(default_factory=dict)  # kind → [n, passed (>0), sum]
+    trajectories: int = 0
+    format_failures: Counter = field(default_factory=Counter)  # rule number → count
+    code_errors: Counter = field(default_factory=Counter)  # the model's own exceptions, by type
+    last_code_error: dict[str, str] = field(default_factory=dict)
+
+    def pass_rate(self, kind: str) -> float | None:
+        r = self.rewards.get(kind)
+        return r[1] / r[0] if r and r[0] else None
+
+
+@dataclass
+class PhaseInfo:
+    name: str
+    since: str | None
+    progress: tuple[int, int] | None = None
+
+
+@dataclass
 class SlowCalls:
     threshold_s: float = SLOW_CALL_THRESHOLD_S
     count: int = 0
@@ -184,6 +220,12 @@ class RunState:
     env: EnvCounters = field(default_factory=EnvCounters)
     slow_calls: SlowCalls = field(default_factory=SlowCalls)
     context_overflows: int = 0
+    agent: AgentCounters = field(default_factory=AgentCounters)
+    phases: list[PhaseInfo] = field(default_factory=list)  # open timer phases, outermost first
+    checkpoint_dir: str | None = None
+    checkpoint_dir_source: str | None = None
+    extra_logs: dict[str, str] = field(default_factory=dict)  # path → role, named by the run's own logs
+    batch_rollouts: int | None = None
     errors: deque = field(default_factory=lambda: deque(maxlen=MAX_ERRORS))
     error_count: int = 0
     warnings: Counter = field(default_factory=Counter)
@@ -219,6 +261,12 @@ class RunState:
         self.batch = None
         self.waiting.clear()
         self.finished.clear()
+        self.phases.clear()
+        self.agent = AgentCounters()
+        # The old attempt's death is history now: what speaks for health is the new one.
+        for info in self.files.values():
+            if info.fatal is not None:
+                info.active_after_fatal = True
         return True
 
     def _supersede_after(self, step: int) -> None:
@@ -297,12 +345,14 @@ class RunState:
         for name, value in ev.values.items():
             # Interned: a run of 100k steps shares one copy of each key string.
             key = sys.intern(f"{ev.role}.{name}")
-            # Structured metrics.jsonl rows win over scraped log lines (FORMATS.md).
-            if ev.origin == "log" and row.origin.get(key) == "metrics":
+            old = row.origin.get(key)
+            if old is not None and ORIGIN_RANK.get(ev.origin, 2) < ORIGIN_RANK.get(old, 2):
                 continue
             target[name] = value
             row.origin[key] = ev.origin
         for name, value in ev.phases_s.items():
+            if ev.origin == "dump" and name in row.phases_s:
+                continue
             row.phases_s[name] = value
         for name, value in ev.extra.items():
             row.extra[name] = value
@@ -323,12 +373,100 @@ class RunState:
                 info.fatal = entry
                 info.active_after_fatal = False
         elif ev.level == "WARNING":
-            self.warnings[ev.kind] += 1
+            self.warnings[ev.kind] += ev.count
             self.last_warning[ev.kind] = ev.message
         else:
             self.events[ev.kind] = (ev.time, ev.message)
         if ev.kind == "context_overflow":
-            self.context_overflows += 1
+            self.context_overflows += ev.count
+        elif ev.kind == "tool_timeout":
+            self.slow_calls.timeouts += ev.count
+
+    # ---- SkyRL: phases, the agent layer, relaunches ----------------------
+    def _on_phase(self, ev: Phase, source: str) -> None:
+        self._activity(source)
+        stack = self.phases
+        if ev.started:
+            for p in stack:
+                if p.name == ev.name:  # a progress frame of a phase already open
+                    p.progress = ev.progress or p.progress
+                    return
+            if len(stack) < 8:
+                stack.append(PhaseInfo(ev.name, ev.time, ev.progress))
+            return
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i].name == ev.name:
+                del stack[i:]
+                return
+
+    def current_phase(self) -> str | None:
+        """`generate 34/80`: the innermost open phase and its progress."""
+        if not self.phases:
+            return None
+        p = self.phases[-1]
+        prog = p.progress
+        if p.name == "generate" and self.batch is not None:
+            prog = (self.batch.done, self.batch.total or 0)
+        if prog is None:
+            return p.name
+        return f"{p.name} {prog[0]}/{prog[1] if prog[1] else '?'}"
+
+    def _on_agent_reward(self, ev: AgentReward, source: str) -> None:
+        r = self.agent.rewards.setdefault(ev.kind, [0, 0, 0.0])
+        r[0] += 1
+        r[1] += ev.value > 0
+        r[2] += ev.value
+
+    def _on_trajectory(self, ev: Trajectory, source: str) -> None:
+        self._activity(source)
+        self.agent.trajectories += 1
+
+    def _on_format(self, ev: FormatFailure, source: str) -> None:
+        self.agent.format_failures[ev.rule] += ev.count
+
+    def _on_agent_error(self, ev: AgentError, source: str) -> None:
+        self.agent.code_errors[ev.kind] += ev.count
+        self.agent.last_code_error[ev.kind] = ev.message
+
+    def _on_slow_call(self, ev: SlowCall, source: str) -> None:
+        sc = self.slow_calls
+        sc.count += 1
+        # A code block that calls several tools counts for each: the log cannot say which was slow.
+        for name in ev.functions or ("(no call found)",):
+            calls = sc.by_function.get(name)
+            if calls is None:
+                if len(sc.by_function) >= 200:
+                    continue
+                calls = sc.by_function[name] = FunctionCalls()
+            calls.count += 1
+            calls.durations.append(ev.duration_s)
+            calls.max_s = max(calls.max_s, ev.duration_s)
+            calls.last_time = ev.time
+
+    def _on_attempt_start(self, ev: AttemptStart, source: str) -> None:
+        self.new_attempt(ev.reason, number=ev.number)
+
+    def _on_launch_config(self, ev: LaunchConfig, source: str) -> None:
+        # The launch command is what the user asked for; a later relaunch may change it.
+        if ev.run_name:
+            self.run_name = ev.run_name
+        if ev.ckpt_interval is not None:
+            self.ckpt_interval = ev.ckpt_interval
+        if ev.keep_last is not None:
+            self.keep_last = ev.keep_last
+        if ev.batch_rollouts is not None:
+            self.batch_rollouts = ev.batch_rollouts
+        if ev.ckpt_dir:
+            self.checkpoint_dir, self.checkpoint_dir_source = ev.ckpt_dir, "launch command trainer.ckpt_path"
+
+    def _on_ckpt_dir(self, ev: CheckpointDir, source: str) -> None:
+        # Where saves actually went (`Successfully saved … to:`) is said after the launch
+        # command, so the newest word wins. `--ckpt-dir` is the reader's and beats both.
+        self.checkpoint_dir, self.checkpoint_dir_source = ev.path, ev.source
+
+    def _on_extra_log(self, ev: ExtraLog, source: str) -> None:
+        if len(self.extra_logs) < 16:
+            self.extra_logs.setdefault(ev.path, ev.role)
 
     def _on_env(self, ev: RolloutStart | RolloutDone, source: str) -> None:
         self._activity(source)
@@ -424,6 +562,16 @@ _HANDLERS = {
     RoleFinished: RunState._on_finished,
     EnvLag: RunState._on_lag,
     Unrecognised: RunState._on_unrecognised,
+    Phase: RunState._on_phase,
+    AgentReward: RunState._on_agent_reward,
+    Trajectory: RunState._on_trajectory,
+    FormatFailure: RunState._on_format,
+    AgentError: RunState._on_agent_error,
+    SlowCall: RunState._on_slow_call,
+    AttemptStart: RunState._on_attempt_start,
+    LaunchConfig: RunState._on_launch_config,
+    CheckpointDir: RunState._on_ckpt_dir,
+    ExtraLog: RunState._on_extra_log,
 }
 
 

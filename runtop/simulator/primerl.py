@@ -22,10 +22,9 @@ from __future__ import annotations
 import json
 import os
 import random
-import tempfile
-import threading
-import time
 from collections.abc import Callable, Iterator
+
+from runtop.simulator.player import Action, ScriptPlayer
 
 SCENARIOS = (
     "healthy",
@@ -42,8 +41,6 @@ START = 14 * 3600  # the simulated clock starts at 14:00:00
 DIM, BOLD, RESET = "\x1b[2m", "\x1b[1m", "\x1b[0m"
 LEVEL_COLOUR = {"INFO": "", "SUCCESS": "\x1b[32m", "WARNING": "\x1b[33m", "ERROR": "\x1b[31m"}
 
-Action = tuple[float, Callable[[], None]]
-
 
 def clock(t: float) -> str:
     t = int(t) % 86400
@@ -56,7 +53,9 @@ def loguru(t: float, level: str, msg: str) -> str:
     return f"{DIM}{clock(t)}{RESET} {c}{BOLD}{level:>7}{RESET} {c}{BOLD}\x1b[22m{msg}{RESET}{RESET}\n"
 
 
-class Simulator:
+class Simulator(ScriptPlayer):
+    START = START
+
     def __init__(
         self,
         root: str | None = None,
@@ -70,29 +69,16 @@ class Simulator:
     ) -> None:
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
-        self._tmp = None
-        if root is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="runtop-demo-")
-            root = os.path.join(self._tmp.name, RUN_NAME)
-        self.root = root
+        super().__init__(root, RUN_NAME, speed)
         self.scenario = scenario
-        self.speed = speed
         self.max_steps = max_steps
         self.fail_step = fail_step if fail_step is not None else max(3, max_steps // 3)
         self.ckpt_interval = ckpt_interval
         self.rng = random.Random(seed)
-        self.logs = os.path.join(root, "logs", "attempt_1")
+        self.logs = os.path.join(self.root, "logs", "attempt_1")
         self.step = 0
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
 
     # ---- writing helpers ------------------------------------------------
-    def _append(self, rel: str, text: str) -> None:
-        path = os.path.join(self.root, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(text)
-
     def orch(self, t: float, level: str, msg: str) -> None:
         self._append("logs/attempt_1/orchestrator.log", loguru(t, level, msg))
 
@@ -321,35 +307,6 @@ class Simulator:
             tk = t + 10 * k
             yield tk, lambda tk=tk: self.orch(tk, "INFO", "Train batch 0/128 (0.0%) (+0 buffered); 128 inflight episodes (train=128, eval=0)")
             yield tk + 1, lambda tk=tk: self.vllm(tk + 1, "ERROR", "Error in preprocessing prompt inputs: ValueError: 'max_tokens' or 'max_completion_tokens' is too large: 4000. This model's maximum context length is 4096 tokens and your request has 1297 input tokens (4000 > 4096 - 1297).")
-
-    # ---- running ------------------------------------------------------------
-    def run(self, until: float | None = None) -> None:
-        """Write the whole script now (tests), or up to simulated second `until`."""
-        for at, act in self.script():
-            if until is not None and at > until:
-                return
-            act()
-
-    def start(self) -> None:
-        """Play the script in a thread at `speed` simulated seconds per real second."""
-
-        def play() -> None:
-            t0 = time.monotonic()
-            for at, act in self.script():
-                delay = (at - START) / self.speed - (time.monotonic() - t0)
-                if delay > 0 and self._stop.wait(delay):
-                    return
-                act()
-
-        self._thread = threading.Thread(target=play, name="runtop-simulator", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2)
-        if self._tmp is not None:
-            self._tmp.cleanup()
 
 
 def _traceback(exc: str, msg: str) -> str:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import re
 
-from runtop.parsers.checkpoints import judge_primerl
+from runtop.parsers.checkpoints import judge_primerl, judge_skyrl
 from runtop.state import Checkpoint
 
 _STEP_RE = re.compile(r"step_(\d+)$")
+_GLOBAL_STEP_RE = re.compile(r"global_step_(\d+)$")
+LATEST_TXT = "latest_ckpt_global_step.txt"
 MAX_FILES = 20_000  # a sharded checkpoint has thousands of files; stop listing past this
 
 
@@ -51,4 +53,34 @@ def scan_primerl(roots: list[tuple[str, str | None]]) -> dict[int, Checkpoint]:
                     _listing(orch, "", files)
             verdict = judge_primerl(files)
             out[step] = Checkpoint(step, path, verdict.complete, verdict.reason, sum(files.values()))
+    return out
+
+
+def read_latest_txt(ckpt_dir: str) -> int | None:
+    try:
+        with open(os.path.join(ckpt_dir, LATEST_TXT), encoding="utf-8", errors="replace") as f:
+            text = f.read(64).strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def scan_skyrl(ckpt_dir: str) -> dict[int, Checkpoint]:
+    """`<ckpt_path>/global_step_N/` dirs, sized, judged against `latest_ckpt_global_step.txt`."""
+    try:
+        names = os.listdir(ckpt_dir)
+    except OSError:
+        return {}
+    latest = read_latest_txt(ckpt_dir)
+    out: dict[int, Checkpoint] = {}
+    for name in names:
+        m = _GLOBAL_STEP_RE.match(name)
+        path = os.path.join(ckpt_dir, name)
+        if not m or not os.path.isdir(path):
+            continue
+        step = int(m.group(1))
+        files: dict[str, int] = {}
+        _listing(path, "", files)
+        verdict = judge_skyrl(step, files, latest)
+        out[step] = Checkpoint(step, path, verdict.complete, verdict.reason, sum(files.values()))
     return out

@@ -18,7 +18,9 @@ from runtop.parsers.events import StepMetrics
 from runtop.parsers.logs import parse_records
 from runtop.parsers.records import RecordAssembler
 from runtop.parsers.skim import skim
-from runtop.sources.checkpoints import scan_primerl
+from runtop.parsers.skyrl import SkyrlParser
+from runtop.parsers.skyrl import header as skyrl_header
+from runtop.sources.checkpoints import scan_primerl, scan_skyrl
 from runtop.sources.tailer import FileTailer
 from runtop.state import FileInfo, RunState
 
@@ -26,7 +28,7 @@ MAX_LINE = {"log": 64 * 1024, "metrics": 1 << 20, "rollouts": 32 << 20, "config"
 
 
 class _Followed:
-    __slots__ = ("tracked", "tailer", "assembler", "last_metric_step")
+    __slots__ = ("tracked", "tailer", "assembler", "skyrl", "last_metric_step")
 
     def __init__(self, tracked: Tracked) -> None:
         self.tracked = tracked
@@ -34,8 +36,21 @@ class _Followed:
         self.tailer = FileTailer(
             tracked.path, max_line=MAX_LINE[tracked.kind], clean=is_log, prefilter=skim if is_log else None
         )
-        self.assembler = RecordAssembler()
+        self.skyrl: SkyrlParser | None = None
         self.last_metric_step: dict[str, int] = {}
+        self.reset()
+
+    def reset(self, batch_rollouts: int | None = None) -> None:
+        """Forget the record and step context (the file started over)."""
+        is_skyrl = self.tracked.dialect == "skyrl"
+        self.assembler = RecordAssembler(skyrl_header if is_skyrl else None)
+        self.skyrl = SkyrlParser(batch_rollouts) if is_skyrl else None
+        self.last_metric_step.clear()
+
+    def parse(self, records: list) -> list:
+        if self.skyrl is not None:
+            return self.skyrl.parse(records, self.tracked.role)
+        return parse_records(records, self.tracked.role)
 
 
 class RunReader:
@@ -51,6 +66,7 @@ class RunReader:
         # The layout was just discovered: the first rescan is due one interval from now.
         self._last_rescan = time.monotonic()
         self._last_ckpt = float("-inf")
+        self._ckpt_dir: str | None = None
         self._started_attempt = False
         self._sync_files()
         self._read_configs()
@@ -101,10 +117,48 @@ class RunReader:
             for f in list(self._followed.values()):
                 if f.tracked.kind == kind:
                     changed |= self._read(f, max_bytes)
-        if not self.layout.single_file and now - self._last_ckpt >= ckpt_every:
+        if self.layout.framework == "skyrl":
+            changed |= self._follow_named_logs()
+        ckpt_dir = self._skyrl_ckpt_dir()
+        # A checkpoint dir the log has just named is listed at once, not one interval later.
+        if not self.layout.single_file and (now - self._last_ckpt >= ckpt_every or ckpt_dir != self._ckpt_dir):
             self._last_ckpt = now
-            self.state.checkpoints = scan_primerl(self.layout.checkpoint_roots)
+            self._ckpt_dir = ckpt_dir
+            if self.layout.framework == "skyrl":
+                self.state.checkpoints = scan_skyrl(ckpt_dir) if ckpt_dir else {}
+            else:
+                self.state.checkpoints = scan_primerl(self.layout.checkpoint_roots)
         return changed
+
+    # ---- SkyRL: files the log itself names --------------------------------
+    def _skyrl_ckpt_dir(self) -> str | None:
+        """`--ckpt-dir`, else the dir the log names (resolved on this machine), else None."""
+        if self.layout.framework != "skyrl":
+            return None
+        if self.layout.ckpt_dir:
+            return self.layout.ckpt_dir
+        named = self.state.checkpoint_dir
+        if not named:
+            return None
+        resolved = _resolve(named, self.layout.root)
+        if resolved is None:
+            note = f"checkpoint dir {named} ({self.state.checkpoint_dir_source}) is not on this machine; give --ckpt-dir"
+            if note not in self.state.notes:
+                self.state.notes.append(note)
+        return resolved
+
+    def _follow_named_logs(self) -> bool:
+        """Start reading a log the run named (SkyRL's `infra-*.log`) once it exists."""
+        added = False
+        for path, role in self.state.extra_logs.items():
+            resolved = _resolve(path, self.layout.root, want_dir=False)
+            if resolved is None or resolved in self._followed:
+                continue
+            self.layout.logs.append(Tracked(resolved, role, "log", dialect="skyrl"))
+            added = True
+        if added:
+            self._sync_files()
+        return added
 
     def done(self) -> bool:
         """True when every followed file has been read to its end."""
@@ -170,8 +224,7 @@ class RunReader:
         info.lines_capped, info.restarts = f.tailer.capped, f.tailer.restarts
         info.error = res.error
         if res.restarted:
-            f.assembler = RecordAssembler()
-            f.last_metric_step.clear()
+            f.reset(self.state.batch_rollouts)
             info.fatal, info.active_after_fatal = None, False
             if f.tracked.kind == "log":
                 self.state.new_attempt(f"{os.path.basename(f.tracked.path)} was {res.restarted}")
@@ -199,7 +252,7 @@ class RunReader:
             return
         apply = self.state.apply
         path = f.tracked.path
-        for ev in parse_records(records, f.tracked.role):
+        for ev in f.parse(records):
             apply(ev, path)
         for rec in reversed(records):
             if rec.time:
@@ -221,3 +274,14 @@ class RunReader:
                     self.state.new_attempt(f"metrics.jsonl {ev.role} steps went back from {prev} to {ev.step}")
                 last[ev.role] = ev.step
             apply(ev, path)
+
+
+def _resolve(path: str, root: str, *, want_dir: bool = True) -> str | None:
+    """A path a log names, as it exists here: absolute, or relative to the run dir or
+    its parent (where the launch script ran). None when it is not on this machine."""
+    path = os.path.expanduser(path)
+    candidates = [path] if os.path.isabs(path) else [os.path.join(root, path), os.path.join(os.path.dirname(root), path)]
+    for c in candidates:
+        if os.path.isdir(c) if want_dir else os.path.isfile(c):
+            return os.path.abspath(c)
+    return None
