@@ -140,6 +140,31 @@ STRING_RE = re.compile(r"'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|\"(?:\\.|
 DEF_RE = re.compile(r"\bdef\s+\w+\s*\(")
 
 
+# The end of a tqdm frame: `| 80/80 [02:57<00:00,  2.22s/it, pg=-0.402]`. A frame ends in
+# `\r`, not a newline, so the next record can follow it on the same line.
+TQDM_END_RE = re.compile(r"\|\s*\d+/\d+ \[[^\]]*\]")
+
+
+def split_glued(lines: list[str]) -> list[str]:
+    """Cut a record glued behind a tqdm frame onto its own line."""
+    out: list[str] | None = None
+    for i, line in enumerate(lines):
+        if "%|" not in line:
+            if out is not None:
+                out.append(line)
+            continue
+        m = TQDM_END_RE.search(line)
+        if m is None or m.end() >= len(line.rstrip()):
+            if out is not None:
+                out.append(line)
+            continue
+        if out is None:
+            out = lines[:i]
+        out.append(line[: m.end()])
+        out.append(line[m.end() :])
+    return lines if out is None else out
+
+
 def _proc_role(proc: str | None) -> str:
     if proc and any(k in proc for k in ("VLLM", "vLLM", "vllm", "Inference", "RayWorkerWrapper")):
         return INFERENCE
@@ -374,6 +399,19 @@ class SkyrlParser:
             self._wrapper(msg, t, out)
         else:
             self._message(rec, msg, lines, t, out)
+            return
+        if lines:
+            # A process that dies mid-phase prints its dump under the last record it wrote.
+            self._crash_in_lines(rec, lines, out)
+
+    def _crash_in_lines(self, rec: Record, lines: list[str], out: list[Event]) -> bool:
+        if not crash_signature("\n".join(lines[:20] + lines[-20:])):
+            return False
+        orphan = Record("orphan", rec.time, None, lines[0], rec.proc, lines[1:])
+        notice = error_notice(orphan, _proc_role(rec.proc), traceback_is_fatal=True)
+        if notice is not None:
+            out.append(notice)
+        return notice is not None
 
     def _timer(self, msg: str, t: str | None, out: list[Event]) -> None:
         m = TIMER_RE.match(msg)
@@ -587,10 +625,7 @@ class SkyrlParser:
             if notice is not None and (notice.kind != "error" or level in ("ERROR", "CRITICAL")):
                 out.append(notice)
             return
-        if lines and crash_signature("\n".join(lines[:20] + lines[-20:])):
-            notice = error_notice(Record("orphan", t, None, lines[0], rec.proc, lines[1:]), role, traceback_is_fatal=True)
-            if notice is not None:
-                out.append(notice)
+        if lines and self._crash_in_lines(rec, lines, out):
             return
         if level == "WARNING":
             sig = crash_signature(msg)

@@ -13,7 +13,7 @@ import sys
 import time
 
 from runtop import __version__
-from runtop.discovery import DiscoveryError, discover
+from runtop.discovery import DiscoveryError, discover, with_ckpt_dir
 
 COMMANDS = ("status", "demo", "follow")
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
@@ -35,19 +35,31 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="print a check-in (markdown) or --json for a run")
     st.add_argument("path", help="run dir, output dir holding runs, or a log file")
     st.add_argument("--json", action="store_true", help="print the state as JSON")
+    _ckpt_dir(st)
 
     fo = sub.add_parser("follow", help="print a rolling status as the run writes (default for `runtop PATH`)")
     fo.add_argument("path")
+    _ckpt_dir(fo)
     _common(fo)
 
-    de = sub.add_parser("demo", help="simulate a live prime-rl run in a temp dir and follow it")
-    de.add_argument("--scenario", default="healthy", help="healthy, trainer-oom, inference-death, stalled, partial-checkpoint, disk-filling")
+    de = sub.add_parser("demo", help="simulate a live prime-rl or SkyRL run in a temp dir and follow it")
+    de.add_argument("--framework", choices=("prime-rl", "skyrl"), default="prime-rl", help="which framework's files to simulate")
+    de.add_argument(
+        "--scenario",
+        default="healthy",
+        help="prime-rl: healthy, trainer-oom, inference-death, stalled, partial-checkpoint, disk-filling, rollouts-hung; "
+        "skyrl: healthy, sigbus-checkpoint, disk-full",
+    )
     de.add_argument("--speed", type=float, default=20.0, help="simulated seconds per real second (default 20)")
     de.add_argument("--dir", default=None, help="write the run here instead of a temp dir")
-    de.add_argument("--steps", type=int, default=20, help="max_steps of the simulated run")
+    de.add_argument("--steps", type=int, default=None, help="max_steps of the simulated run (default 20 prime-rl, 8 SkyRL)")
     de.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S real seconds")
     _common(de)
     return parser
+
+
+def _ckpt_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ckpt-dir", default=None, metavar="DIR", help="SkyRL: the checkpoint dir (default: the one the log names)")
 
 
 def _err(msg: str) -> None:
@@ -58,7 +70,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from runtop.report import to_markdown, write_json
     from runtop.snapshot import read_run
 
-    state = read_run(args.path)
+    state = read_run(args.path, ckpt_dir=args.ckpt_dir)
     if args.json:
         write_json(state, sys.stdout)
     else:
@@ -69,28 +81,45 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_follow(args: argparse.Namespace) -> int:
     from runtop.live import follow
 
-    layout = discover(args.path)
+    layout = with_ckpt_dir(discover(args.path), args.ckpt_dir)
     return follow(layout, interval=args.interval, poll=args.poll)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from runtop.live import follow
-    from runtop.simulator.primerl import SCENARIOS, Simulator
 
+    if args.framework == "skyrl":
+        from runtop.simulator.skyrl import SCENARIOS
+        from runtop.simulator.skyrl import SkyrlSimulator as Sim
+    else:
+        from runtop.simulator.primerl import SCENARIOS
+        from runtop.simulator.primerl import Simulator as Sim
     if args.scenario not in SCENARIOS:
-        _err(f"unknown scenario {args.scenario!r}; choose one of: {', '.join(SCENARIOS)}")
+        _err(f"unknown scenario {args.scenario!r} for {args.framework}; choose one of: {', '.join(SCENARIOS)}")
         return EXIT_USAGE
-    sim = Simulator(args.dir, scenario=args.scenario, speed=args.speed, max_steps=args.steps)
+    kw = {"max_steps": args.steps} if args.steps else {}
+    sim = Sim(args.dir, scenario=args.scenario, speed=args.speed, **kw)
     sim.start()
-    print(f"runtop demo: simulating a prime-rl run ({args.scenario}) in {sim.root}", file=sys.stderr)
+    print(f"runtop demo: simulating a {args.framework} run ({args.scenario}) in {sim.root}", file=sys.stderr)
     try:
         deadline = time.monotonic() + args.duration if args.duration else None
         # Wait for the simulator's first files so discovery finds a run.
-        while not os.path.isdir(os.path.join(sim.root, "logs")):
+        while not _has_logs(os.path.join(sim.root, "logs")):
+            if deadline is not None and time.monotonic() > deadline:
+                return EXIT_OK
             time.sleep(0.05)
         return follow(discover(sim.root), interval=min(args.interval, 1.0), poll=args.poll, deadline=deadline)
     finally:
         sim.stop()
+
+
+def _has_logs(path: str) -> bool:
+    try:
+        return any(os.path.getsize(os.path.join(path, n)) > 0 for n in os.listdir(path) if n.endswith(".log")) or any(
+            n.startswith("attempt_") or n == "latest" for n in os.listdir(path)
+        )
+    except OSError:
+        return False
 
 
 def main(argv: list[str] | None = None) -> int:

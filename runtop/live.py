@@ -118,8 +118,11 @@ def _summary_line(state: RunState, verdict: str) -> str:
     ]
     if reward is not None:
         parts.append(f"reward {reward:.4f}")
-    if state.batch:
-        parts.append(f"batch {state.batch.done}/{state.batch.total}")
+    phase = state.current_phase()
+    if phase:
+        parts.append(phase)
+    elif state.batch:
+        parts.append(f"batch {state.batch.done}/{state.batch.total or '?'}")
     if state.errors:
         e = state.errors[-1]
         parts.append(f"last error {e.kind} at {e.time or '?'}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runtop.discovery import discover
+from runtop.discovery import discover, with_ckpt_dir
 from runtop.sources.processes import run_processes
 from runtop.sources.run_reader import RunReader
 from runtop.state import RunState
@@ -11,8 +11,8 @@ from runtop.state import RunState
 CHUNK = 4 << 20
 
 
-def read_run(path: str, *, processes: bool = True) -> RunState:
-    reader = RunReader(discover(path))
+def read_run(path: str, *, processes: bool = True, ckpt_dir: str | None = None) -> RunState:
+    reader = RunReader(with_ckpt_dir(discover(path), ckpt_dir))
     # One pass: no rescans (the layout is fresh); checkpoints are listed on the first poll.
     while True:
         read = reader.poll(max_bytes=CHUNK, rescan_every=float("inf"), ckpt_every=float("inf"))

@@ -17,3 +17,16 @@ def simulated(tmp_path):
         return root
 
     return make
+
+
+@pytest.fixture
+def skyrl_run(tmp_path):
+    """Write a whole simulated SkyRL run (driver log + checkpoint dir) and return its directory."""
+    from runtop.simulator.skyrl import SkyrlSimulator
+
+    def make(scenario: str = "healthy", **kw) -> str:
+        root = os.path.join(tmp_path, f"skyrl-{scenario}")
+        SkyrlSimulator(root, scenario=scenario, **kw).run()
+        return root
+
+    return make

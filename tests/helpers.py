@@ -12,3 +12,18 @@ def events_of(text: str | bytes, role: str = "orchestrator") -> list:
     asm = RecordAssembler()
     records = asm.feed(lines) + asm.flush()
     return parse_records(records, role)
+
+
+def skyrl_events_of(text: str | bytes) -> list:
+    """SkyRL driver-log text through the reader's path: clean, unglue tqdm frames, group, parse."""
+    from runtop.parsers import skyrl
+
+    data = text.encode() if isinstance(text, str) else text
+    lines = skyrl.split_glued(clean_bytes(data).decode("utf-8", "replace").split("\n"))
+    asm = RecordAssembler(skyrl.header)
+    records = asm.feed(lines) + asm.flush()
+    return skyrl.SkyrlParser().parse(records)
+
+
+def of_type(events: list, cls: type) -> list:
+    return [e for e in events if isinstance(e, cls)]

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from runtop.parsers import metrics_jsonl, rollouts
 from runtop.parsers.configs import parse_config
 from runtop.parsers.text import parse_duration, redact, split_fields
-from tests.helpers import events_of
+from runtop.parsers.skyrl import called_functions, format_rule, launch_config
+from tests.helpers import events_of, skyrl_events_of
 
 REAL_LINES = [
     b"\x1b[2m14:01:58\x1b[0m \x1b[32m\x1b[1mSUCCESS\x1b[0m Step 1 |   31.0s | Reward 0.5412 | Trainable 112/128 (87.5%)\n",
@@ -49,3 +50,40 @@ def test_huge_lines_never_raise():
     huge = b"14:01:58 WARNING " + b"x" * (2 << 20) + b"\n" + b"Step 9 | " * 100_000 + b"\n"
     events_of(huge, "orchestrator")
     metrics_jsonl.parse_line(b'{"step": 1, "loss/mean": ' + b"9" * 100_000 + b"}")
+
+
+SKYRL_LINES = [
+    b"\x1b[36m(skyrl_entrypoint pid=66570)\x1b[0m 2026-02-19 11:00:58.123 | INFO     | skyrl_train.trainer:train:342 - Finished: 'generate', time cost: 5941.60s\n",
+    b"(skyrl_entrypoint pid=66570) {'policy_loss': 9.59e-05, 'policy_lr': 9.99e-07, 'ppo_clip_ratio': 0.3125, 'policy_entropy': 7.453125}\n",
+    b"(skyrl_entrypoint pid=66570) Step 1: \n(skyrl_entrypoint pid=66570) {'loss/avg_final_rewards': '5.2275', 'timing/generate': '5941.6000'}\n",
+    b"\rPolicy Train epoch [1/1]: 100%|\xe2\x96\x88\xe2\x96\x88| 80/80 [02:57<00:00,  2.22s/it, pg=-0.402, ent=9.05, grad_norm=0.34](skyrl_entrypoint pid=1) global_step: 2\n",
+    b"\rTraining Batches Processed:   0%|          | 1/212 [1:43:52<365:16:51, 6232.28s/it]",
+    b"(skyrl_entrypoint pid=1) 2026-02-19 10:00:00.000 | WARNING  | skyrl_agent.tools:execute:212 - Code execution took 278.41 seconds. Code:\n(skyrl_entrypoint pid=1) res = advanced_web_search('BRCA1')\n(skyrl_entrypoint pid=1) Output:\n",
+    b"(skyrl_entrypoint pid=1) Rubric evaluation complete for instance 1234: total=6.5, gt=1.0, rubric=4.5, ft=1.0\n",
+    b"[2026-02-19 16:44:02] Attempt #2 (Total restarts: 1)\n[2026-02-19 16:44:02] Training exited with code 1 after 27115s\n",
+    b"+ python -m skyrl_train.entrypoints.main_base trainer.ckpt_path=/x 'trainer.run_name=a b' generator.n_samples_per_prompt=5\n",
+    b"(raylet) A worker died or was killed while executing a task by an unexpected system error. [repeated 3x across cluster]\n",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=4096))
+def test_skyrl_random_bytes_never_raise(data):
+    skyrl_events_of(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(SKYRL_LINES), st.integers(min_value=0, max_value=400), st.binary(max_size=40))
+def test_skyrl_cut_and_garbled_lines_never_raise(line, cut, junk):
+    skyrl_events_of(line[:cut])
+    skyrl_events_of(line[cut:])
+    skyrl_events_of(line[:cut] + junk + line[cut:])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(SKYRL_LINES), max_size=12), st.text(max_size=200))
+def test_skyrl_shuffled_records_never_raise(lines, text):
+    skyrl_events_of(b"".join(lines) + text.encode("utf-8", "surrogatepass"))
+    launch_config(text)
+    called_functions(text)
+    format_rule(text)

@@ -18,7 +18,7 @@ from runtop.parsers.events import StepMetrics
 from runtop.parsers.logs import parse_records
 from runtop.parsers.records import RecordAssembler
 from runtop.parsers.skim import skim
-from runtop.parsers.skyrl import SkyrlParser
+from runtop.parsers.skyrl import SkyrlParser, split_glued
 from runtop.parsers.skyrl import header as skyrl_header
 from runtop.sources.checkpoints import scan_primerl, scan_skyrl
 from runtop.sources.tailer import FileTailer
@@ -118,7 +118,8 @@ class RunReader:
                 if f.tracked.kind == kind:
                     changed |= self._read(f, max_bytes)
         if self.layout.framework == "skyrl":
-            changed |= self._follow_named_logs()
+            for f in self._follow_named_logs():
+                changed |= self._read(f, max_bytes)
         ckpt_dir = self._skyrl_ckpt_dir()
         # A checkpoint dir the log has just named is listed at once, not one interval later.
         if not self.layout.single_file and (now - self._last_ckpt >= ckpt_every or ckpt_dir != self._ckpt_dir):
@@ -147,18 +148,18 @@ class RunReader:
                 self.state.notes.append(note)
         return resolved
 
-    def _follow_named_logs(self) -> bool:
-        """Start reading a log the run named (SkyRL's `infra-*.log`) once it exists."""
-        added = False
+    def _follow_named_logs(self) -> list[_Followed]:
+        """Start following a log the run named (SkyRL's `infra-*.log`) once it exists."""
+        added = []
         for path, role in self.state.extra_logs.items():
             resolved = _resolve(path, self.layout.root, want_dir=False)
             if resolved is None or resolved in self._followed:
                 continue
             self.layout.logs.append(Tracked(resolved, role, "log", dialect="skyrl"))
-            added = True
+            added.append(resolved)
         if added:
             self._sync_files()
-        return added
+        return [self._followed[p] for p in added]
 
     def done(self) -> bool:
         """True when every followed file has been read to its end."""
@@ -232,7 +233,8 @@ class RunReader:
             return bool(res.restarted)
         kind = f.tracked.kind
         if kind == "log":
-            records = f.assembler.feed(res.lines)
+            lines = split_glued(res.lines) if f.skyrl is not None else res.lines
+            records = f.assembler.feed(lines)
             if res.eof:
                 records += f.assembler.flush()
             self._fold_records(f, records)

@@ -146,6 +146,9 @@ class FileTailer:
             self._skipping = False
         data = self._partial + chunk if self._partial else chunk
         nl = data.rfind(b"\n")
+        if self.clean:
+            # A tqdm frame ends in `\r`, not a newline: hand it on now, not when the next line comes.
+            nl = max(nl, data.rfind(b"\r"))
         if nl < 0:
             self._hold(data, lines)
             return

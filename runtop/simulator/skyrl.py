@@ -1,0 +1,336 @@
+"""A live SkyRL run (skyrl-agent on skyrl-train, Megatron, Ray) written at an accelerated pace.
+
+It writes what seeds 000/001 saw (FORMATS.md, SkyRL): one driver log
+`logs/<run>.log` behind an autoretry wrapper, with ANSI-coloured Ray prefixes, a
+shell trace of the launch command, loguru records, the agent's bare reward prints,
+format-rule warnings, slow tool calls with their code, timeouts, context overflows,
+the model's own tracebacks, tqdm frames glued to the next record by `\\r`, the status
+dict and the `Step N:` dump; an `infra-*.log` with vLLM stats; and a checkpoint dir
+whose saves are complete or broken. Scenarios:
+
+- healthy: every save completes; the run reaches `max_steps`.
+- sigbus-checkpoint: SIGBUS in a Megatron save leaves `policy/common.pt` alone; the
+  wrapper relaunches (Attempt #2), which resumes from the last complete checkpoint.
+- disk-full: a core dump fills the disk; the next save writes only `common.pt` and
+  dies with `No space left on device`.
+
+Deterministic for a given seed; driven like the prime-rl simulator (`runtop.simulator.player`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import random
+from collections.abc import Callable, Iterator
+
+from runtop.simulator.player import Action, ScriptPlayer
+
+SCENARIOS = ("healthy", "sigbus-checkpoint", "disk-full")
+RUN_NAME = "biomni-qwen30ba3b-rubric-gspo-sim"
+START = 9 * 3600 + 8 * 60 + 41  # 09:08:41 on the day below
+DAY = _dt.datetime(2026, 2, 19, tzinfo=_dt.timezone.utc)
+ENTRY = "skyrl_entrypoint pid=66570"
+WORKER = "MegatronPolicyWorkerBase pid=67012"
+ENGINE = "AsyncVLLMInferenceEngine pid=67540"
+CYAN, RESET = "\x1b[36m", "\x1b[0m"
+PROMPTS, SAMPLES = 4, 5  # a small batch: 20 trajectories per step
+TOOLS = ("advanced_web_search", "query_ensembl", "query_clinvar", "get_rna_seq_archs4", "gget.info")
+RULE_TEXT = {
+    2: "Rule 2 failed: response does not contain exactly one <think> and one </think>",
+    3: "Rule 3 failed: response does not end with </execute> or </solution>",
+    7: "Rule 7 failed: is_last but outer is <execute>, expected <solution>",
+}
+
+
+def stamp(t: float, sep: str = " ") -> str:
+    return (DAY + _dt.timedelta(seconds=t)).strftime(f"%Y-%m-%d{sep}%H:%M:%S")
+
+
+class SkyrlSimulator(ScriptPlayer):
+    START = START
+
+    def __init__(
+        self,
+        root: str | None = None,
+        *,
+        scenario: str = "healthy",
+        speed: float = 20.0,
+        max_steps: int = 8,
+        fail_step: int = 4,
+        ckpt_interval: int = 2,
+        seed: int = 0,
+        autoretry: bool = True,
+    ) -> None:
+        if scenario not in SCENARIOS:
+            raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
+        super().__init__(root, RUN_NAME, speed)
+        self.scenario = scenario
+        self.autoretry = autoretry  # False: no wrapper; the run stays dead after a crash
+        self.max_steps = max_steps
+        self.fail_step = fail_step
+        self.ckpt_interval = ckpt_interval
+        self.rng = random.Random(seed)
+        self.log = f"logs/{RUN_NAME}.log"
+        self.infra = "logs/infra-260219_090841.log"
+        self.ckpt_dir = os.path.join(self.root, "ckpts")
+
+    # ---- writing ------------------------------------------------------------
+    def raw(self, text: str) -> None:
+        self._append(self.log, text)
+
+    def line(self, t: float, level: str, msg: str, where: str = "skyrl_train.trainer:train:342", proc: str = ENTRY) -> None:
+        ms = int((t % 1) * 1000)
+        self.raw(f"{CYAN}({proc}){RESET} {stamp(t)}.{ms:03d} | {level:<8} | {where} - {msg}\n")
+
+    def prints(self, *lines: str, proc: str = ENTRY) -> None:
+        self.raw("".join(f"{CYAN}({proc}){RESET} {ln}\n" for ln in lines))
+
+    def wrapper(self, t: float, msg: str) -> None:
+        if self.autoretry:
+            self.raw(f"[{stamp(t)}] {msg}\n")
+
+    # ---- the run ------------------------------------------------------------
+    def script(self) -> Iterator[Action]:
+        t = float(START)
+        yield t, self._launch(t, attempt=1)
+        step, attempt = 1, 1
+        reward, entropy = 5.2, 7.45
+        while step <= self.max_steps:
+            t, reward, entropy = yield from self._step(t, step, attempt, reward, entropy)
+            if step % self.ckpt_interval == 0:
+                failing = step == self.fail_step and attempt == 1 and self.scenario != "healthy"
+                if failing and self.scenario == "sigbus-checkpoint":
+                    yield from self._sigbus_save(t, step)
+                    if not self.autoretry:
+                        return
+                    t += 120
+                    attempt = 2
+                    yield t, self._launch(t, attempt=2)
+                    step = self._last_complete() + 1
+                    continue
+                if failing and self.scenario == "disk-full":
+                    yield from self._enospc_save(t, step)
+                    return
+                yield from self._save(t, step)
+                t += 60
+            if self.scenario == "disk-full" and step == self.fail_step - 1:
+                yield t, self._core_dump
+            step += 1
+        yield t + 5, lambda: self.line(t + 5, "INFO", "Training finished")
+        yield t + 6, lambda: self.wrapper(t + 6, "Training exited with code 0 after %ds" % (t + 6 - START))
+
+    def _last_complete(self) -> int:
+        return (self.fail_step // self.ckpt_interval - 1) * self.ckpt_interval
+
+    def _launch(self, t: float, attempt: int) -> Callable[[], None]:
+        def act() -> None:
+            os.makedirs(self.ckpt_dir, exist_ok=True)
+            self.wrapper(t, f"Attempt #{attempt} (Total restarts: {attempt - 1})")
+            self.raw("+ export WANDB_API_KEY=sk-sim-0000000000000000\n")
+            self.raw(
+                "+ python -m skyrl_agent.integrations.skyrl_train.main "
+                f"trainer.run_name={RUN_NAME} trainer.ckpt_path={self.ckpt_dir} trainer.ckpt_interval={self.ckpt_interval} "
+                f"trainer.max_ckpts_to_keep=-1 trainer.train_batch_size={PROMPTS} generator.n_samples_per_prompt={SAMPLES} "
+                "trainer.resume_mode=latest trainer.strategy=megatron\n"
+            )
+            self.raw(f"{stamp(t + 1, ' ')},202\tINFO worker.py:1747 -- Connecting to existing Ray cluster at address: 10.0.0.1:6379...\n")
+            self.line(t + 2, "INFO", f"Infrastructure logs will be written to: {os.path.join(self.root, self.infra)}", where="skyrl_train.utils:setup_logging:40")
+            self.line(t + 3, "INFO", f"Total steps: {self.max_steps}", where="skyrl_train.trainer:train:290")
+            if attempt == 1:
+                self.line(t + 4, "INFO", "No checkpoint found, starting training from scratch", where="skyrl_train.trainer:load_checkpoints:611")
+            else:
+                last = self._last_complete()
+                self.line(t + 4, "INFO", f"Loading checkpoint from: {self.ckpt_dir}/global_step_{last}", where="skyrl_train.trainer:load_checkpoints:620")
+                self.line(t + 5, "INFO", f"Resuming from global_step: {last}", where="skyrl_train.trainer:load_checkpoints:640")
+            self.raw(f"\rTraining Batches Processed:   0%|          | 0/{self.max_steps} [00:00<?, ?it/s]")
+
+        return act
+
+    def _step(self, t: float, step: int, attempt: int, reward: float, entropy: float) -> Iterator[Action]:
+        rng = self.rng
+        t0 = t
+        yield t, lambda: (self.line(t0, "INFO", "Started: 'step'"), self.line(t0, "INFO", "Started: 'generate'"))
+        n = PROMPTS * SAMPLES
+        gen = 240.0 + rng.random() * 60
+        for i in range(n):
+            ti = t0 + (i + 1) * gen / (n + 1)
+            yield ti, self._trajectory(ti, step, i)
+        t = t0 + gen
+        reward = max(0.0, min(7.0, reward + rng.uniform(-0.15, 0.2)))
+        entropy = max(0.5, entropy - rng.uniform(0.3, 0.7))
+        resp = 15000 + rng.uniform(-900, 1800)
+        gn, loss, clip = rng.uniform(0.18, 0.34), rng.uniform(-0.01, 0.01), rng.choice([0.2125, 0.2625, 0.3125])
+        fwd, train, sync = 40 + rng.random() * 20, 120 + rng.random() * 60, 42 + rng.random() * 2
+        step_time = gen + fwd + train + sync + 2
+
+        def rollouts_done() -> None:
+            self.prints(f"global_step: {step}")
+            self.line(t, "INFO", f"Finished: 'generate', time cost: {gen:.2f}s")
+            self.prints(f"reward/avg_pass_at_{SAMPLES}: 1.0, reward/avg_raw_reward: {reward:.4f}")
+            self.line(t + fwd, "INFO", f"Finished: 'fwd_logprobs_values_reward', time cost: {fwd:.2f}s")
+            self.prints(f"avg_final_rewards: {reward:.4f}, avg_response_length: {resp:.1f}")
+            self.line(t + fwd, "INFO", "Started: 'policy_train'")
+
+        yield t, rollouts_done
+        mb = 20
+        for k in (5, 10, 15, 20):
+            tk = t + fwd + train * k / mb
+
+            def frame(k: int = k, tk: float = tk) -> None:
+                pg, ent = rng.uniform(-0.5, 0.5), entropy + rng.uniform(-1, 1)
+                bar = "█" * (k // 2) + " " * (10 - k // 2)
+                # tqdm frames end in `\r`, not a newline: the next record is glued to the last one.
+                self.raw(f"\rPolicy Train epoch [1/1]: {k * 100 // mb:3d}%|{bar}| {k}/{mb} [00:{int(tk - t - fwd):02d}<00:00,  2.22s/it, pg={pg:.3g}, glen=37744.0, policy_lr=1e-6, ent={ent:.3g}, grad_norm={gn:.2g}]")
+
+            yield tk, frame
+        t_end = t + fwd + train + sync + 2
+
+        def step_done() -> None:
+            self.line(t + fwd + train, "INFO", f"Finished: 'policy_train', time cost: {train:.2f}s")
+            self.line(t + fwd + train + sync, "INFO", f"Finished: 'sync_weights', time cost: {sync:.2f}s")
+            self.line(t_end, "INFO", f"Finished: 'step', time cost: {step_time:.2f}s")
+            self.prints(
+                f"{{'policy_loss': {loss!r}, 'policy_lr': 9.999999974752427e-07, 'ppo_clip_ratio': {clip!r}, "
+                f"'policy_entropy': {entropy!r}, 'raw_grad_norm': {gn!r}, 'policy_update_steps': 1}}",
+                f"Step {step}: ",
+                f"{{'loss/avg_final_rewards': '{reward:.4f}', 'policy/policy_entropy': '{entropy:.4f}', "
+                f"'policy/policy_loss': '{loss:.4f}', 'timing/generate': '{gen:.4f}', 'timing/step': '{step_time:.4f}'}}",
+            )
+            elapsed = int(t_end - START)
+            self.raw(f"\rTraining Batches Processed: {step * 100 // self.max_steps:3d}%|          | {step}/{self.max_steps} [{elapsed // 60}:{elapsed % 60:02d}<?, {step_time:.2f}s/it]")
+            self._append(
+                self.infra,
+                f"({ENGINE}) INFO 02-19 {stamp(t_end).split()[1]} [loggers.py:123] Engine 000: Avg prompt throughput: 912.0 tokens/s, "
+                f"Avg generation throughput: 2210.5 tokens/s, Running: {rng.randint(0, 8)} reqs, Waiting: 0 reqs, GPU KV cache usage: {rng.uniform(2, 9):.1f}%, Prefix cache hit rate: 61.0%\n",
+            )
+
+        yield t_end, step_done
+        return t_end + 1, reward, entropy
+
+    def _trajectory(self, t: float, step: int, i: int) -> Callable[[], None]:
+        rng = self.rng
+        inst = 1000 + step * 100 + i
+        ft = 0.0 if rng.random() < 0.12 else 1.0
+        gt = 1.0 if rng.random() < 0.75 else 0.0
+        rubric = round(rng.uniform(2.45, 5.0), 2)
+        kind = rng.random()
+
+        def act() -> None:
+            if kind < 0.25:
+                tool = TOOLS[i % len(TOOLS)]
+                secs = 180 + rng.uniform(5, 400)
+                code = [f"for gene in {['BRCA1', 'TP53', 'EGFR']!r}:", f"    res = {tool}(gene)  # one call per gene", "    print(res[:200])"]
+                out = ["Output:", "IN QUERY ENSEMBL", "ENDPOINT: None", "Step 3: the gene list looks complete"]
+                if kind < 0.05:
+                    out += [
+                        "Traceback (most recent call last):",
+                        '  File "<string>", line 2, in <module>',
+                        "TypeError: query_opentarget_genetics() got an unexpected keyword argument 'max_results'",
+                    ]
+                self.line(t - 2, "WARNING", f"Code execution took {secs:.2f} seconds. Code:", where="skyrl_agent.tools.biomni:execute:212")
+                self.prints(*code, *out)
+            elif kind < 0.28:
+                self.line(t - 2, "WARNING", "Timeout error during execute on attempt 1/1: . Code being executed:", where="skyrl_agent.tools.biomni:execute:230")
+                self.prints("gget.info(ensembl_ids)")
+            elif kind < 0.30:
+                self.line(t - 1, "WARNING", f"Instance {inst}: Context (32768 tokens) exceeded max_prompt_len (31232). Stopping agent.", where="skyrl_agent.agents.react:run:301")
+            if ft == 0.0:
+                rule = rng.choice([2, 3, 3, 7])
+                self.line(t - 1, "WARNING", f"{RULE_TEXT[rule]}: <think>The answer is BRCA1 …", where="skyrl_agent.agents.biomni:check_format:88")
+            total = gt + rubric + ft
+            self.prints(
+                f"ft_reward: {ft}",
+                f"gt_reward: {gt}",
+                f"rubric_reward: {rubric}",
+                f"total_reward: {total} (gt={gt} + rubric={rubric} + ft={ft})",
+            )
+            self.line(t, "INFO", f"Rubric evaluation complete for instance {inst}: total={total}, gt={gt}, rubric={rubric}, ft={ft}", where="skyrl_agent.rewards.rubric:evaluate:77")
+
+        return act
+
+    # ---- checkpoints ----------------------------------------------------------
+    def _policy_files(self, base: str, complete: bool) -> None:
+        policy = os.path.join(base, "policy")
+        os.makedirs(policy, exist_ok=True)
+        with open(os.path.join(policy, "common.pt"), "wb") as f:
+            f.truncate(421 * 1024)
+        with open(os.path.join(policy, "metadata.json"), "w", encoding="utf-8") as f:
+            f.write('{"sharded_backend": "torch_dist"}')
+        if complete:
+            for r in range(2):
+                with open(os.path.join(policy, f"__{r}_0.distcp"), "wb") as f:
+                    f.truncate(3 << 30)  # sparse: an honest size without using the disk
+            with open(os.path.join(policy, ".metadata"), "wb") as f:
+                f.write(b"\0" * 2048)
+
+    def _save(self, t: float, step: int) -> Iterator[Action]:
+        base = os.path.join(self.ckpt_dir, f"global_step_{step}")
+
+        def act() -> None:
+            self.line(t, "INFO", "Started: 'save_checkpoints'")
+            self._policy_files(base, complete=True)
+            for name, size in (("data.pt", 8 << 20), ("trainer_state.pt", 4096)):
+                with open(os.path.join(base, name), "wb") as f:
+                    f.truncate(size)
+            self.line(t + 50, "INFO", f"Saved trainer state to {base}/trainer_state.pt", where="skyrl_train.trainer:save_checkpoints:580")
+            tmp = os.path.join(self.ckpt_dir, ".latest_ckpt_global_step.txt.tmp")
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(str(step))
+            os.replace(tmp, os.path.join(self.ckpt_dir, "latest_ckpt_global_step.txt"))
+            self.line(t + 51, "INFO", f"Successfully saved checkpoint for global_step_{step} to: {base}", where="skyrl_train.trainer:save_checkpoints:590")
+            self.line(t + 52, "INFO", "Finished: 'save_checkpoints', time cost: 52.10s")
+
+        yield t, act
+
+    def _sigbus_save(self, t: float, step: int) -> Iterator[Action]:
+        base = os.path.join(self.ckpt_dir, f"global_step_{step}")
+
+        def act() -> None:
+            self.line(t, "INFO", "Started: 'save_checkpoints'")
+            self._policy_files(base, complete=False)
+            self.prints(
+                f"*** SIGBUS received at time={int((DAY - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)).total_seconds() + t)} on cpu 42 ***",
+                "PC: @     0x7f3a2b1c4d5e  (unknown)  torch::StorageImpl::share_fd_cpu_",
+                "Fatal Python error: Bus error",
+                "",
+                "Thread 0x00007f3a1c7fe700 (most recent call first):",
+                '  File "/usr/lib/python3.12/site-packages/torch/storage.py", line 412 in _share_fd_cpu_',
+                '  File "/usr/lib/python3.12/multiprocessing/queues.py", line 244 in _feed',
+                proc=WORKER,
+            )
+            self.raw(f"{CYAN}(raylet){RESET} A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the problem, check the logs for the dead worker. RayTask ID: ffff Worker ID: 12ab Node ID: 34cd Worker IP address: 10.0.0.1 Worker port: 10123 Worker PID: 67012 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file.\n")
+            self.line(t + 5, "ERROR", "Training failed", where="skyrl_train.entrypoints.main_base:main:80")
+            self.prints(
+                "Traceback (most recent call last):",
+                '  File "/workspace/SkyRL/skyrl-train/skyrl_train/entrypoints/main_base.py", line 78, in main',
+                "    ray.get(skyrl_entrypoint.remote(cfg))",
+                "ray.exceptions.RayTaskError(ActorDiedError): ray::MegatronPolicyWorkerBase.save_checkpoint() (pid=67012, ip=10.0.0.1)",
+            )
+            self.wrapper(t + 8, "Training exited with code 1 after %ds" % (t + 8 - START))
+
+        yield t, act
+
+    def _core_dump(self) -> None:
+        d = os.path.join(self.root, "ray", "session_2026-02-19_09-08-35_055799_142", "runtime_resources", "working_dir_files")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "core.67012"), "wb") as f:
+            f.truncate(9 << 30)  # 9 GiB apparent, sparse (seed 000)
+
+    def _enospc_save(self, t: float, step: int) -> Iterator[Action]:
+        base = os.path.join(self.ckpt_dir, f"global_step_{step}")
+
+        def act() -> None:
+            self.line(t, "INFO", "Started: 'save_checkpoints'")
+            self._policy_files(base, complete=False)
+            self.line(t + 30, "ERROR", "Exception in AsyncCallsQueue(persistent=True)", where="megatron.core.dist_checkpointing:async_utils:220", proc=WORKER)
+            self.prints(
+                "Traceback (most recent call last):",
+                '  File "/usr/lib/python3.12/site-packages/megatron/core/dist_checkpointing/strategies/async_utils.py", line 218, in _run',
+                "    torch.save(state, f)",
+                "OSError: [Errno 28] No space left on device",
+                proc=WORKER,
+            )
+            self.wrapper(t + 35, "Training exited with code 1 after %ds" % (t + 35 - START))
+
+        yield t, act
