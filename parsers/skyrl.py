@@ -320,6 +320,7 @@ class SkyrlParser:
         self._phases_seen: set[str] = set()
         self._dump_step: int | None = None
         self._batch = Counter()  # this batch's trajectories and passes
+        self.last_time: str | None = None
 
     # ---- step bookkeeping -------------------------------------------------
     def _emit(self, out: list[Event], role: str, values: dict, *, phases: dict | None = None, extra: dict | None = None,
@@ -353,7 +354,10 @@ class SkyrlParser:
 
     def _record(self, rec: Record, out: list[Event]) -> None:
         msg = rec.message.strip()
-        t = rec.time
+        # Bare prints and crash dumps carry no time: they get the last one the log gave.
+        if rec.time:
+            self.last_time = rec.time
+        t = rec.time or self.last_time
         fmt = rec.fmt
         if fmt == "shell":
             ev = launch_config(msg)
@@ -393,6 +397,9 @@ class SkyrlParser:
             m = BATCHES_RE.search(msg)
             if m:
                 out.append(MaxSteps(int(m.group(2)), "log"))
+                done = int(m.group(1))
+                if done:  # read from a log's tail, this may be the first step number seen
+                    out.append(StepMetrics(TRAINER, done, {}, {}, "log", t))
         elif msg.startswith(("reward/", "avg_final_rewards")):
             self._rollout_means(msg, t, out)
         elif fmt == "wrapper" or msg.startswith(("Attempt #", "Training exited with code")):
@@ -402,12 +409,12 @@ class SkyrlParser:
             return
         if lines:
             # A process that dies mid-phase prints its dump under the last record it wrote.
-            self._crash_in_lines(rec, lines, out)
+            self._crash_in_lines(rec, lines, t, out)
 
-    def _crash_in_lines(self, rec: Record, lines: list[str], out: list[Event]) -> bool:
+    def _crash_in_lines(self, rec: Record, lines: list[str], t: str | None, out: list[Event]) -> bool:
         if not crash_signature("\n".join(lines[:20] + lines[-20:])):
             return False
-        orphan = Record("orphan", rec.time, None, lines[0], rec.proc, lines[1:])
+        orphan = Record("orphan", t, None, lines[0], rec.proc, lines[1:])
         notice = error_notice(orphan, _proc_role(rec.proc), traceback_is_fatal=True)
         if notice is not None:
             out.append(notice)
@@ -621,11 +628,13 @@ class SkyrlParser:
             return
         if level in ("ERROR", "CRITICAL") or rec.fmt in ("orphan", "raylet", "print") or has_traceback(lines):
             fatal_tb = rec.proc is None or rec.proc.startswith("skyrl_entrypoint")
+            if rec.time is None and t is not None:
+                rec.time = t
             notice = error_notice(rec, role, traceback_is_fatal=fatal_tb)
             if notice is not None and (notice.kind != "error" or level in ("ERROR", "CRITICAL")):
                 out.append(notice)
             return
-        if lines and self._crash_in_lines(rec, lines, out):
+        if lines and self._crash_in_lines(rec, lines, t, out):
             return
         if level == "WARNING":
             sig = crash_signature(msg)

@@ -94,7 +94,7 @@ class LiveRun:
         now = time.monotonic()
         if now - self._last_procs >= max(self.interval, 2.0):
             self._last_procs = now
-            procs = run_processes(self.layout.root)
+            procs = run_processes(self.layout.root, [t.path for t in self.reader.layout.logs])
             changed |= procs != self.reader.state.processes
             self.reader.state.processes = procs
         return changed

@@ -19,5 +19,5 @@ def read_run(path: str, *, processes: bool = True, ckpt_dir: str | None = None) 
         if reader.done() or not read:
             break  # done, or nothing more could be read (a file vanished): report what we have
     if processes:
-        reader.state.processes = run_processes(reader.layout.root)
+        reader.state.processes = run_processes(reader.layout.root, [t.path for t in reader.layout.logs])
     return reader.state

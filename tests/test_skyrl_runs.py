@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 from runtop.discovery import DiscoveryError, discover, with_ckpt_dir
 from runtop.report import to_json, to_markdown
@@ -156,3 +157,36 @@ def test_a_relaunch_that_truncates_the_log_opens_a_new_attempt(skyrl_run):
     reader.poll()
     assert reader.state.attempt == 2 and reader.state.attempts[1].resumed_from == 4
     assert not reader.state.lost_steps  # steps 1-4 are in the checkpoint: nothing was lost
+
+
+def _spawn(code: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", code, *kw.pop("argv", [])], **kw)
+
+
+def test_skyrl_processes_are_found_from_the_driver_writing_the_log(skyrl_run):
+    """A live SkyRL run: the driver writes the log; Ray's actors carry `ray::` titles."""
+    from runtop.sources.processes import run_processes
+
+    root = skyrl_run("healthy", max_steps=1)
+    log = log_of(root)
+    title = "import setproctitle, time; setproctitle.setproctitle({!r}); time.sleep(60)"
+    with open(log, "a") as out:
+        driver = _spawn("import time; time.sleep(60)", argv=["skyrl_train.entrypoints.main_base"], stdout=out, stderr=out)
+    actors = [_spawn(title.format(t)) for t in ("ray::skyrl_entrypoint", "ray::AsyncVLLMInferenceEngine")]
+    try:
+        deadline = time.monotonic() + 10
+        while True:  # the children set their titles a moment after they start
+            procs = run_processes(root, [log])
+            if (procs.get("trainer") and procs.get("inference")) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert procs["launcher"] == [driver.pid]
+        assert procs["trainer"] == [actors[0].pid] and procs["inference"] == [actors[1].pid]
+        driver.kill()
+        driver.wait()
+        # Without its driver, the machine's Ray workers are not this run's to claim.
+        assert run_processes(root, [log]) == {}
+    finally:
+        for p in (driver, *actors):
+            p.kill()
+            p.wait()

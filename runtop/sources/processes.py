@@ -20,6 +20,12 @@ TITLE_ROLES = (
     ("PRIME-RL::EnvServer", "env"),
     ("Verifiers::", "env"),
     ("VLLM::", "inference"),
+    # SkyRL on Ray (FORMATS.md): the entrypoint actor is the trainer; its death is the run's.
+    ("ray::skyrl_entrypoint", "trainer"),
+    ("ray::MegatronPolicyWorkerBase", "trainer"),
+    ("ray::FSDPPolicyWorkerBase", "trainer"),
+    ("ray::AsyncVLLMInferenceEngine", "inference"),
+    ("ray::RayWorkerWrapper", "inference"),
 )
 
 
@@ -34,13 +40,30 @@ def _role(name: str, cmd: str) -> str | None:
     return None
 
 
-def run_processes(run_dir: str) -> dict[str, list[int]]:
+def _writes_to(pid: int, logs: set[str]) -> bool:
+    """Whether the process's stdout or stderr is one of `logs` (`bash run.sh &> logs/x.log`)."""
+    for fd in (1, 2):
+        try:
+            if os.path.realpath(os.readlink(f"/proc/{pid}/fd/{fd}")) in logs:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def run_processes(run_dir: str, logs: list[str] | None = None) -> dict[str, list[int]]:
     """role → pids of live processes that belong to `run_dir`.
 
     A process belongs when its command line names the run dir, its cwd is inside
-    it, or an ancestor belongs. Zombies are not alive.
+    it, its stdout is one of the run's `logs` (a SkyRL driver), or an ancestor
+    belongs. Ray's workers are children of the raylet, not of the driver: while a
+    driver of this run is alive, the machine's SkyRL Ray workers count as its own
+    (one Ray cluster per run, as in the seeds). Zombies are not alive.
     """
     run_dir = os.path.realpath(run_dir)
+    log_set = {os.path.realpath(p) for p in logs or ()}
+    driver_alive = False
+    ray_workers: list[int] = []
     # `uv run rl … --output-dir outputs/<name>`: the run's name as a whole path component.
     named = re.compile(rf"(?:^|[\s=/]){re.escape(os.path.basename(run_dir))}(?:/|\s|$)")
     procs: dict[int, psutil.Process] = {}
@@ -61,11 +84,20 @@ def run_processes(run_dir: str) -> dict[str, list[int]]:
             except (psutil.Error, OSError):
                 # Another user's process (AccessDenied) or one that just exited: not ours to judge.
                 mine = False
+        if not mine and log_set and ("skyrl" in cmd or cmd.startswith(("bash", "python", "sh "))):
+            mine = _writes_to(info["pid"], log_set)
+            if mine and "skyrl" in cmd:
+                driver_alive = True
+                roles.setdefault(info["pid"], "launcher")
         procs[info["pid"]] = p
         if role:
             roles[info["pid"]] = role
+            if (info.get("name") or cmd).startswith("ray::") or cmd.startswith("ray::"):
+                ray_workers.append(info["pid"])
         if mine:
             own.add(info["pid"])
+    if driver_alive:
+        own.update(ray_workers)
     out: dict[str, list[int]] = {}
     for pid, role in roles.items():
         cur, hops = pid, 0
