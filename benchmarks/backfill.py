@@ -1,11 +1,13 @@
 """Backfill speed and memory: `runtop status` over a big realistic log, beside `grep -c`.
 
-    python benchmarks/backfill.py [--size-mb 1024] [--dir DIR] [--keep]
+    python benchmarks/backfill.py [--size-mb 1024] [--framework prime-rl|skyrl] [--dir DIR] [--keep]
 
-Writes a prime-rl run whose orchestrator.log is SIZE MB of colour-coded lines in the
+prime-rl: writes a run whose orchestrator.log is SIZE MB of colour-coded lines in the
 mix a long run writes (batch progress, step lines, warnings, a traceback now and
-then), then times in one run, on the same file: `grep -c SUCCESS` (the baseline),
-and `runtop status --json` (a full backfill), reporting wall time and peak RSS.
+then). skyrl: the SkyRL simulator's driver log, run for as many steps as fill SIZE MB
+(seed 000's 7-hour log was ~70k lines, ~10 MB). Then times in one run, on the same
+file: `grep -c` for the step lines (the baseline), and `runtop status --json` (a full
+backfill), reporting wall time and peak RSS.
 Goal for later tuning (issue 2): <= 2x grep, <= 150 MB RSS.
 """
 
@@ -59,6 +61,15 @@ def generate(root: str, size: int) -> str:
     return path
 
 
+def generate_skyrl(root: str, size: int) -> str:
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from runtop.simulator.skyrl import RUN_NAME, SkyrlSimulator
+
+    steps = max(2, size // 21_000)  # ~21 KB of driver log per simulated step
+    SkyrlSimulator(root, max_steps=steps, ckpt_interval=max(2, steps // 8)).run()
+    return os.path.join(root, "logs", f"{RUN_NAME}.log")
+
+
 def run_child(cmd: list[str]) -> tuple[float, float, str]:
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -80,6 +91,7 @@ def run_child(cmd: list[str]) -> tuple[float, float, str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mb", type=int, default=1024)
+    ap.add_argument("--framework", choices=("prime-rl", "skyrl"), default="prime-rl")
     ap.add_argument("--dir", default=None, help="where to write the run (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the generated run")
     args = ap.parse_args()
@@ -87,16 +99,19 @@ def main() -> int:
     root = os.path.join(base, "bench-run")
     try:
         t0 = time.perf_counter()
-        path = generate(root, args.size_mb << 20)
+        skyrl = args.framework == "skyrl"
+        path = (generate_skyrl if skyrl else generate)(root, args.size_mb << 20)
+        pattern = "Finished: 'step'" if skyrl else "SUCCESS"
         size_mb = os.path.getsize(path) / (1 << 20)
         print(f"generated {path} ({size_mb:.0f} MB) in {time.perf_counter() - t0:.1f}s")
         # warm the page cache once so neither side pays for the first disk read
         subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
-        g_s, g_rss, g_out = run_child(["grep", "-c", "SUCCESS", path])
+        g_s, g_rss, g_out = run_child(["grep", "-c", pattern, path])
         r_s, r_rss, r_out = run_child([sys.executable, "-m", "runtop", "status", "--json", root])
-        steps = json.loads(r_out)["progress"]["orchestrator_step"]
+        progress = json.loads(r_out)["progress"]
+        steps = progress["trainer_step"] if skyrl else progress["orchestrator_step"]
         print(f"{'':24}{'seconds':>10}{'MB/s':>10}{'peak RSS MB':>14}")
-        print(f"{'grep -c SUCCESS':24}{g_s:10.2f}{size_mb / g_s:10.0f}{g_rss:14.1f}   (count {g_out.strip()})")
+        print(f"{'grep -c ' + pattern:24}{g_s:10.2f}{size_mb / g_s:10.0f}{g_rss:14.1f}   (count {g_out.strip()})")
         print(f"{'runtop status (backfill)':24}{r_s:10.2f}{size_mb / r_s:10.0f}{r_rss:14.1f}   (last step {steps})")
         print(f"ratio runtop/grep: {r_s / g_s:.1f}x   (goal <= 2x, <= 150 MB RSS)")
     finally:
