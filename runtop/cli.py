@@ -15,7 +15,7 @@ import time
 from runtop import __version__
 from runtop.discovery import DiscoveryError, discover, with_ckpt_dir
 
-COMMANDS = ("status", "demo", "follow")
+COMMANDS = ("status", "demo", "follow", "tui")
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
 
 
@@ -37,7 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true", help="print the state as JSON")
     _ckpt_dir(st)
 
-    fo = sub.add_parser("follow", help="print a rolling status as the run writes (default for `runtop PATH`)")
+    tu = sub.add_parser("tui", help="open the live TUI on a run (default for `runtop PATH`)")
+    tu.add_argument("path")
+    _ckpt_dir(tu)
+    _common(tu)
+    _tui_opts(tu)
+
+    fo = sub.add_parser("follow", help="print a rolling status as the run writes (no TUI)")
     fo.add_argument("path")
     _ckpt_dir(fo)
     _common(fo)
@@ -55,7 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
     de.add_argument("--steps", type=int, default=None, help="max_steps of the simulated run (default 20 prime-rl, 8 SkyRL)")
     de.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S real seconds")
     _common(de)
+    _tui_opts(de)
     return parser
+
+
+def _tui_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--vllm-url", default="http://localhost:8000/metrics", metavar="URL", help="vLLM's Prometheus endpoint (default %(default)s)")
+    p.add_argument("--headless", action="store_true", help="print a rolling status instead of opening the TUI (automatic when stdout is not a terminal)")
 
 
 def _ckpt_dir(p: argparse.ArgumentParser) -> None:
@@ -85,6 +97,29 @@ def cmd_follow(args: argparse.Namespace) -> int:
     return follow(layout, interval=args.interval, poll=args.poll)
 
 
+def _use_tui(args: argparse.Namespace) -> bool:
+    # Textual draws on stderr: all three must be the terminal.
+    return not getattr(args, "headless", False) and sys.stdout.isatty() and sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def _run_tui(layout, args: argparse.Namespace, deadline: float | None = None) -> int:
+    from runtop.tui.app import RuntopApp
+
+    quit_after = max(0.1, deadline - time.monotonic()) if deadline is not None else None
+    app = RuntopApp(layout, interval=args.interval, poll=args.poll, vllm_url=args.vllm_url or None, quit_after=quit_after)
+    app.run()
+    return EXIT_OK
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    layout = with_ckpt_dir(discover(args.path), args.ckpt_dir)
+    if not _use_tui(args):
+        from runtop.live import follow
+
+        return follow(layout, interval=args.interval, poll=args.poll)
+    return _run_tui(layout, args)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from runtop.live import follow
 
@@ -108,6 +143,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             if deadline is not None and time.monotonic() > deadline:
                 return EXIT_OK
             time.sleep(0.05)
+        if _use_tui(args):
+            return _run_tui(discover(sim.root), args, deadline)
         return follow(discover(sim.root), interval=min(args.interval, 1.0), poll=args.poll, deadline=deadline)
     finally:
         sim.stop()
@@ -124,16 +161,16 @@ def _has_logs(path: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    # `runtop PATH` is `runtop follow PATH` (the TUI takes this over in issue 4).
+    # `runtop PATH` is `runtop tui PATH` (a rolling status when stdout is not a terminal).
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
-        argv = ["follow", *argv]
+        argv = ["tui", *argv]
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_usage(sys.stderr)
         _err("give a run directory, e.g. `runtop outputs/my-run`, or try `runtop demo`")
         return EXIT_USAGE
-    handlers = {"status": cmd_status, "follow": cmd_follow, "demo": cmd_demo}
+    handlers = {"status": cmd_status, "follow": cmd_follow, "demo": cmd_demo, "tui": cmd_tui}
     try:
         return handlers[args.command](args)
     except DiscoveryError as e:

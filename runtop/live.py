@@ -26,9 +26,12 @@ BACKFILL_CHUNK = 8 << 20
 
 
 class LiveRun:
-    def __init__(self, layout: RunLayout, *, poll: bool = False, tail_bytes: int = TAIL_BYTES, interval: float = 2.0) -> None:
+    def __init__(
+        self, layout: RunLayout, *, poll: bool = False, tail_bytes: int = TAIL_BYTES, interval: float = 2.0, processes: bool = True
+    ) -> None:
         self.layout = layout
         self.interval = interval
+        self.processes = processes  # False: the caller samples processes itself (the TUI's process pane)
         self.reader = RunReader(layout)
         self.waiter = ChangeWaiter(layout.root, poll=poll)
         self.backfill_error: str | None = None
@@ -92,7 +95,7 @@ class LiveRun:
         changed |= self.reader.poll(rescan_every=self.interval, ckpt_every=max(self.interval, 5.0))
         self.reader.state.backfill_done = self.backfill_progress()
         now = time.monotonic()
-        if now - self._last_procs >= max(self.interval, 2.0):
+        if self.processes and now - self._last_procs >= max(self.interval, 2.0):
             self._last_procs = now
             procs = run_processes(self.layout.root, [t.path for t in self.reader.layout.logs])
             changed |= procs != self.reader.state.processes

@@ -61,6 +61,7 @@ ORCH_OWNED = {"reward", "reward_all", "seq_len", "truncated", "error_rate", "can
 # over SkyRL's `Step N:` dump, rounded to 4 decimals (FORMATS.md).
 ORIGIN_RANK = {"metrics": 3, "status": 3, "log": 2, "dump": 1}
 MAX_ERRORS = 200
+MAX_LOG_LINES = 1000  # the Logs pane's tail: the only text RunState keeps, and bounded
 MAX_LOST_STEPS = 500
 MAX_DURATIONS = 4096
 SLOW_CALL_THRESHOLD_S = 180.0  # the seeds' "slow execution" threshold
@@ -195,6 +196,14 @@ class FileInfo:
     active_after_fatal: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    source: str  # the file's role (trainer, orchestrator, inference, …) or name
+    level: str | None
+    time: str | None
+    text: str
+
+
 @dataclass
 class RunState:
     path: str = ""
@@ -226,6 +235,8 @@ class RunState:
     checkpoint_dir_source: str | None = None
     extra_logs: dict[str, str] = field(default_factory=dict)  # path → role, named by the run's own logs
     batch_rollouts: int | None = None
+    log_tail: deque = field(default_factory=lambda: deque(maxlen=MAX_LOG_LINES))
+    log_seq: int = 0  # bumps with every line added, so a view knows when to repaint
     errors: deque = field(default_factory=lambda: deque(maxlen=MAX_ERRORS))
     error_count: int = 0
     warnings: Counter = field(default_factory=Counter)

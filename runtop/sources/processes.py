@@ -1,14 +1,17 @@
-"""Which of the run's processes are alive (psutil). A first, small view; the process
-tree pane (issue 4) builds on it.
+"""The run's processes (psutil): which exist, in which role, and how they are doing.
 
 Titled processes (`setproctitle`) lose their argv, so they are tied to the run by
-their parent chain or working directory, not by their command line (FORMATS.md).
+their parent chain, working directory or the log their stdout goes to, not by their
+command line (FORMATS.md). Processes are identified by `(pid, create_time)`, as
+nvitop does, so a PID the kernel reuses is a new process, never the old one.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import time
+from dataclasses import dataclass, field
 
 import psutil
 
@@ -26,10 +29,14 @@ TITLE_ROLES = (
     ("ray::FSDPPolicyWorkerBase", "trainer"),
     ("ray::AsyncVLLMInferenceEngine", "inference"),
     ("ray::RayWorkerWrapper", "inference"),
+    ("ray::", "ray"),
 )
+# The roles a run of each framework cannot do without, once any of its processes runs.
+EXPECTED_ROLES = {"prime-rl": ("inference", "orchestrator", "trainer"), "skyrl": ("trainer",)}
+MAX_PROCS = 200
 
 
-def _role(name: str, cmd: str) -> str | None:
+def role_of(name: str, cmd: str) -> str | None:
     for prefix, role in TITLE_ROLES:
         if name.startswith(prefix) or cmd.startswith(prefix):
             return role
@@ -51,61 +58,180 @@ def _writes_to(pid: int, logs: set[str]) -> bool:
     return False
 
 
-def run_processes(run_dir: str, logs: list[str] | None = None) -> dict[str, list[int]]:
-    """role → pids of live processes that belong to `run_dir`.
+@dataclass(frozen=True, slots=True)
+class ProcInfo:
+    pid: int
+    create_time: float
+    ppid: int
+    title: str
+    role: str | None
+    status: str  # psutil status: running, sleeping, zombie, …
+    cpu_pct: float | None  # None on the first sample of a process (no interval yet)
+    rss: int | None
+    depth: int = 0
 
-    A process belongs when its command line names the run dir, its cwd is inside
-    it, its stdout is one of the run's `logs` (a SkyRL driver), or an ancestor
-    belongs. Ray's workers are children of the raylet, not of the driver: while a
-    driver of this run is alive, the machine's SkyRL Ray workers count as its own
-    (one Ray cluster per run, as in the seeds). Zombies are not alive.
-    """
+    @property
+    def key(self) -> tuple[int, float]:
+        return (self.pid, self.create_time)
+
+    @property
+    def zombie(self) -> bool:
+        return self.status == psutil.STATUS_ZOMBIE
+
+
+@dataclass
+class ProcessSnapshot:
+    procs: list[ProcInfo] = field(default_factory=list)  # tree order: parents before children
+    missing: list[str] = field(default_factory=list)  # expected roles with no live process
+    zombie_roles: list[str] = field(default_factory=list)
+    error: str | None = None
+    taken_at: float = 0.0
+
+    def roles(self) -> dict[str, list[int]]:
+        """role → pids of live (non-zombie) processes."""
+        out: dict[str, list[int]] = {}
+        for p in self.procs:
+            if p.role and not p.zombie:
+                out.setdefault(p.role, []).append(p.pid)
+        return out
+
+
+def _scan(run_dir: str, logs: set[str]) -> list[tuple[psutil.Process, dict, str | None, bool]]:
+    """Every process: (process, info, role, belongs-by-itself)."""
     run_dir = os.path.realpath(run_dir)
-    log_set = {os.path.realpath(p) for p in logs or ()}
-    driver_alive = False
-    ray_workers: list[int] = []
     # `uv run rl … --output-dir outputs/<name>`: the run's name as a whole path component.
     named = re.compile(rf"(?:^|[\s=/]){re.escape(os.path.basename(run_dir))}(?:/|\s|$)")
-    procs: dict[int, psutil.Process] = {}
-    own: set[int] = set()
-    roles: dict[int, str] = {}
     me = os.getpid()
-    for p in psutil.process_iter(["pid", "ppid", "name", "cmdline", "status"]):
+    out = []
+    driver_alive = False
+    for p in psutil.process_iter(["pid", "ppid", "name", "cmdline", "status", "create_time"]):
         info = p.info
-        if info["pid"] == me or info.get("status") == psutil.STATUS_ZOMBIE:
+        if info["pid"] == me:
             continue
-        cmd = " ".join(info.get("cmdline") or [])
-        role = _role(info.get("name") or "", cmd)
+        cmd = " ".join(info.get("cmdline") or []).strip()
+        info["cmd"] = cmd
+        role = role_of(info.get("name") or "", cmd)
         mine = run_dir in cmd or bool(named.search(cmd))
-        if not mine and role is not None:
+        if not mine and role is not None and info.get("status") != psutil.STATUS_ZOMBIE:
             try:
                 cwd = p.cwd()
                 mine = cwd == run_dir or cwd.startswith(run_dir + os.sep)
             except (psutil.Error, OSError):
                 # Another user's process (AccessDenied) or one that just exited: not ours to judge.
                 mine = False
-        if not mine and log_set and ("skyrl" in cmd or cmd.startswith(("bash", "python", "sh "))):
-            mine = _writes_to(info["pid"], log_set)
+        if not mine and logs and ("skyrl" in cmd or cmd.startswith(("bash", "python", "sh "))):
+            mine = _writes_to(info["pid"], logs)
             if mine and "skyrl" in cmd:
                 driver_alive = True
-                roles.setdefault(info["pid"], "launcher")
-        procs[info["pid"]] = p
-        if role:
-            roles[info["pid"]] = role
-            if (info.get("name") or cmd).startswith("ray::") or cmd.startswith("ray::"):
-                ray_workers.append(info["pid"])
-        if mine:
-            own.add(info["pid"])
+                role = role or "launcher"
+        out.append((p, info, role, mine))
     if driver_alive:
-        own.update(ray_workers)
-    out: dict[str, list[int]] = {}
-    for pid, role in roles.items():
+        # Ray's workers are children of the raylet, not of the driver: while this run's
+        # driver lives, the machine's SkyRL Ray workers are its own (one cluster per run).
+        out = [(p, i, r, m or (r is not None and (i.get("cmd") or i.get("name") or "").startswith("ray::"))) for p, i, r, m in out]
+    return out
+
+
+def _own(scanned: list[tuple[psutil.Process, dict, str | None, bool]]) -> dict[int, tuple[psutil.Process, dict, str | None]]:
+    """The run's processes: those that belong, and every descendant of one that does."""
+    by_pid = {i["pid"]: (p, i, r, m) for p, i, r, m in scanned}
+    own: dict[int, tuple[psutil.Process, dict, str | None]] = {}
+    for pid, (p, info, role, mine) in by_pid.items():
         cur, hops = pid, 0
         while cur and hops < 32:
-            if cur in own:
-                out.setdefault(role, []).append(pid)
+            entry = by_pid.get(cur)
+            if entry is None:
                 break
-            p = procs.get(cur)
-            cur = p.info.get("ppid") if p is not None else None
+            if entry[3]:
+                own[pid] = (p, info, role)
+                break
+            cur = entry[1].get("ppid")
             hops += 1
+    return own
+
+
+def run_processes(run_dir: str, logs: list[str] | None = None) -> dict[str, list[int]]:
+    """role → pids of the run's live processes (zombies are not alive)."""
+    own = _own(_scan(run_dir, {os.path.realpath(p) for p in logs or ()}))
+    out: dict[str, list[int]] = {}
+    for pid, (_p, info, role) in own.items():
+        if role and info.get("status") != psutil.STATUS_ZOMBIE:
+            out.setdefault(role, []).append(pid)
+    return out
+
+
+class ProcessSampler:
+    """The run's process tree with CPU% and RSS, sampled on demand (call it from a worker).
+
+    CPU% is measured between two samples of the same `(pid, create_time)`; a reused
+    PID starts from nothing. Roles once seen are expected: one that disappears, or
+    turns zombie, is reported while the run's other processes go on.
+    """
+
+    def __init__(self, run_dir: str, logs: list[str] | None = None, framework: str = "prime-rl") -> None:
+        self.run_dir = run_dir
+        self.logs = {os.path.realpath(p) for p in logs or ()}
+        self.framework = framework
+        self._procs: dict[tuple[int, float], psutil.Process] = {}
+        self.seen_roles: set[str] = set()
+
+    def set_logs(self, logs: list[str]) -> None:
+        self.logs = {os.path.realpath(p) for p in logs}
+
+    def sample(self, finished: bool = False) -> ProcessSnapshot:
+        try:
+            own = _own(_scan(self.run_dir, self.logs))
+        except (psutil.Error, OSError) as e:
+            return ProcessSnapshot(error=f"process scan failed: {e}", taken_at=time.time())
+        keep: dict[tuple[int, float], psutil.Process] = {}
+        rows: dict[int, ProcInfo] = {}
+        for pid, (proc, info, role) in list(own.items())[:MAX_PROCS]:
+            key = (pid, info.get("create_time") or 0.0)
+            cached = self._procs.get(key)
+            cpu = rss = None
+            if info.get("status") != psutil.STATUS_ZOMBIE:
+                try:
+                    with proc.oneshot():
+                        # The first call on a process only starts the interval: report None, not 0.
+                        target = cached or proc
+                        pct = target.cpu_percent(None)
+                        cpu = pct if cached is not None else None
+                        rss = proc.memory_info().rss
+                except (psutil.Error, OSError):
+                    cpu = rss = None  # exited between the scan and now: shown without numbers this once
+            keep[key] = cached or proc
+            title = info.get("cmd") or info.get("name") or "?"
+            rows[pid] = ProcInfo(pid, key[1], info.get("ppid") or 0, title[:200], role, info.get("status") or "?", cpu, rss)
+        self._procs = keep
+        snap = ProcessSnapshot(procs=_tree_order(rows), taken_at=time.time())
+        alive = snap.roles()
+        zombies = sorted({p.role for p in rows.values() if p.role and p.zombie and p.role not in alive})
+        if alive:
+            self.seen_roles.update(alive)
+            self.seen_roles.update(EXPECTED_ROLES.get(self.framework, ()))
+        if not finished:
+            snap.missing = sorted(r for r in self.seen_roles - set(alive) - {"ray"} if r not in zombies)
+            snap.zombie_roles = zombies
+        return snap
+
+
+def _tree_order(rows: dict[int, ProcInfo]) -> list[ProcInfo]:
+    children: dict[int, list[int]] = {}
+    roots = []
+    for pid, p in rows.items():
+        if p.ppid in rows:
+            children.setdefault(p.ppid, []).append(pid)
+        else:
+            roots.append(pid)
+    out: list[ProcInfo] = []
+
+    def visit(pid: int, depth: int) -> None:
+        p = rows[pid]
+        out.append(ProcInfo(p.pid, p.create_time, p.ppid, p.title, p.role, p.status, p.cpu_pct, p.rss, depth))
+        for c in sorted(children.get(pid, [])):
+            if len(out) < MAX_PROCS:
+                visit(c, depth + 1)
+
+    for r in sorted(roots):
+        visit(r, 0)
     return out

@@ -22,13 +22,13 @@ from runtop.parsers.skyrl import SkyrlParser, split_glued
 from runtop.parsers.skyrl import header as skyrl_header
 from runtop.sources.checkpoints import scan_primerl, scan_skyrl
 from runtop.sources.tailer import FileTailer
-from runtop.state import FileInfo, RunState
+from runtop.state import FileInfo, LogLine, RunState
 
 MAX_LINE = {"log": 64 * 1024, "metrics": 1 << 20, "rollouts": 32 << 20, "config": 1 << 20}
 
 
 class _Followed:
-    __slots__ = ("tracked", "tailer", "assembler", "skyrl", "last_metric_step")
+    __slots__ = ("tracked", "tailer", "assembler", "skyrl", "last_metric_step", "last_time")
 
     def __init__(self, tracked: Tracked) -> None:
         self.tracked = tracked
@@ -38,6 +38,7 @@ class _Followed:
         )
         self.skyrl: SkyrlParser | None = None
         self.last_metric_step: dict[str, int] = {}
+        self.last_time: str | None = None
         self.reset()
 
     def reset(self, batch_rollouts: int | None = None) -> None:
@@ -67,6 +68,7 @@ class RunReader:
         self._last_rescan = time.monotonic()
         self._last_ckpt = float("-inf")
         self._ckpt_dir: str | None = None
+        self._poll_lines: list[LogLine] = []
         self._started_attempt = False
         self._sync_files()
         self._read_configs()
@@ -120,6 +122,7 @@ class RunReader:
         if self.layout.framework == "skyrl":
             for f in self._follow_named_logs():
                 changed |= self._read(f, max_bytes)
+        self._flush_tail()
         ckpt_dir = self._skyrl_ckpt_dir()
         # A checkpoint dir the log has just named is listed at once, not one interval later.
         if not self.layout.single_file and (now - self._last_ckpt >= ckpt_every or ckpt_dir != self._ckpt_dir):
@@ -130,6 +133,13 @@ class RunReader:
             else:
                 self.state.checkpoints = scan_primerl(self.layout.checkpoint_roots)
         return changed
+
+    def checkpoint_dir(self) -> str | None:
+        """The checkpoint dir being listed: SkyRL's (as resolved), prime-rl's `checkpoints/`."""
+        if self.layout.framework == "skyrl":
+            return self._ckpt_dir
+        roots = self.layout.checkpoint_roots
+        return roots[0][0] if roots and os.path.isdir(roots[0][0]) else None
 
     # ---- SkyRL: files the log itself names --------------------------------
     def _skyrl_ckpt_dir(self) -> str | None:
@@ -215,7 +225,11 @@ class RunReader:
             s.ckpt_interval = merged.ckpt_interval
             s.keep_last = merged.keep_last
         if self.state.run_name is None:
-            self.state.run_name = os.path.basename(self.layout.root.rstrip(os.sep))
+            if self.layout.framework == "skyrl" and self.layout.logs:
+                # The driver log is named for the run (`logs/<name>.log`); its dir is just `logs`.
+                self.state.run_name = os.path.splitext(os.path.basename(self.layout.logs[0].path))[0]
+            else:
+                self.state.run_name = os.path.basename(self.layout.root.rstrip(os.sep))
         return changed
 
     def _read(self, f: _Followed, max_bytes: int | None) -> bool:
@@ -256,10 +270,38 @@ class RunReader:
         path = f.tracked.path
         for ev in f.parse(records):
             apply(ev, path)
+        self._keep_tail(f, records)
         for rec in reversed(records):
             if rec.time:
                 self.state.files[path].last_time = rec.time
                 break
+
+    def _keep_tail(self, f: _Followed, records: list) -> None:
+        """The last lines of each record for the Logs pane (a record's first 3 continuation lines)."""
+        s = self.state
+        tail = self._poll_lines
+        role = f.tracked.role
+        for rec in records[-s.log_tail.maxlen :]:
+            # A Ray-prefixed line is tagged with its process (`skyrl_entrypoint`), not the file's role.
+            src = rec.proc.split(" pid=")[0] if rec.proc else role
+            level = rec.level or ("ERROR" if rec.fmt in ("orphan", "raylet") else None)
+            if rec.time:
+                f.last_time = rec.time
+            t = rec.time or f.last_time  # a bare print gets the time of the record before it
+            tail.append(LogLine(src, level, t, rec.message[:500]))
+            extra = rec.lines()[:3]
+            for line in extra:
+                tail.append(LogLine(src, level, t, "  " + line[:500]))
+
+    def _flush_tail(self) -> None:
+        """This poll's lines from every file, merged by time (stable: each file keeps its order)."""
+        lines, self._poll_lines = self._poll_lines, []
+        if not lines:
+            return
+        lines.sort(key=lambda ln: ln.time or "")
+        lines = lines[-self.state.log_tail.maxlen :]
+        self.state.log_tail.extend(lines)
+        self.state.log_seq += len(lines)
 
     def _fold_metrics(self, f: _Followed, lines: list[str]) -> None:
         apply = self.state.apply

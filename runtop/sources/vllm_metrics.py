@@ -1,0 +1,65 @@
+"""vLLM's Prometheus endpoint (`/metrics`) → the same `VllmStats` the log's stat lines give."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from runtop.parsers.events import VllmStats
+
+DEFAULT_URL = "http://localhost:8000/metrics"
+# Names across vLLM releases; values are summed over engines and labels.
+RUNNING = ("vllm:num_requests_running",)
+WAITING = ("vllm:num_requests_waiting",)
+KV = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+PREEMPT = ("vllm:num_preemptions_total", "vllm:num_preemptions")
+
+
+def parse_metrics(text: str) -> VllmStats | None:
+    """None when the text holds none of vLLM's metrics (another server on that port)."""
+    found: dict[str, list[float]] = {}
+    try:
+        for fam in text_string_to_metric_families(text):
+            for s in fam.samples:
+                found.setdefault(s.name, []).append(float(s.value))
+    except (ValueError, TypeError, IndexError) as e:
+        raise ValueError(f"not Prometheus text: {e}") from None
+
+    def pick(names: tuple[str, ...], agg=sum) -> float | None:
+        for n in names:
+            if n in found:
+                return agg(found[n])
+        return None
+
+    running, waiting = pick(RUNNING), pick(WAITING)
+    kv = pick(KV, max)
+    if running is None and waiting is None and kv is None:
+        return None
+    pre = pick(PREEMPT)
+    return VllmStats(
+        running=int(running) if running is not None else None,
+        waiting=int(waiting) if waiting is not None else None,
+        kv_cache_pct=kv * 100 if kv is not None else None,
+        prompt_tok_s=None,
+        gen_tok_s=None,
+        preemptions=int(pre) if pre is not None else None,
+    )
+
+
+def fetch(url: str = DEFAULT_URL, timeout: float = 1.0) -> tuple[VllmStats | None, str | None]:
+    """(stats, None) or (None, why not): unreachable, not vLLM, or bad text."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - a URL the user gave
+            text = resp.read(4 << 20).decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        reason = getattr(e, "reason", e)
+        return None, f"{url} unreachable: {reason}"
+    try:
+        stats = parse_metrics(text)
+    except ValueError as e:
+        return None, f"{url}: {e}"
+    if stats is None:
+        return None, f"{url} answers but has no vllm:* metrics"
+    return stats, None

@@ -1,0 +1,39 @@
+"""What a screen renders: the run's state, the latest system readings, the verdict, the clock.
+
+Widgets read a `View` and nothing else (DESIGN.md: widgets render state only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from runtop.health import Verdict
+from runtop.parsers.events import VllmStats
+from runtop.sources.disk import DiskSnapshot
+from runtop.sources.gpu import GpuSnapshot
+from runtop.sources.processes import ProcessSnapshot
+from runtop.state import RunState
+
+
+@dataclass
+class SystemView:
+    """The latest reading of each probe; `errors` holds why a probe has none."""
+
+    procs: ProcessSnapshot | None = None
+    disk: DiskSnapshot | None = None
+    gpu: GpuSnapshot | None = None
+    vllm_http: VllmStats | None = None
+    vllm_http_error: str | None = None
+    vllm_url: str | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+    seq: int = 0  # bumps on every new reading
+
+
+@dataclass
+class View:
+    state: RunState
+    system: SystemView
+    verdict: Verdict
+    now: float  # wall clock (seconds since the epoch), injectable for snapshot tests
+    interval: float = 2.0
+    checkpoint_dir: str | None = None

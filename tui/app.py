@@ -1,0 +1,228 @@
+"""The runtop app: every pane on one `View`, refreshed from one engine worker.
+
+Large terminals show all panes; an 80×24 tmux split gets the compact layout (header,
+sparklines, alerts and one switchable pane). No mouse is needed, nothing blocks the
+UI loop (all I/O is in the engine's thread), and a pane repaints only when its slice
+of the view changed, so a quiet run costs almost nothing over SSH.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Footer
+from textual.worker import get_current_worker
+
+from runtop.discovery import RunLayout
+from runtop.sources.gpu import GpuProbe
+from runtop.sources.vllm_metrics import DEFAULT_URL
+from runtop.tui.chart_screen import ChartScreen
+from runtop.tui.help_screen import HelpScreen
+from runtop.tui.keys import PANES, bindings
+from runtop.tui.monitor import Monitor
+from runtop.view import View
+from runtop.widgets.alerts_pane import AlertsPane
+from runtop.widgets.disk_pane import DiskPane
+from runtop.widgets.env_calls import EnvCalls
+from runtop.widgets.gpu_pane import GpuPane
+from runtop.widgets.health_header import HealthHeader
+from runtop.widgets.inference_pane import InferencePane
+from runtop.widgets.logs_pane import LogsPane
+from runtop.widgets.metric_sparklines import MetricSparklines
+from runtop.widgets.process_tree import ProcessTree
+from runtop.widgets.rollout_gauges import RolloutGauges
+from runtop.widgets.step_table import StepTable
+
+COMPACT_WIDTH, COMPACT_HEIGHT = 120, 40
+MIN_STEP_S = 0.5  # the most often the engine reads and the screen repaints, however fast logs grow
+
+
+class StateChanged(Message):
+    """The engine read something new. Latest wins: a burst of them is one repaint."""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, StateChanged)
+
+
+class RuntopApp(App[int]):
+    TITLE = "runtop"
+    BINDINGS = bindings()
+    CSS = """
+    Screen { layout: vertical; }
+    #top { height: auto; }
+    #body { height: 1fr; }
+    #left, #metrics { width: 3fr; }
+    #right, #alerts { width: 2fr; }
+    .-hidden { display: none; }
+    MetricSparklines { max-height: 10; }
+    AlertsPane { height: 100%; max-height: 10; }
+    Screen.-compact #top, Screen.-compact #body { layout: vertical; }
+    Screen.-compact #metrics, Screen.-compact #alerts { width: 1fr; }
+    Screen.-compact #left, Screen.-compact #right { width: 1fr; height: auto; }
+    Screen.-compact .pane { display: none; }
+    Screen.-compact .pane.-slot { display: block; height: 1fr; max-height: 100%; }
+    Screen.-compact #left.-has-slot, Screen.-compact #right.-has-slot { height: 1fr; }
+    Screen.-compact MetricSparklines { max-height: 7; }
+    Screen.-compact #alerts { display: block; height: auto; max-height: 4; }
+    Screen.-compact #alerts.-slot { height: 1fr; max-height: 100%; }
+    Screen.-compact LogsPane { display: none; }
+    Screen.-compact LogsPane.-slot { display: block; height: 1fr; }
+    """
+
+    def __init__(
+        self,
+        layout: RunLayout,
+        *,
+        interval: float = 2.0,
+        poll: bool = False,
+        gpu: GpuProbe | None = None,
+        vllm_url: str | None = DEFAULT_URL,
+        processes: bool = True,
+        disks: bool = True,
+        clock: Callable[[], float] = time.time,
+        monitor: Monitor | None = None,
+        quit_after: float | None = None,
+    ) -> None:
+        super().__init__()
+        self.quit_after = quit_after  # `runtop demo --duration`: leave by itself
+        self.interval = interval
+        self.monitor = monitor or Monitor(
+            layout, interval=interval, poll=poll, gpu=gpu, vllm_url=vllm_url, processes=processes, disks=disks, clock=clock
+        )
+        self.slot = "steps"  # the compact layout's switchable pane
+        self.metric = 0
+        self.hidden: set[str] = set()
+        self._stop = False
+
+    # ---- layout -------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield HealthHeader(id="header")
+        with Horizontal(id="top"):
+            yield MetricSparklines(id="metrics")
+            yield AlertsPane(id="alerts", classes="pane")
+        with Horizontal(id="body"):
+            with Vertical(id="left"):
+                yield StepTable(id="steps", classes="pane")
+                yield RolloutGauges(id="rollouts", classes="pane")
+                yield EnvCalls(id="env", classes="pane")
+            with Vertical(id="right"):
+                yield ProcessTree(id="procs", classes="pane")
+                yield DiskPane(id="disk", classes="pane")
+                yield GpuPane(id="gpus", classes="pane")
+                yield InferencePane(id="inference", classes="pane")
+        yield LogsPane(id="logs", classes="pane")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._apply_layout()
+        self.refresh_panes()
+        self.run_engine()
+        if self.quit_after is not None:
+            self.set_timer(self.quit_after, self.exit)
+
+    def on_resize(self) -> None:
+        self._apply_layout()
+
+    @property
+    def compact(self) -> bool:
+        return self.size.width < COMPACT_WIDTH or self.size.height < COMPACT_HEIGHT
+
+    def _apply_layout(self) -> None:
+        self.screen.set_class(self.compact, "-compact")
+        for _key, pid, _title in PANES:
+            w = self.query_one(f"#{pid}")
+            w.set_class(pid == self.slot, "-slot")
+            w.set_class(pid in self.hidden and not self.compact, "-hidden")
+        for col in ("#left", "#right"):
+            c = self.query_one(col)
+            c.set_class(any(ch.id == self.slot for ch in c.children), "-has-slot")
+
+    # ---- engine -------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="engine", name="engine")
+    def run_engine(self) -> None:
+        worker = get_current_worker()
+        mon = self.monitor
+        while not worker.is_cancelled and not self._stop:
+            t0 = time.monotonic()
+            if mon.step():
+                self.post_message(StateChanged())
+            # Wait for a file change or the interval, in slices so quitting is prompt;
+            # never step more often than MIN_STEP_S.
+            deadline = t0 + self.interval
+            woke = False
+            while not worker.is_cancelled and not self._stop and time.monotonic() < deadline:
+                if mon.wait(min(0.25, max(0.01, deadline - time.monotonic()))):
+                    woke = True
+                if woke and time.monotonic() - t0 >= MIN_STEP_S:
+                    break
+
+    def on_state_changed(self, _msg: StateChanged) -> None:
+        self.refresh_panes()
+
+    def view(self) -> View:
+        with self.monitor.lock:
+            return self.monitor.view()
+
+    def refresh_panes(self) -> None:
+        # Render under the engine's lock: a pane never sees a half-applied poll.
+        with self.monitor.lock:
+            view = self.monitor.view()
+            for w in self.query("HealthHeader, MetricSparklines, StepTable, RolloutGauges, EnvCalls, AlertsPane, ProcessTree, DiskPane, GpuPane, InferencePane, LogsPane"):
+                w.update_view(view)  # type: ignore[attr-defined]
+
+    def on_unmount(self) -> None:
+        self._stop = True
+        self.monitor.close()
+
+    # ---- actions --------------------------------------------------------------
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_pane(self, pid: str) -> None:
+        if self.compact:
+            self.slot = pid
+            self._apply_layout()
+            return
+        widget = self.query_one(f"#{pid}")
+        if self.screen.maximized is widget:
+            self.screen.minimize()
+        else:
+            self.hidden.discard(pid)
+            self._apply_layout()
+            self.slot = pid
+            self.screen.maximize(widget, container=False)
+
+    def action_hide_pane(self) -> None:
+        if not self.compact:
+            self.hidden.add(self.slot)
+            self._apply_layout()
+
+    def action_show_all(self) -> None:
+        self.hidden.clear()
+        self._apply_layout()
+
+    def action_chart(self) -> None:
+        self.push_screen(ChartScreen(self.view, self.metric))
+
+    def action_next_metric(self) -> None:
+        self.metric += 1
+
+    def action_log_level(self) -> None:
+        self.query_one(LogsPane).cycle_level()
+
+    def action_search(self) -> None:
+        if self.compact:
+            self.slot = "logs"
+            self._apply_layout()
+        self.query_one(LogsPane).open_search()
+
+    def action_toggle_follow(self) -> None:
+        self.query_one(LogsPane).toggle_follow()
+
+    def action_refresh(self) -> None:
+        self.refresh_panes()

@@ -1,0 +1,58 @@
+"""One key table: it makes the app's BINDINGS, the Footer and the help screen (W&B LEET's way)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Key:
+    key: str
+    action: str
+    description: str
+    show: bool = True
+    shown_key: str | None = None  # how the help screen writes it
+
+
+# Number keys: (key, pane id, title). Large layout: zoom that pane; compact: show it in the slot.
+PANES = (
+    ("1", "steps", "step table"),
+    ("2", "procs", "processes"),
+    ("3", "rollouts", "rollouts"),
+    ("4", "env", "env calls"),
+    ("5", "disk", "disk"),
+    ("6", "gpus", "gpus"),
+    ("7", "inference", "inference"),
+    ("8", "logs", "logs"),
+    ("9", "alerts", "alerts"),
+)
+
+KEYS: tuple[Key, ...] = (
+    Key("q", "quit", "Quit"),
+    Key("question_mark", "help", "Help", shown_key="?"),
+    *(Key(k, f"pane('{pid}')", f"{title}", show=False) for k, pid, title in PANES),
+    Key("minus", "hide_pane", "Hide the selected pane", show=False, shown_key="-"),
+    Key("plus", "show_all", "Show hidden panes", show=False, shown_key="+"),
+    Key("c", "chart", "Chart"),
+    Key("m", "next_metric", "Next chart metric", show=False),
+    Key("l", "log_level", "Log level"),
+    Key("slash", "search", "Search logs", shown_key="/"),
+    Key("p", "toggle_follow", "Pause logs"),
+    Key("r", "refresh", "Refresh now", show=False),
+)
+
+
+def bindings() -> list[Binding]:
+    return [Binding(k.key, k.action, k.description, show=k.show) for k in KEYS]
+
+
+def help_rows() -> list[tuple[str, str]]:
+    rows = []
+    for k in KEYS:
+        if k.action.startswith("pane("):
+            continue
+        rows.append((k.shown_key or k.key, k.description))
+    rows.insert(2, ("1-9", "zoom a pane (compact: show it): " + ", ".join(f"{k} {t}" for k, _, t in PANES)))
+    return rows

@@ -1,0 +1,150 @@
+"""The TUI's engine: the live run plus the system probes, stepped from one worker thread.
+
+Everything here does I/O and runs off the UI loop. Each probe has its own period
+(a TTL), so more panes never mean more syscalls, and its own error: a probe that
+fails shows why in its pane while the others carry on. The state is written only
+under `lock`; the app takes the same lock while it renders, so a pane never sees a
+half-applied poll.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from runtop.discovery import RunLayout
+from runtop.health import Verdict, judge
+from runtop.live import LiveRun
+from runtop.parsers.events import VllmStats
+from runtop.sources.disk import DiskSampler, DiskSnapshot
+from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
+from runtop.sources.processes import ProcessSampler, ProcessSnapshot
+from runtop.sources.vllm_metrics import DEFAULT_URL, fetch
+from runtop.state import RunState
+from runtop.view import SystemView, View
+
+
+class Probe:
+    """A callable run at most every `period` seconds; its exception becomes an error line."""
+
+    def __init__(self, name: str, period: float, fn: Callable[[], object]) -> None:
+        self.name, self.period, self.fn = name, period, fn
+        self.last = float("-inf")
+
+    def due(self, now: float) -> bool:
+        return now - self.last >= self.period
+
+    def run(self, now: float) -> tuple[object | None, str | None]:
+        self.last = now
+        try:
+            return self.fn(), None
+        except Exception as e:  # noqa: BLE001 - one failing source never takes the app down (issue 4)
+            return None, f"{self.name} probe failed: {type(e).__name__}: {e}"
+
+
+class Monitor:
+    def __init__(
+        self,
+        layout: RunLayout,
+        *,
+        interval: float = 2.0,
+        poll: bool = False,
+        gpu: GpuProbe | None = None,
+        vllm_url: str | None = DEFAULT_URL,
+        processes: bool = True,
+        disks: bool = True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.layout = layout
+        self.interval = interval
+        self.clock = clock
+        self.lock = threading.RLock()
+        self.live = LiveRun(layout, poll=poll, interval=interval, processes=False)
+        self.system = SystemView(vllm_url=vllm_url)
+        self.verdict: Verdict = judge(self.live.state)
+        self._procs = ProcessSampler(layout.root, [t.path for t in layout.logs], layout.framework)
+        self._disks = DiskSampler(self._disk_paths(), core_roots=[layout.root])
+        self._gpu = gpu
+        self.vllm_url = vllm_url
+        self.probes: list[Probe] = []
+        if processes:
+            self.probes.append(Probe("process", interval, self._sample_procs))
+        if disks:
+            self.probes.append(Probe("disk", max(interval, 5.0), self._sample_disks))
+        self.probes.append(Probe("gpu", interval, self._sample_gpu))
+        if vllm_url:
+            self.probes.append(Probe("vllm", interval, self._sample_vllm))
+
+    @property
+    def state(self) -> RunState:
+        return self.live.state
+
+    # ---- probes (worker thread) -------------------------------------------
+    def _disk_paths(self) -> list[tuple[str, str]]:
+        paths = [("/dev/shm", "/dev/shm"), ("root", "/"), ("output dir", self.layout.root)]
+        return [(label, p) for label, p in paths if os.path.exists(p)]
+
+    def _sample_procs(self) -> ProcessSnapshot:
+        self._procs.set_logs([t.path for t in self.live.reader.layout.logs])
+        return self._procs.sample(finished="trainer" in self.state.finished)
+
+    def _sample_disks(self) -> DiskSnapshot:
+        ckpt = self.live.reader.checkpoint_dir()
+        self._disks.set_path("checkpoint dir", ckpt if os.path.isdir(ckpt) else None)
+        return self._disks.sample(self.clock())
+
+    def _sample_gpu(self) -> GpuSnapshot:
+        if self._gpu is None:
+            self._gpu = NvmlProbe()  # created in the worker: nvmlInit can be slow
+        return self._gpu.read()
+
+    def _sample_vllm(self) -> tuple[VllmStats | None, str | None]:
+        return fetch(self.vllm_url or DEFAULT_URL, timeout=min(1.0, self.interval))
+
+    def step(self) -> bool:
+        """Read the run's files and the due probes. True when anything changed."""
+        changed = False
+        with self.lock:
+            changed |= self.live.step()
+        now = time.monotonic()
+        for probe in self.probes:
+            if not probe.due(now):
+                continue
+            value, error = probe.run(now)
+            with self.lock:
+                self._store(probe.name, value, error)
+            changed = True
+        if changed:
+            with self.lock:
+                if self.system.procs is not None and self.system.procs.error is None:
+                    self.state.processes = self.system.procs.roles()
+                self.verdict = judge(self.state)
+        return changed
+
+    def _store(self, name: str, value: object, error: str | None) -> None:
+        sv = self.system
+        sv.seq += 1
+        if error is not None:
+            sv.errors[name] = error
+            return
+        sv.errors.pop(name, None)
+        if name == "process":
+            sv.procs = value  # type: ignore[assignment]
+        elif name == "disk":
+            sv.disk = value  # type: ignore[assignment]
+        elif name == "gpu":
+            sv.gpu = value  # type: ignore[assignment]
+        elif name == "vllm":
+            sv.vllm_http, sv.vllm_http_error = value  # type: ignore[misc]
+
+    def view(self) -> View:
+        """The current view (call under `lock`)."""
+        return View(self.state, self.system, self.verdict, self.clock(), self.interval, self.live.reader.checkpoint_dir())
+
+    def wait(self, timeout: float) -> bool:
+        return self.live.wait(timeout)
+
+    def close(self) -> None:
+        self.live.close()

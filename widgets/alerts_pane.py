@@ -1,0 +1,31 @@
+"""Every finding of the verdict, with its time and evidence (the header shows the top ones)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from runtop.view import View
+from runtop.widgets.pane import Pane
+
+SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "grey70"}
+
+
+class AlertsPane(Pane):
+    TITLE = "alerts"
+
+    def signature(self, view: View) -> object:
+        return tuple((a.rule, a.severity, a.message, a.since) for a in view.verdict.alerts), view.verdict.verdict
+
+    def render_view(self, view: View) -> Text:
+        alerts = view.verdict.alerts
+        if not alerts:
+            return Text("no alerts", style="green" if view.verdict.verdict == "Healthy" else "grey62")
+        lines = []
+        for a in alerts:
+            line = Text(no_wrap=True, overflow="ellipsis")
+            line.append(f"{a.severity:<8} ", SEVERITY_STYLE.get(a.severity, ""))
+            line.append(f"{a.since or '--:--:--'} {a.message}")
+            if a.evidence:
+                line.append(f"  [{a.evidence}]", "grey62")
+            lines.append(line)
+        return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)

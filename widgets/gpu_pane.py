@@ -1,0 +1,49 @@
+"""GPUs (NVML): utilisation, memory, temperature, power, and which run role holds each."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from runtop.view import View
+from runtop.widgets.pane import Pane
+from runtop.widgets.render import bar, human_bytes
+
+
+class GpuPane(Pane):
+    TITLE = "gpus"
+
+    def signature(self, view: View) -> object:
+        g = view.system.gpu
+        if g is None:
+            return (view.system.errors.get("gpu"),)
+        procs = view.system.procs
+        roles = tuple(sorted((p.pid, p.role) for p in procs.procs)) if procs else ()
+        return g.error, view.system.errors.get("gpu"), tuple(g.gpus), roles, self.size.width
+
+    def render_view(self, view: View) -> Table | Text:
+        g = view.system.gpu
+        err = view.system.errors.get("gpu")
+        if g is None:
+            return Text(err or "probing NVML…", style="red" if err else "italic grey62")
+        if g.error:
+            # No NVML library or no GPU: one line, the rest of runtop works (issue 4).
+            return Text(g.error, style="grey62")
+        roles = {p.pid: p.role for p in view.system.procs.procs} if view.system.procs else {}
+        width = max(5, min(16, (self.size.width or 60) - 52))
+        t = Table.grid(padding=(0, 1))
+        for _ in range(6):
+            t.add_column(no_wrap=True)
+        for d in g.gpus:
+            util = d.util_pct
+            mem = (d.mem_used / d.mem_total) if d.mem_used is not None and d.mem_total else None
+            holders = sorted({roles.get(p.pid) or f"pid {p.pid}" for p in d.processes})
+            t.add_row(
+                f"{d.index}",
+                bar((util or 0) / 100, width, warn=1.01),
+                f"{util:3.0f}%" if util is not None else "n/a",
+                f"{human_bytes(d.mem_used)}/{human_bytes(d.mem_total)}" if mem is not None else "mem n/a",
+                f"{d.temp_c:.0f}°C {d.power_w:.0f}W" if d.temp_c is not None and d.power_w is not None else "",
+                Text(", ".join(holders) if holders else "idle", style="grey62" if not holders else ""),
+            )
+        return t

@@ -1,0 +1,68 @@
+"""The run's process tree: roles recognised by title, CPU%, RSS, age, state; missing or
+zombie roles in red (a dead inference server while the trainer waits is seed 002's quiet death)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from runtop.view import View
+from runtop.widgets.pane import Pane
+from runtop.widgets.render import duration, human_bytes
+
+ROLE_STYLE = {"trainer": "magenta", "orchestrator": "cyan", "inference": "blue", "env": "green", "launcher": "white", "ray": "grey62"}
+MAX_ROWS = 40
+
+
+class ProcessTree(Pane):
+    TITLE = "processes"
+
+    def signature(self, view: View) -> object:
+        snap = view.system.procs
+        err = view.system.errors.get("process")
+        if snap is None:
+            return (err,)
+        return (
+            err, snap.error, tuple(snap.missing), tuple(snap.zombie_roles), self.size.width,
+            tuple((p.pid, p.role, p.status, None if p.cpu_pct is None else round(p.cpu_pct), (p.rss or 0) >> 20, int(view.now - p.create_time) // 60) for p in snap.procs),
+        )
+
+    def render_view(self, view: View) -> Table | Text:
+        snap = view.system.procs
+        err = view.system.errors.get("process") or (snap.error if snap else None)
+        if snap is None:
+            return Text(err or "looking for the run's processes…", style="red" if err else "italic grey62")
+        head = Text()
+        for role in snap.missing:
+            head.append(f"{role} missing  ", "bold red")
+        for role in snap.zombie_roles:
+            head.append(f"{role} zombie  ", "bold red")
+        if err:
+            head.append(err, "red")
+        if not snap.procs:
+            head.append("no process of this run is running" if not head else "", "grey62")
+            return head
+        title_w = max(12, (self.size.width or 80) - 46)
+        t = Table.grid(padding=(0, 1))
+        for col, just in (("pid", "right"), ("role", "left"), ("title", "left"), ("st", "left"), ("cpu", "right"), ("rss", "right"), ("age", "right")):
+            t.add_column(col, justify=just, no_wrap=True, max_width=title_w if col == "title" else None, overflow="ellipsis")
+        for p in snap.procs[:MAX_ROWS]:
+            bad = p.zombie
+            style = "bold red" if bad else ROLE_STYLE.get(p.role or "", "grey62")
+            t.add_row(
+                str(p.pid),
+                Text(p.role or "", style=style),
+                Text("  " * p.depth + p.title, style="red" if bad else ""),
+                Text(p.status[:3], style="red" if bad else "grey62"),
+                "" if p.cpu_pct is None else f"{p.cpu_pct:.0f}%",
+                human_bytes(p.rss) if p.rss else "",
+                duration(view.now - p.create_time),
+            )
+        if len(snap.procs) > MAX_ROWS:
+            t.add_row("", "", Text(f"… {len(snap.procs) - MAX_ROWS} more", style="grey62"), "", "", "", "")
+        if head:
+            out = Table.grid()
+            out.add_row(head)
+            out.add_row(t)
+            return out
+        return t

@@ -1,0 +1,72 @@
+"""Small text helpers shared by the panes: sizes, durations, sparklines, bars."""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def human_bytes(n: float | None) -> str:
+    if n is None:
+        return "n/a"
+    for unit, size in (("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if abs(n) >= size:
+            return f"{n / size:.1f}{unit}"
+    return f"{int(n)}B"
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "n/a"
+    s = int(max(0, seconds))
+    if s >= 86400:
+        return f"{s // 86400}d{s % 86400 // 3600}h"
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s}s"
+
+
+def num(v: float | None, digits: int = 4) -> str:
+    if v is None or not math.isfinite(v):
+        return "n/a"
+    if v != 0 and (abs(v) < 10 ** -(digits - 1) or abs(v) >= 1e6):
+        return f"{v:.2e}"
+    if abs(v) >= 1000:
+        return f"{v:.0f}"
+    return f"{v:.{digits}g}"
+
+
+def sparkline(values: list[float], width: int) -> str:
+    """Finite values only (NaN/inf are dropped, not drawn as zero); the newest `width` of them."""
+    vals = [v for v in values if math.isfinite(v)][-width:]
+    if not vals:
+        return ""
+    lo, hi = min(vals), max(vals)
+    if hi == lo:
+        return BLOCKS[3] * len(vals)
+    scale = (len(BLOCKS) - 1) / (hi - lo)
+    return "".join(BLOCKS[int((v - lo) * scale)] for v in vals)
+
+
+def trend(values: list[float]) -> str:
+    vals = [v for v in values if math.isfinite(v)]
+    if len(vals) < 2:
+        return " "
+    recent = vals[-min(len(vals), 5) :]
+    delta = recent[-1] - recent[0]
+    spread = (max(vals) - min(vals)) or abs(recent[-1]) or 1.0
+    if abs(delta) < 0.05 * spread:
+        return "→"
+    return "↑" if delta > 0 else "↓"
+
+
+def bar(fraction: float, width: int, warn: float = 0.85) -> Text:
+    fraction = min(max(fraction, 0.0), 1.0)
+    filled = int(round(fraction * width))
+    style = "red" if fraction >= warn else "yellow" if fraction >= 0.7 else "green"
+    return Text("█" * filled, style=style) + Text("░" * (width - filled), style="grey37")
