@@ -47,6 +47,7 @@ from .events import (
     Notice,
     Phase,
     Resumed,
+    RoleFinished,
     SlowCall,
     StepMetrics,
     Trajectory,
@@ -567,6 +568,8 @@ class SkyrlParser:
             code = int(m.group(1))
             level = "ERROR" if code != 0 else "INFO"
             out.append(Notice(LAUNCHER, level, f"exit code {code}", msg, t, fatal=code != 0))
+            if code == 0:
+                out.append(RoleFinished(TRAINER, t))
 
     def _message(self, rec: Record, msg: str, lines: list[str], t: str | None, out: list[Event]) -> None:
         role = _proc_role(rec.proc)

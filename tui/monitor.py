@@ -56,6 +56,8 @@ class Monitor:
         processes: bool = True,
         disks: bool = True,
         clock: Callable[[], float] = time.time,
+        proc_sampler: ProcessSampler | None = None,
+        disk_sampler: DiskSampler | None = None,
     ) -> None:
         self.layout = layout
         self.interval = interval
@@ -64,8 +66,9 @@ class Monitor:
         self.live = LiveRun(layout, poll=poll, interval=interval, processes=False)
         self.system = SystemView(vllm_url=vllm_url)
         self.verdict: Verdict = judge(self.live.state)
-        self._procs = ProcessSampler(layout.root, [t.path for t in layout.logs], layout.framework)
-        self._disks = DiskSampler(self._disk_paths(), core_roots=[layout.root])
+        # Samplers can be handed in (tests, snapshots): anything with the same `sample` works.
+        self._procs = proc_sampler or ProcessSampler(layout.root, [t.path for t in layout.logs], layout.framework)
+        self._disks = disk_sampler or DiskSampler(self._disk_paths(), core_roots=[layout.root])
         self._gpu = gpu
         self.vllm_url = vllm_url
         self.probes: list[Probe] = []

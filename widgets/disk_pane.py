@@ -25,12 +25,14 @@ class DiskPane(Pane):
 
     def render_view(self, view: View) -> Table:
         d = view.system.disk
-        width = max(6, min(24, (self.size.width or 60) - 46))
+        width = max(6, min(20, (self.size.width or 60) - 60))
         out = Table.grid(padding=(0, 1))
-        out.add_column(no_wrap=True, max_width=22, overflow="ellipsis")
-        out.add_column(no_wrap=True)
-        out.add_column(no_wrap=True, justify="right")
-        out.add_column(no_wrap=True)
+        # Fixed widths for label, bar and percent; the last column takes what is left and
+        # is cut with an ellipsis, so a long reason never squeezes a checkpoint's name.
+        out.add_column(no_wrap=True, min_width=16, max_width=18, overflow="ellipsis")
+        out.add_column(no_wrap=True, min_width=width)
+        out.add_column(no_wrap=True, justify="right", min_width=4)
+        out.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
         err = view.system.errors.get("disk")
         if err:
             out.add_row(Text(err, style="red"), "", "", "")

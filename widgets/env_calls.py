@@ -16,6 +16,7 @@ from runtop.widgets.render import duration
 
 
 class EnvCalls(Vertical):
+    ALLOW_MAXIMIZE = True  # number keys zoom a pane
     DEFAULT_CSS = """
     EnvCalls { height: auto; max-height: 16; border: round $primary-darken-2; }
     EnvCalls > DataTable { height: auto; max-height: 10; }

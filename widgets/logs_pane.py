@@ -18,6 +18,7 @@ LEVEL_STYLE = {"WARNING": "yellow", "ERROR": "red", "CRITICAL": "bold red", "SUC
 
 
 class LogsPane(Vertical):
+    ALLOW_MAXIMIZE = True  # number keys zoom a pane
     DEFAULT_CSS = """
     LogsPane { height: 12; border: round $primary-darken-2; }
     LogsPane > Input { height: 3; display: none; }

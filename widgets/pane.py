@@ -11,6 +11,7 @@ from runtop.view import View
 
 
 class Pane(Static):
+    ALLOW_MAXIMIZE = True  # number keys zoom a pane
     DEFAULT_CSS = """
     Pane {
         border: round $primary-darken-2;

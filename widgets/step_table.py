@@ -24,6 +24,7 @@ MAX_ROWS = 500  # the newest steps; older ones stay in `runtop status --json`
 
 
 class StepTable(DataTable):
+    ALLOW_MAXIMIZE = True  # number keys zoom a pane
     DEFAULT_CSS = """
     StepTable { height: 1fr; min-height: 5; border: round $primary-darken-2; }
     """

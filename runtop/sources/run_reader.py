@@ -289,7 +289,9 @@ class RunReader:
                 f.last_time = rec.time
             t = rec.time or f.last_time  # a bare print gets the time of the record before it
             tail.append(LogLine(src, level, t, rec.message[:500]))
-            extra = rec.lines()[:3]
+            cont = rec.lines()
+            # A traceback's last lines name the exception: keep the head and the tail of a long record.
+            extra = cont if len(cont) <= 5 else [*cont[:2], f"… {len(cont) - 4 + rec.cont_dropped} more lines", *cont[-2:]]
             for line in extra:
                 tail.append(LogLine(src, level, t, "  " + line[:500]))
 

@@ -1,0 +1,203 @@
+"""The TUI on simulated runs: what each pane says, for healthy and failing runs, and its keys."""
+
+from __future__ import annotations
+
+import os
+
+from runtop.simulator.skyrl import RUN_NAME as SKYRL_RUN
+from runtop.sources.gpu import GpuSnapshot
+from runtop.tui.chart_screen import ChartScreen
+from runtop.tui.help_screen import HelpScreen
+from runtop.widgets.logs_pane import LogsPane
+from tests.screen_text import screen_text
+from runtop.sources.processes import ProcInfo, ProcessSnapshot
+from tests.tui_helpers import FIXED_MTIME, FixedProcs, make_app, settle
+
+BIG = (200, 50)
+
+
+def pane(app, pid: str) -> str:
+    """The text a pane shows (its own region of the screen)."""
+    w = app.query_one(f"#{pid}")
+    region = w.region
+    lines = screen_text(app).split("\n")[region.y : region.y + region.height]
+    return "\n".join(line[region.x : region.x + region.width] for line in lines)
+
+
+async def test_a_healthy_run_reads_healthy_everywhere(simulated):
+    app = make_app(simulated("healthy", max_steps=6))
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        head = pane(app, "header")
+        assert "Healthy" in head and "step 6/6" in head and "last write 42s ago" in head
+        steps = pane(app, "steps")
+        assert all(f"\n│ {s} " in steps for s in range(1, 7))
+        assert "reward" in pane(app, "metrics") and "entropy" in pane(app, "metrics")
+        assert "reward>0" in pane(app, "rollouts")
+        assert "from the log's stat line" in pane(app, "inference")
+        gpus = pane(app, "gpus")
+        # Recorded NVML readings, mapped to the run's roles by pid.
+        assert "97%" in gpus and "inference" in gpus and "idle" in gpus
+        assert "no alerts" in pane(app, "alerts")
+
+
+async def test_the_trainer_dies_of_oom_and_runtop_says_down_naming_it(simulated):
+    app = make_app(simulated("trainer-oom", max_steps=9))
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        head = pane(app, "header")
+        assert "Down" in head and "trainer died: torch.OutOfMemoryError" in head
+        assert "critical" in pane(app, "alerts")
+        # The fixed process reading has the trainer gone while the others run.
+        procs = pane(app, "procs")
+        assert "trainer missing" in procs and "PRIME-RL::Orchestrator" in procs
+
+
+async def test_the_inference_engine_dies_while_the_trainer_waits(simulated):
+    t0 = FIXED_MTIME
+    tree = ProcessSnapshot(
+        procs=[
+            ProcInfo(4300, t0 - 3400, 1, "PRIME-RL::Orchestrator", "orchestrator", "sleeping", 1.0, 3 << 30, 0),
+            ProcInfo(4400, t0 - 3400, 1, "PRIME-RL::Trainer", "trainer", "sleeping", 0.0, 20 << 30, 0),
+        ],
+        missing=["inference"],
+    )
+    app = make_app(simulated("inference-death", max_steps=9), proc_sampler=FixedProcs(tree))
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        head = pane(app, "header")
+        assert "Down" in head and "inference server (vLLM) died: EngineDeadError" in head
+        assert "inference missing" in pane(app, "procs")
+
+
+async def test_a_partial_checkpoint_is_marked_in_the_disk_pane(simulated):
+    app = make_app(simulated("partial-checkpoint", max_steps=9))
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        disk = pane(app, "disk")
+        assert "step_2" in disk and "✓ complete" in disk
+        assert "✗" in disk and "in progress or interrupted" in disk
+        # Fixed readings: /dev/shm filling, a core dump present.
+        assert "/dev/shm" in disk and "core dumps ×1" in disk
+
+
+async def test_skyrl_sigbus_save_env_calls_and_agent_gauges(skyrl_run):
+    root = skyrl_run("sigbus-checkpoint", max_steps=6, autoretry=False)
+    app = make_app(os.path.join(root, "logs", f"{SKYRL_RUN}.log"))
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        head = pane(app, "header")
+        assert "skyrl" in head and "Down" in head and "SIGBUS" in head and "save_checkpoints" in head
+        disk = pane(app, "disk")
+        assert "global_step_2" in disk and "global_step_4" in disk and "common.pt" in disk
+        env = pane(app, "env")
+        assert "slow (>180s)" in env and any(tool in env for tool in ("advanced_web_search", "query_ensembl", "query_clinvar", "gget.info"))
+        rollouts = pane(app, "rollouts")
+        assert "ft pass" in rollouts and "gt pass" in rollouts and "format" in rollouts
+
+
+async def test_no_nvml_is_one_line_and_a_failing_probe_stays_in_its_pane(simulated):
+    class NoGpu:
+        def read(self) -> GpuSnapshot:
+            return GpuSnapshot(error="no NVML: the NVIDIA driver library (libnvidia-ml.so) is not installed")
+
+    class Broken:
+        def read(self) -> GpuSnapshot:
+            raise RuntimeError("boom")
+
+    root = simulated("healthy", max_steps=3)
+    for probe, expected in ((NoGpu(), "libnvidia-ml.so) is not installed"), (Broken(), "gpu probe failed: RuntimeError: boom")):
+        app = make_app(root, gpu=probe)
+        async with app.run_test(size=BIG) as pilot:
+            await settle(pilot)
+            assert expected in pane(app, "gpus")
+            assert "Healthy" in pane(app, "header") and "step 3/3" in pane(app, "header")
+
+
+async def test_compact_layout_switches_its_one_pane_with_number_keys(simulated):
+    app = make_app(simulated("trainer-oom", max_steps=9))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert "Down" in text and "metrics" in text and "alerts" in text and "╭─ steps" in text
+        assert "processes" not in text
+        await pilot.press("2")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "╭─ processes" in text and "╭─ steps" not in text
+        await pilot.press("5")
+        await pilot.pause()
+        assert "╭─ disk" in screen_text(app)
+
+
+async def test_number_keys_zoom_a_pane_on_a_large_screen(simulated):
+    app = make_app(simulated("healthy", max_steps=3))
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await pilot.pause()
+        assert app.screen.maximized is app.query_one("#disk")
+        await pilot.press("5")
+        await pilot.pause()
+        assert app.screen.maximized is None
+
+
+async def test_logs_level_filter_search_and_pause(simulated):
+    app = make_app(simulated("trainer-oom", max_steps=9))
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        logs = app.query_one(LogsPane)
+        await pilot.press("l", "l", "l")  # ALL → INFO → WARNING → ERROR
+        await pilot.pause()
+        text = pane(app, "logs")
+        assert "ERROR+" in text and "Fatal error in train" in text and "rollout done" not in text
+        await pilot.press("l")
+        await pilot.press("slash")
+        await pilot.press(*"OutOfMemory", "enter")
+        await pilot.pause()
+        text = pane(app, "logs")
+        assert "/OutOfMemory" in text and "torch.OutOfMemoryError" in text and "Starting" not in text
+        await pilot.press("p")
+        await pilot.pause()
+        assert not logs.follow and "paused" in pane(app, "logs")
+
+
+async def test_help_and_chart_screens(simulated):
+    app = make_app(simulated("healthy", max_steps=5))
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = screen_text(app)
+        assert "Quit" in text and "1-9" in text and "Search logs" in text
+        await pilot.press("escape")
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, ChartScreen)
+        assert "reward by step (5 steps)" in screen_text(app)
+        await pilot.press("m")
+        await pilot.pause()
+        assert "entropy by step" in screen_text(app)
+
+
+async def test_the_app_follows_a_live_run(tmp_path):
+    """Steps appear as the simulator writes them, with no key pressed."""
+    from runtop.simulator.primerl import Simulator
+
+    root = str(tmp_path / "live")
+    sim = Simulator(root, scenario="healthy", max_steps=40, speed=400)
+    sim.run(until=sim.START + 40)
+    app = make_app(root, fixed=False, processes=False, disks=False, interval=0.2)
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        first = app.monitor.state.trainer_step or 0
+        rest = [a for a in sim.script() if a[0] > sim.START + 40]
+        for _at, act in rest[: len(rest) // 2]:
+            act()
+        for _ in range(60):
+            await pilot.pause(0.1)
+            if (app.monitor.state.trainer_step or 0) > first + 5:
+                break
+        assert (app.monitor.state.trainer_step or 0) > first + 5
+        assert f"step {app.monitor.state.trainer_step}/40" in pane(app, "header")
