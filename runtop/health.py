@@ -69,7 +69,7 @@ def judge(state: RunState) -> Verdict:
         msg = f"{role} logged a fatal {first.kind} but its process is still alive"
         return Verdict("Degraded", [msg], [Finding("crash", "warning", msg, evidence=where, since=first.time)])
     if "trainer" in state.finished:
-        return Verdict("Healthy", ["run finished (RL trainer finished!)"])
+        return Verdict("Healthy", ["run finished"])
     for e in reversed(state.errors):
         if e.kind == "max_tokens_too_large":
             # Seeds 002/004: rollouts hang at 0/N while vLLM rejects every request.
