@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import plotext as plt
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import ModalScreen
@@ -13,6 +12,8 @@ from runtop.widgets.metric_sparklines import METRICS, series
 
 
 def chart_text(view: View, metric: int, width: int, height: int) -> Text:
+    import plotext as plt  # only when a chart is opened: it costs startup time otherwise
+
     column, label = METRICS[metric % len(METRICS)]
     pts = series(view, column, window=2000)
     if not pts:

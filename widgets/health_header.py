@@ -26,7 +26,7 @@ def stalled(view: View, age: float | None) -> bool:
 
 class HealthHeader(Pane):
     DEFAULT_CSS = """
-    HealthHeader { border: none; padding: 0 1; height: 3; background: $boost; }
+    HealthHeader { border: none; padding: 0 1; height: 3; background: $boost; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def signature(self, view: View) -> object:

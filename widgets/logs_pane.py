@@ -1,4 +1,9 @@
-"""Merged tail of the run's logs: source tags, a level filter, search, pause/follow."""
+"""Merged tail of the run's logs: source tags, a level filter, search, pause/follow.
+
+It draws only the lines that fit (a window over the bounded tail), into a fixed-height
+area: appending lines never triggers a layout pass, which is what a busy log would
+otherwise cost on every refresh. While paused, ↑/↓/PgUp/PgDn/Home/End move the window.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,9 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import Input, RichLog
+from textual.widgets import Input, Static
 
 from runtop.state import LogLine
 from runtop.view import View
@@ -17,13 +23,31 @@ RANK = {"TRACE": 0, "DEBUG": 0, "INFO": 1, "SUCCESS": 1, "WARNING": 2, "ERROR": 
 LEVEL_STYLE = {"WARNING": "yellow", "ERROR": "red", "CRITICAL": "bold red", "SUCCESS": "green"}
 
 
+class LogView(Static, can_focus=True):
+    """The visible window of log lines."""
+
+    BINDINGS = [
+        Binding("up", "scroll(1)", "Older", show=False),
+        Binding("down", "scroll(-1)", "Newer", show=False),
+        Binding("pageup", "scroll(10)", "Older page", show=False),
+        Binding("pagedown", "scroll(-10)", "Newer page", show=False),
+        Binding("home", "scroll(100000)", "Oldest", show=False),
+        Binding("end", "scroll(-100000)", "Newest", show=False),
+    ]
+
+    def action_scroll(self, lines: int) -> None:
+        pane = self.parent
+        if isinstance(pane, LogsPane):
+            pane.scroll_by(lines)
+
+
 class LogsPane(Vertical):
     ALLOW_MAXIMIZE = True  # number keys zoom a pane
     DEFAULT_CSS = """
     LogsPane { height: 12; border: round $primary-darken-2; }
     LogsPane > Input { height: 3; display: none; }
     LogsPane.-searching > Input { display: block; }
-    LogsPane > RichLog { height: 1fr; scrollbar-size-vertical: 1; }
+    LogsPane > LogView { height: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self, **kw: Any) -> None:
@@ -31,22 +55,30 @@ class LogsPane(Vertical):
         self.level = 0
         self.query_text = ""
         self.follow = True
+        self.back = 0  # lines back from the newest (only while paused)
         self._seq = 0
         self._pending = 0
         self._lines: list[LogLine] = []
+        self._shown: list[LogLine] = []
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="search the log tail (Enter to apply, Esc to close)", id="log-search")
-        yield RichLog(id="log-view", max_lines=1000, wrap=False, markup=False, auto_scroll=True)
+        yield Input(placeholder="search the log tail (Enter to apply, empty to clear)", id="log-search")
+        yield LogView(id="log-view")
 
     def on_mount(self) -> None:
         self._retitle()
+
+    def on_resize(self) -> None:
+        self._draw()
 
     def _retitle(self) -> None:
         parts = [f"logs · {LEVELS[self.level]}+" if self.level else "logs · all levels"]
         if self.query_text:
             parts.append(f"/{self.query_text}")
-        parts.append("following" if self.follow else f"paused (+{self._pending} new)")
+        if self.follow:
+            parts.append("following")
+        else:
+            parts.append(f"paused (+{self._pending} new)" + (f", {self.back} lines back" if self.back else ""))
         self.border_title = " · ".join(parts)
 
     def _keep(self, line: LogLine) -> bool:
@@ -54,37 +86,52 @@ class LogsPane(Vertical):
             return False
         return not self.query_text or self.query_text.lower() in line.text.lower()
 
-    def _write(self, log: RichLog, lines: list[LogLine]) -> None:
-        for ln in lines:
-            if not self._keep(ln):
-                continue
-            t = Text(f"{ln.time or '        '} ", style="grey50")
+    def _refilter(self) -> None:
+        self._shown = [ln for ln in self._lines if self._keep(ln)]
+
+    def _draw(self) -> None:
+        view = self.query_one(LogView)
+        height = max(1, view.size.height or 8)
+        end = len(self._shown) - self.back
+        window = self._shown[max(0, end - height) : max(0, end)]
+        out = []
+        for ln in window:
+            t = Text(no_wrap=True, overflow="ellipsis")
+            t.append(f"{ln.time or '        '} ", style="grey50")
             t.append(f"{ln.source[:16]:<16} ", style="cyan")
             t.append(ln.text, style=LEVEL_STYLE.get(ln.level or "", ""))
-            log.write(t)
+            out.append(t)
+        if not out:
+            out = [Text("no log lines" + (" match" if self.level or self.query_text else " yet"), style="italic grey62")]
+        view.update(Text("\n", no_wrap=True).join(out), layout=False)
 
     def update_view(self, view: View) -> bool:
-        tail = view.state.log_tail
-        seq = view.state.log_seq
-        if seq == self._seq:
+        state = view.state
+        if state.log_seq == self._seq:
             return False
-        new = min(seq - self._seq, len(tail)) if seq > self._seq else len(tail)
-        self._seq = seq
-        fresh = list(tail)[-new:] if new else []
-        self._lines = list(tail)
+        new = state.log_seq - self._seq
+        self._seq = state.log_seq
         if not self.follow:
-            self._pending += len(fresh)
+            self._pending += new
             self._retitle()
             return False
-        self._write(self.query_one(RichLog), fresh)
+        self._lines = list(state.log_tail)
+        self._refilter()
+        self._draw()
         return True
 
     def rerender(self) -> None:
-        log = self.query_one(RichLog)
-        log.clear()
-        self._write(log, self._lines)
+        self._refilter()
         self._pending = 0
         self._retitle()
+        self._draw()
+
+    def scroll_by(self, lines: int) -> None:
+        if self.follow and lines > 0:
+            self.follow = False  # looking back pauses the tail, as `less +F` does
+        self.back = max(0, min(len(self._shown) - 1, self.back + lines))
+        self._retitle()
+        self._draw()
 
     def cycle_level(self) -> None:
         self.level = (self.level + 1) % len(LEVELS)
@@ -93,9 +140,10 @@ class LogsPane(Vertical):
     def toggle_follow(self) -> None:
         self.follow = not self.follow
         if self.follow:
-            self.rerender()
-        else:
-            self._retitle()
+            self.back = 0
+            self._seq = -1  # take the newest lines at the next refresh
+            self._pending = 0
+        self._retitle()
 
     def open_search(self) -> None:
         self.add_class("-searching")
@@ -105,4 +153,4 @@ class LogsPane(Vertical):
         self.query_text = event.value.strip()
         self.remove_class("-searching")
         self.rerender()
-        self.query_one(RichLog).focus()
+        self.query_one(LogView).focus()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-from rich.table import Table
 from rich.text import Text
 
 from runtop.view import View
@@ -43,21 +42,18 @@ class MetricSparklines(Pane):
         row = st.steps.get(last) if last is not None else None
         return (len(st.steps), last, tuple(sorted(row.trainer.items())) if row else (), tuple(sorted(row.orchestrator.items())) if row else (), self.size.width)
 
-    def render_view(self, view: View) -> Table:
+    def render_view(self, view: View) -> Text:
+        # Fixed-width lines, not a table: this pane repaints with every step.
         width = max(8, (self.size.width or 80) - 44)
-        t = Table.grid(padding=(0, 1))
-        t.add_column(width=9, no_wrap=True)
-        t.add_column(no_wrap=True)
-        t.add_column(justify="right", no_wrap=True)
-        t.add_column(no_wrap=True)
-        t.add_column(no_wrap=True, style="grey62")
-        shown = 0
-        for column, label in METRICS:
-            vals = [v for _, v in series(view, column)]
-            if not vals:
-                continue
-            shown += 1
-            t.add_row(label, Text(sparkline(vals, width), style="cyan"), num(vals[-1]), trend(vals), f"{num(min(vals), 3)}…{num(max(vals), 3)}")
-        if not shown:
-            t.add_row("", Text("no step metrics yet", style="italic grey62"), "", "", "")
-        return t
+        rows = [(label, vals) for column, label in METRICS if (vals := [v for _, v in series(view, column)])]
+        span = min(width, max((len(v) for _, v in rows), default=0))  # one column for the numbers
+        lines = []
+        for label, vals in rows:
+            line = Text(f"{label:<10}")
+            line.append(sparkline(vals, width).ljust(span), "cyan")
+            line.append(f" {num(vals[-1]):>9} {trend(vals)} ")
+            line.append(f"{num(min(vals), 3)}…{num(max(vals), 3)}", "grey62")
+            lines.append(line)
+        if not lines:
+            return Text("no step metrics yet", style="italic grey62")
+        return Text("\n").join(lines)

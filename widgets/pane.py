@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
 from textual.widgets import Static
 
 from runtop.view import View
@@ -18,6 +20,8 @@ class Pane(Static):
         border-title-color: $text-muted;
         padding: 0 1;
         height: auto;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
     """
     TITLE = ""
@@ -26,6 +30,7 @@ class Pane(Static):
         super().__init__("", **kw)
         self.border_title = self.TITLE
         self._sig: object = object()
+        self._height: int | None = None
 
     def signature(self, view: View) -> object:
         """What this pane's picture depends on; equal signatures skip the repaint (DESIGN.md)."""
@@ -39,5 +44,25 @@ class Pane(Static):
         if sig == self._sig:
             return False
         self._sig = sig
-        self.update(self.render_view(view))
+        content = self.render_view(view)
+        if isinstance(content, Text):
+            content.no_wrap, content.overflow = True, "ellipsis"  # one line per line: the height is known
+        height = _height(content)
+        # A layout pass re-renders the whole screen; skip it when the pane keeps its height
+        # (DESIGN.md: repaint only what changed; this is most of the TUI's CPU on a busy run).
+        self.update(content, layout=height is None or height != self._height)
+        self._height = height
         return True
+
+
+def _height(content: RenderableType) -> int | None:
+    """Lines `content` renders to, when that is plain to see (single-line cells); else None."""
+    if isinstance(content, Text):
+        return content.plain.count("\n") + 1
+    if isinstance(content, Table):
+        for col in content.columns:
+            for cell in col._cells:
+                if isinstance(cell, Table) or (isinstance(cell, Text) and "\n" in cell.plain):
+                    return None
+        return content.row_count + (1 if content.show_header else 0)
+    return None

@@ -61,8 +61,13 @@ class ProcessTree(Pane):
         if len(snap.procs) > MAX_ROWS:
             t.add_row("", "", Text(f"… {len(snap.procs) - MAX_ROWS} more", style="grey62"), "", "", "", "")
         if head:
-            out = Table.grid()
-            out.add_row(head)
-            out.add_row(t)
+            # The missing roles go first, in the title column, so the pane stays one plain table.
+            rows = list(zip(*(c._cells for c in t.columns)))
+            out = Table.grid(padding=(0, 1))
+            for c in t.columns:
+                out.add_column(justify=c.justify, no_wrap=True, max_width=c.max_width, overflow="ellipsis")
+            out.add_row("", "", head, "", "", "", "")
+            for r in rows:
+                out.add_row(*r)
             return out
         return t

@@ -1,77 +1,101 @@
-"""The step table the seeds wrote by hand, updated in place by row key (never cleared)."""
+"""The step table the seeds wrote by hand: the newest steps that fit, scrollable when focused.
+
+It draws only the rows that fit into a fixed-height area, so a new step repaints this
+pane alone: no layout pass, no cache of every row (a DataTable re-renders all of its
+rows whenever one is added, which made it half the TUI's CPU on a busy run).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from textual.widgets import DataTable
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import Static
 
 from runtop.view import View
 from runtop.widgets.render import num
 
+# (header, column, width): fixed widths, so a refresh formats strings instead of measuring a table.
 COLUMNS = (
-    ("step", None),
-    ("reward", "reward"),
-    ("loss", "loss"),
-    ("clip", "clip_ratio"),
-    ("entropy", "entropy"),
-    ("KL", "kl"),
-    ("grad norm", "grad_norm"),
-    ("seq len", "seq_len"),
-    ("time", "step_time_s"),
+    ("step", None, 6),
+    ("reward", "reward", 8),
+    ("loss", "loss", 10),
+    ("clip", "clip_ratio", 7),
+    ("entropy", "entropy", 8),
+    ("KL", "kl", 10),
+    ("grad norm", "grad_norm", 10),
+    ("seq len", "seq_len", 8),
+    ("time", "step_time_s", 7),
 )
-MAX_ROWS = 500  # the newest steps; older ones stay in `runtop status --json`
 
 
-class StepTable(DataTable):
+class StepTable(Static, can_focus=True):
     ALLOW_MAXIMIZE = True  # number keys zoom a pane
     DEFAULT_CSS = """
-    StepTable { height: 1fr; min-height: 5; border: round $primary-darken-2; }
+    StepTable { height: 1fr; min-height: 5; border: round $primary-darken-2; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    StepTable:focus { border: round $accent; }
     """
+    BINDINGS = [
+        Binding("up", "scroll(1)", "Older", show=False),
+        Binding("down", "scroll(-1)", "Newer", show=False),
+        Binding("pageup", "scroll(10)", "Older page", show=False),
+        Binding("pagedown", "scroll(-10)", "Newer page", show=False),
+        Binding("home", "scroll(1000000)", "First", show=False),
+        Binding("end", "scroll(-1000000)", "Newest", show=False),
+    ]
 
     def __init__(self, **kw: Any) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, **kw)
+        super().__init__("", **kw)
         self.border_title = "steps"
-        self._values: dict[str, tuple[str, ...]] = {}
+        self.back = 0  # rows back from the newest
         self._sig: object = None
+        self._view: View | None = None
 
-    def on_mount(self) -> None:
-        for label, col in COLUMNS:
-            self.add_column(label, key=col or "step")
-
-    def _row(self, view: View, step: int) -> tuple[str, ...]:
+    def _cells(self, view: View, step: int) -> list[str]:
         row = view.state.steps[step]
         cells = [str(step) if row.attempt == view.state.attempt else f"{step} (#{row.attempt})"]
-        for _label, col in COLUMNS[1:]:
+        for _label, col, _w in COLUMNS[1:]:
             v = row.value(col)
             cells.append("" if v is None else (f"{v:.0f}s" if col == "step_time_s" else num(v)))
-        return tuple(cells)
+        return cells
 
     def update_view(self, view: View) -> bool:
         st = view.state
         last = max(st.steps) if st.steps else None
         row = st.steps.get(last) if last is not None else None
-        sig = (len(st.steps), last, len(row.trainer) + len(row.orchestrator) if row else 0, st.attempt, len(st.lost_steps))
+        sig = (len(st.steps), last, len(row.trainer) + len(row.orchestrator) if row else 0, st.attempt, len(st.lost_steps), self.back, self.size)
         if sig == self._sig:
             return False
         self._sig = sig
-        steps = sorted(st.steps)[-MAX_ROWS:]
-        wanted = {str(s) for s in steps}
-        for key in [k for k in self._values if k not in wanted]:
-            self.remove_row(key)
-            del self._values[key]
-        at_end = self.cursor_row >= self.row_count - 1
-        for s in steps:
-            key = str(s)
-            values = self._row(view, s)
-            old = self._values.get(key)
-            if old is None:
-                self.add_row(*values, key=key)
-            elif old != values:
-                for (label, col), new, was in zip(COLUMNS, values, old):
-                    if new != was:
-                        self.update_cell(key, col or "step", new, update_width=True)
-            self._values[key] = values
-        if at_end and self.row_count:
-            self.move_cursor(row=self.row_count - 1)
+        self._view = view
+        self.update(self._render_table(view), layout=False)
         return True
+
+    def _render_table(self, view: View) -> Text:
+        steps = sorted(view.state.steps)
+        if not steps:
+            return Text("no steps yet", style="italic grey62")
+        height = max(1, (self.size.height or 10) - 1)  # one line for the header
+        self.back = max(0, min(self.back, len(steps) - 1))
+        end = len(steps) - self.back
+        window = steps[max(0, end - height) : end]
+
+        def line(cells: list[str]) -> str:
+            return "".join(c.ljust(w) if i == 0 else c[: w - 1].rjust(w) for i, (c, (_l, _c, w)) in enumerate(zip(cells, COLUMNS)))
+
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append(line([label for label, _c, _w in COLUMNS]), style="bold")
+        for s in window:
+            t.append("\n" + line(self._cells(view, s)))
+        if self.back:
+            self.border_title = f"steps · {window[0]}-{window[-1]} of {len(steps)} (End: newest)"
+        else:
+            self.border_title = "steps"
+        return t
+
+    def action_scroll(self, rows: int) -> None:
+        self.back = max(0, self.back + rows)
+        if self._view is not None:
+            self._sig = None
+            self.update_view(self._view)

@@ -96,35 +96,72 @@ class ProcessSnapshot:
         return out
 
 
-def _scan(run_dir: str, logs: set[str]) -> list[tuple[psutil.Process, dict, str | None, bool]]:
-    """Every process: (process, info, role, belongs-by-itself)."""
+# How long a process's command line, name and parent are trusted before being read again.
+# setproctitle renames a process just after it starts, so young processes are re-read.
+DETAILS_TTL_S = 30.0
+YOUNG_S = 30.0
+_DETAILS = ["ppid", "name", "cmdline", "status"]
+
+
+def _details(p: psutil.Process, pid: int, ctime: float, run_dir: str, named: re.Pattern[str], logs: set[str]) -> tuple[dict, str | None, bool, bool]:
+    """(info, role, belongs, is this run's SkyRL driver) for one process."""
+    info = p.as_dict(_DETAILS)
+    info["pid"], info["create_time"] = pid, ctime
+    cmd = " ".join(info.get("cmdline") or []).strip()
+    info["cmd"] = cmd
+    role = role_of(info.get("name") or "", cmd)
+    mine = run_dir in cmd or bool(named.search(cmd))
+    if not mine and role is not None and info.get("status") != psutil.STATUS_ZOMBIE:
+        try:
+            cwd = p.cwd()
+            mine = cwd == run_dir or cwd.startswith(run_dir + os.sep)
+        except (psutil.Error, OSError):
+            # Another user's process (AccessDenied) or one that just exited: not ours to judge.
+            mine = False
+    driver = False
+    if not mine and logs and ("skyrl" in cmd or cmd.startswith(("bash", "python", "sh "))):
+        mine = _writes_to(pid, logs)
+        if mine and "skyrl" in cmd:
+            driver = True
+            role = role or "launcher"
+    return info, role, mine, driver
+
+
+def _scan(run_dir: str, logs: set[str], cache: dict | None = None) -> list[tuple[psutil.Process, dict, str | None, bool]]:
+    """Every process: (process, info, role, belongs-by-itself).
+
+    With a `cache` (the sampler's), a known `(pid, create_time)` is not read again
+    until its details expire: listing PIDs costs a tenth of reading every command line.
+    """
     run_dir = os.path.realpath(run_dir)
     # `uv run rl … --output-dir outputs/<name>`: the run's name as a whole path component.
     named = re.compile(rf"(?:^|[\s=/]){re.escape(os.path.basename(run_dir))}(?:/|\s|$)")
     me = os.getpid()
+    now = time.time()
     out = []
     driver_alive = False
-    for p in psutil.process_iter(["pid", "ppid", "name", "cmdline", "status", "create_time"]):
-        info = p.info
-        if info["pid"] == me:
+    seen: set[tuple[int, float]] = set()
+    for p in psutil.process_iter(["pid", "create_time"]):
+        pid, ctime = p.info["pid"], p.info.get("create_time") or 0.0
+        if pid == me:
             continue
-        cmd = " ".join(info.get("cmdline") or []).strip()
-        info["cmd"] = cmd
-        role = role_of(info.get("name") or "", cmd)
-        mine = run_dir in cmd or bool(named.search(cmd))
-        if not mine and role is not None and info.get("status") != psutil.STATUS_ZOMBIE:
+        key = (pid, ctime)
+        seen.add(key)
+        entry = cache.get(key) if cache is not None else None
+        if entry is None or (now - entry[4] > DETAILS_TTL_S) or (now - ctime < YOUNG_S):
             try:
-                cwd = p.cwd()
-                mine = cwd == run_dir or cwd.startswith(run_dir + os.sep)
+                info, role, mine, driver = _details(p, pid, ctime, run_dir, named, logs)
             except (psutil.Error, OSError):
-                # Another user's process (AccessDenied) or one that just exited: not ours to judge.
-                mine = False
-        if not mine and logs and ("skyrl" in cmd or cmd.startswith(("bash", "python", "sh "))):
-            mine = _writes_to(info["pid"], logs)
-            if mine and "skyrl" in cmd:
-                driver_alive = True
-                role = role or "launcher"
+                continue  # gone between the listing and the read
+            entry = (info, role, mine, driver, now)
+            if cache is not None:
+                cache[key] = entry
+        info, role, mine, driver = entry[:4]
+        driver_alive |= driver
         out.append((p, info, role, mine))
+    if cache is not None:
+        for key in [k for k in cache if k not in seen]:
+            del cache[key]
     if driver_alive:
         # Ray's workers are children of the raylet, not of the driver: while this run's
         # driver lives, the machine's SkyRL Ray workers are its own (one cluster per run).
@@ -173,6 +210,7 @@ class ProcessSampler:
         self.logs = {os.path.realpath(p) for p in logs or ()}
         self.framework = framework
         self._procs: dict[tuple[int, float], psutil.Process] = {}
+        self._details: dict = {}
         self.seen_roles: set[str] = set()
 
     def set_logs(self, logs: list[str]) -> None:
@@ -180,7 +218,7 @@ class ProcessSampler:
 
     def sample(self, finished: bool = False) -> ProcessSnapshot:
         try:
-            own = _own(_scan(self.run_dir, self.logs))
+            own = _own(_scan(self.run_dir, self.logs, self._details))
         except (psutil.Error, OSError) as e:
             return ProcessSnapshot(error=f"process scan failed: {e}", taken_at=time.time())
         keep: dict[tuple[int, float], psutil.Process] = {}
@@ -189,19 +227,21 @@ class ProcessSampler:
             key = (pid, info.get("create_time") or 0.0)
             cached = self._procs.get(key)
             cpu = rss = None
-            if info.get("status") != psutil.STATUS_ZOMBIE:
-                try:
-                    with proc.oneshot():
+            status = info.get("status") or "?"
+            target = cached or proc
+            try:
+                with target.oneshot():
+                    status = target.status()  # fresh each time: the cached details may be older
+                    if status != psutil.STATUS_ZOMBIE:
                         # The first call on a process only starts the interval: report None, not 0.
-                        target = cached or proc
                         pct = target.cpu_percent(None)
                         cpu = pct if cached is not None else None
-                        rss = proc.memory_info().rss
-                except (psutil.Error, OSError):
-                    cpu = rss = None  # exited between the scan and now: shown without numbers this once
+                        rss = target.memory_info().rss
+            except (psutil.Error, OSError):
+                cpu = rss = None  # exited between the scan and now: shown without numbers this once
             keep[key] = cached or proc
             title = info.get("cmd") or info.get("name") or "?"
-            rows[pid] = ProcInfo(pid, key[1], info.get("ppid") or 0, title[:200], role, info.get("status") or "?", cpu, rss)
+            rows[pid] = ProcInfo(pid, key[1], info.get("ppid") or 0, title[:200], role, status, cpu, rss)
         self._procs = keep
         snap = ProcessSnapshot(procs=_tree_order(rows), taken_at=time.time())
         alive = snap.roles()

@@ -5,8 +5,6 @@ from __future__ import annotations
 import urllib.error
 import urllib.request
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from runtop.parsers.events import VllmStats
 
 DEFAULT_URL = "http://localhost:8000/metrics"
@@ -19,6 +17,8 @@ PREEMPT = ("vllm:num_preemptions_total", "vllm:num_preemptions")
 
 def parse_metrics(text: str) -> VllmStats | None:
     """None when the text holds none of vLLM's metrics (another server on that port)."""
+    from prometheus_client.parser import text_string_to_metric_families  # lazily: startup time
+
     found: dict[str, list[float]] = {}
     try:
         for fam in text_string_to_metric_families(text):

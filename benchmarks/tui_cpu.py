@@ -1,0 +1,139 @@
+"""The TUI's cost on the machine that trains: CPU seconds and peak RSS beside `toolong`.
+
+    python benchmarks/tui_cpu.py [--seconds 60] [--rate 100] [--toolong PATH_TO_tl]
+
+Writes a prime-rl run (the simulator), then, for each viewer in turn, appends RATE
+colour-coded orchestrator lines per second for SECONDS while the viewer runs in a
+real pseudo-terminal (200×50, output read and thrown away, as a terminal would):
+`runtop` on the run dir, and `toolong` (`tl`) tailing the same log. Prints each
+one's CPU seconds (user + system, from wait4), share of one core, and peak RSS.
+
+toolong pins an old Textual, so it lives in its own virtual environment:
+    python3 -m venv /tmp/tlvenv && /tmp/tlvenv/bin/pip install toolong
+Goal (issue 4): runtop <= 3 % of one core and <= 150 MB RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import pty
+import select
+import shutil
+import struct
+import sys
+import tempfile
+import termios
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.backfill import line  # noqa: E402 - the same line mix as the backfill benchmark
+
+LOG = "logs/attempt_1/orchestrator.log"
+
+
+def make_run(root: str) -> str:
+    from runtop.simulator.primerl import Simulator
+
+    Simulator(root, scenario="healthy", max_steps=20).run()
+    return os.path.join(root, LOG)
+
+
+def writer(path: str, rate: int, seconds: float, stop: threading.Event) -> None:
+    """Append `rate` lines a second in ten small bursts, as a busy orchestrator does."""
+    i, step = 0, 20
+    t0 = time.monotonic()
+    with open(path, "a", encoding="utf-8") as f:
+        while not stop.is_set() and time.monotonic() - t0 < seconds:
+            burst = []
+            for _ in range(max(1, rate // 10)):
+                i += 1
+                kind = 0 if i % 40 == 0 else 1 if i % 97 == 0 else 2 if i % 5003 == 0 else 3
+                step += kind == 0
+                burst.append(line(kind, step, i))
+            f.write("".join(burst))
+            f.flush()
+            stop.wait(0.1)
+
+
+def run_in_pty(argv: list[str], seconds: float, env: dict[str, str]) -> tuple[float, float, int]:
+    """(cpu seconds, peak RSS MB, exit status) of `argv` run for `seconds` in a 200×50 pty."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvpe(argv[0], argv, env)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if r:
+            try:
+                os.read(fd, 1 << 16)
+            except OSError:
+                break
+    os.kill(pid, 15)
+    end = time.monotonic() + 5
+    while time.monotonic() < end:  # keep draining so it can exit
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if r:
+            try:
+                os.read(fd, 1 << 16)
+            except OSError:
+                break
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            os.close(fd)
+            return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, status
+    os.kill(pid, 9)
+    _, status, usage = os.wait4(pid, 0)
+    os.close(fd)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, status
+
+
+def measure(name: str, argv: list[str], log: str, seconds: float, rate: int) -> tuple[str, float, float]:
+    stop = threading.Event()
+    w = threading.Thread(target=writer, args=(log, rate, seconds, stop), daemon=True)
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "200", "LINES": "50"}
+    w.start()
+    try:
+        cpu, rss, _status = run_in_pty(argv, seconds, env)
+    finally:
+        stop.set()
+        w.join()
+    return name, cpu, rss
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--rate", type=int, default=100, help="lines appended per second")
+    ap.add_argument("--toolong", default=shutil.which("tl") or "/tmp/tlvenv/bin/tl", help="toolong's `tl` (its own venv)")
+    ap.add_argument("--interval", type=float, default=2.0, help="runtop --interval")
+    args = ap.parse_args()
+    base = tempfile.mkdtemp(prefix="runtop-tui-bench-")
+    try:
+        rows = []
+        root = os.path.join(base, "runtop-run")
+        log = make_run(root)
+        runtop = [sys.executable, "-m", "runtop", "tui", root, "--interval", str(args.interval)]
+        rows.append(measure("runtop", runtop, log, args.seconds, args.rate))
+        if os.path.exists(args.toolong):
+            root2 = os.path.join(base, "toolong-run")
+            log2 = make_run(root2)
+            rows.append(measure("toolong (tl)", [args.toolong, log2], log2, args.seconds, args.rate))
+        else:
+            print(f"toolong not found at {args.toolong}: python3 -m venv /tmp/tlvenv && /tmp/tlvenv/bin/pip install toolong")
+        print(f"{args.rate} lines/s appended for {args.seconds:.0f} s, viewer in a 200x50 pty")
+        print(f"{'':16}{'CPU s':>8}{'% of a core':>14}{'peak RSS MB':>14}")
+        for name, cpu, rss in rows:
+            print(f"{name:16}{cpu:8.2f}{100 * cpu / args.seconds:14.2f}{rss:14.1f}")
+        print("goal: runtop <= 3 % of one core, <= 150 MB RSS")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
