@@ -6,7 +6,9 @@ Writes a prime-rl run (the simulator), then, for each viewer in turn, appends RA
 colour-coded orchestrator lines per second for SECONDS while the viewer runs in a
 real pseudo-terminal (200×50, output read and thrown away, as a terminal would):
 `runtop` on the run dir, and `toolong` (`tl`) tailing the same log. Prints each
-one's CPU seconds (user + system, from wait4), share of one core, and peak RSS.
+one's CPU seconds (user + system, from wait4, start-up included), share of one core,
+peak RSS, and the bytes per second it sent to the terminal (what SSH would carry).
+The line mix has a step line every 40 lines (2.5 steps/s): far busier than a real run.
 
 toolong pins an old Textual, so it lives in its own virtual environment:
     python3 -m venv /tmp/tlvenv && /tmp/tlvenv/bin/pip install toolong
@@ -59,18 +61,19 @@ def writer(path: str, rate: int, seconds: float, stop: threading.Event) -> None:
             stop.wait(0.1)
 
 
-def run_in_pty(argv: list[str], seconds: float, env: dict[str, str]) -> tuple[float, float, int]:
-    """(cpu seconds, peak RSS MB, exit status) of `argv` run for `seconds` in a 200×50 pty."""
+def run_in_pty(argv: list[str], seconds: float, env: dict[str, str]) -> tuple[float, float, int, int]:
+    """(cpu seconds, peak RSS MB, exit status, bytes written to the terminal) of `argv` run for `seconds` in a 200×50 pty."""
     pid, fd = pty.fork()
     if pid == 0:
         os.execvpe(argv[0], argv, env)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
     deadline = time.monotonic() + seconds
+    sent = 0  # what an SSH session would carry
     while time.monotonic() < deadline:
         r, _, _ = select.select([fd], [], [], 0.2)
         if r:
             try:
-                os.read(fd, 1 << 16)
+                sent += len(os.read(fd, 1 << 16))
             except OSError:
                 break
     os.kill(pid, 15)
@@ -85,24 +88,24 @@ def run_in_pty(argv: list[str], seconds: float, env: dict[str, str]) -> tuple[fl
         done, status, usage = os.wait4(pid, os.WNOHANG)
         if done:
             os.close(fd)
-            return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, status
+            return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, status, sent
     os.kill(pid, 9)
     _, status, usage = os.wait4(pid, 0)
     os.close(fd)
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, status
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, status, sent
 
 
-def measure(name: str, argv: list[str], log: str, seconds: float, rate: int) -> tuple[str, float, float]:
+def measure(name: str, argv: list[str], log: str, seconds: float, rate: int) -> tuple[str, float, float, int]:
     stop = threading.Event()
     w = threading.Thread(target=writer, args=(log, rate, seconds, stop), daemon=True)
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "200", "LINES": "50"}
     w.start()
     try:
-        cpu, rss, _status = run_in_pty(argv, seconds, env)
+        cpu, rss, _status, sent = run_in_pty(argv, seconds, env)
     finally:
         stop.set()
         w.join()
-    return name, cpu, rss
+    return name, cpu, rss, sent
 
 
 def main() -> int:
@@ -126,9 +129,9 @@ def main() -> int:
         else:
             print(f"toolong not found at {args.toolong}: python3 -m venv /tmp/tlvenv && /tmp/tlvenv/bin/pip install toolong")
         print(f"{args.rate} lines/s appended for {args.seconds:.0f} s, viewer in a 200x50 pty")
-        print(f"{'':16}{'CPU s':>8}{'% of a core':>14}{'peak RSS MB':>14}")
-        for name, cpu, rss in rows:
-            print(f"{name:16}{cpu:8.2f}{100 * cpu / args.seconds:14.2f}{rss:14.1f}")
+        print(f"{'':16}{'CPU s':>8}{'% of a core':>14}{'peak RSS MB':>14}{'terminal KB/s':>15}")
+        for name, cpu, rss, sent in rows:
+            print(f"{name:16}{cpu:8.2f}{100 * cpu / args.seconds:14.2f}{rss:14.1f}{sent / 1024 / args.seconds:15.1f}")
         print("goal: runtop <= 3 % of one core, <= 150 MB RSS")
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -29,7 +29,7 @@ async def test_a_healthy_run_reads_healthy_everywhere(simulated):
     async with app.run_test(size=BIG) as pilot:
         await settle(pilot)
         head = pane(app, "header")
-        assert "Healthy" in head and "step 6/6" in head and "last write 42s ago" in head
+        assert "Healthy" in head and "step 6/6" in head and "last write 40s ago" in head
         steps = pane(app, "steps")
         assert all(f"\n│ {s} " in steps for s in range(1, 7))
         assert "reward" in pane(app, "metrics") and "entropy" in pane(app, "metrics")

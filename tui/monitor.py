@@ -104,7 +104,12 @@ class Monitor:
         return self._gpu.read()
 
     def _sample_vllm(self) -> tuple[VllmStats | None, str | None]:
-        return fetch(self.vllm_url or DEFAULT_URL, timeout=min(1.0, self.interval))
+        stats, error = fetch(self.vllm_url or DEFAULT_URL, timeout=min(1.0, self.interval))
+        probe = next(p for p in self.probes if p.name == "vllm")
+        # Nothing listening (a prime-rl run on another port, a SkyRL run): ask again every
+        # 30 s, not every tick; the log's stat lines fill the pane meanwhile.
+        probe.period = self.interval if stats is not None else max(30.0, self.interval)
+        return stats, error
 
     def step(self) -> bool:
         """Read the run's files and the due probes. True when anything changed."""

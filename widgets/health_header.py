@@ -6,6 +6,7 @@ from rich.text import Text
 
 from runtop.view import View
 from runtop.widgets.pane import Pane
+from runtop.widgets.render import age as coarse_age
 from runtop.widgets.render import duration
 
 VERDICT_STYLE = {"Healthy": "bold green", "Degraded": "bold yellow", "Down": "bold white on red", "Unknown": "bold grey70"}
@@ -24,6 +25,13 @@ def stalled(view: View, age: float | None) -> bool:
     return age > max(STALL_MIN_S, 3 * med if med else 0.0)
 
 
+def _age_bucket(age: float | None) -> int | None:
+    """Repaint the age when its shown value moves: every 10 s in the first minute, then every minute."""
+    if age is None:
+        return None
+    return int(age // 10) if age < 60 else 6 + int(age // 60)
+
+
 class HealthHeader(Pane):
     DEFAULT_CSS = """
     HealthHeader { border: none; padding: 0 1; height: 3; background: $boost; text-wrap: nowrap; text-overflow: ellipsis; }
@@ -34,7 +42,7 @@ class HealthHeader(Pane):
         age = last_write_age(view)
         return (
             view.verdict.verdict, tuple(view.verdict.reasons), s.run_name, s.layout, s.attempt, s.trainer_step,
-            s.orchestrator_step, s.max_steps, s.current_phase(), int(age // 5) if age is not None else None,
+            s.orchestrator_step, s.max_steps, s.current_phase(), _age_bucket(age),
             round(s.backfill_done, 2), s.eta_s() is not None and int(s.eta_s() // 60),
         )
 
@@ -58,7 +66,7 @@ class HealthHeader(Pane):
         age = last_write_age(view)
         line3 = Text(" · ".join(parts))
         if age is not None:
-            line3.append(f" · last write {duration(age)} ago")
+            line3.append(f" · last write {coarse_age(age)} ago")
             if stalled(view, age):
                 line3.append(" stalled?", style="bold yellow")
         if s.backfill_done < 1.0:

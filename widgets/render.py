@@ -31,6 +31,15 @@ def duration(seconds: float | None) -> str:
     return f"{s}s"
 
 
+def age(seconds: float | None) -> str:
+    """A coarse age that changes as often as it is repainted: 10 s steps, then minutes."""
+    if seconds is None:
+        return "n/a"
+    if seconds < 60:
+        return f"{int(seconds // 10) * 10}s"
+    return duration(seconds - seconds % 60)
+
+
 def num(v: float | None, digits: int = 4) -> str:
     if v is None or not math.isfinite(v):
         return "n/a"
