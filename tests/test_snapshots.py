@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 
 import pytest
 
@@ -20,7 +19,8 @@ from tests.tui_helpers import make_app, settle
 
 
 def fixed_dir(name: str) -> str:
-    path = os.path.join(tempfile.gettempdir(), "runtop-snapshots", name)
+    # Hard-coded, not $TMPDIR: run paths show in the disk and logs panes.
+    path = os.path.join("/tmp", "runtop-snapshots", name)
     shutil.rmtree(path, ignore_errors=True)
     return path
 

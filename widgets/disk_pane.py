@@ -14,6 +14,12 @@ from runtop.widgets.render import bar, duration, human_bytes
 MAX_CKPTS = 8
 
 
+def _short(view: View, path: str) -> str:
+    """A path inside (or beside) the run dir, relative to it; anything else in full."""
+    rel = view.state.relpath(path)
+    return rel if not rel.startswith(("../..", "/")) else path
+
+
 class DiskPane(Pane):
     TITLE = "disk"
 
@@ -57,11 +63,11 @@ class DiskPane(Pane):
         cks = sorted(view.state.checkpoints.values(), key=lambda c: c.step)
         if cks:
             total = sum(c.bytes for c in cks)
-            where = view.checkpoint_dir or os.path.dirname(cks[-1].path)
+            where = _short(view, view.checkpoint_dir or os.path.dirname(cks[-1].path))
             out.add_row(Text("checkpoints", style="bold"), human_bytes(total), str(len(cks)), Text(where, style="grey62"))
             for c in cks[-MAX_CKPTS:]:
                 mark = Text("✓ complete", style="green") if c.complete else Text("✗ " + c.reason, style="bold red")
                 out.add_row(f"  {os.path.basename(c.path)}", human_bytes(c.bytes), "", mark)
         elif view.checkpoint_dir:
-            out.add_row("checkpoints", "", "", Text(f"none yet in {view.checkpoint_dir}", style="grey62"))
+            out.add_row("checkpoints", "", "", Text(f"none yet in {_short(view, view.checkpoint_dir)}", style="grey62"))
         return out
