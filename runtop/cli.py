@@ -2,7 +2,8 @@
 
 Exit codes: 0 ok; 2 a path runtop cannot read (one line on stderr, never a
 traceback); 130 interrupted; 70 an internal error (one line; RUNTOP_DEBUG=1 shows
-the traceback).
+the traceback). `runtop check` has its own: 0 Healthy (or nothing to judge yet),
+1 Degraded, 2 Down, 3 cannot read the run or the config.
 """
 
 from __future__ import annotations
@@ -15,8 +16,14 @@ import time
 from runtop import __version__
 from runtop.discovery import DiscoveryError, discover, with_ckpt_dir
 
-COMMANDS = ("status", "demo", "follow", "tui")
+COMMANDS = ("status", "demo", "follow", "tui", "check", "watch")
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
+CHECK_EXIT = {"Healthy": 0, "Unknown": 0, "Degraded": 1, "Down": 2}
+EXIT_CANNOT_READ = 3
+
+
+def _config(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", default=None, metavar="FILE", help="health thresholds (default ~/.config/runtop/config.toml)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -35,11 +42,28 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="print a check-in (markdown) or --json for a run")
     st.add_argument("path", help="run dir, output dir holding runs, or a log file")
     st.add_argument("--json", action="store_true", help="print the state as JSON")
+    st.add_argument("--append", action="store_true", help="append the check-in to STATUS.md in the run dir (never overwrites)")
     _ckpt_dir(st)
+    _config(st)
+
+    ch = sub.add_parser("check", help="judge a run: findings on stdout; exit 0 Healthy, 1 Degraded, 2 Down, 3 cannot read")
+    ch.add_argument("path")
+    ch.add_argument("--json", action="store_true", help="print the status JSON (every finding in `alerts`)")
+    _ckpt_dir(ch)
+    _config(ch)
+
+    wa = sub.add_parser("watch", help="follow a run headless and append a check-in to STATUS.md on a cadence")
+    wa.add_argument("path")
+    wa.add_argument("--every", default="1h", metavar="DURATION", help="time between check-ins: 30m, 1h, 90s (default 1h)")
+    wa.add_argument("--count", type=int, default=None, metavar="N", help="stop after N check-ins")
+    _ckpt_dir(wa)
+    _config(wa)
+    _common(wa)
 
     tu = sub.add_parser("tui", help="open the live TUI on a run (default for `runtop PATH`)")
     tu.add_argument("path")
     _ckpt_dir(tu)
+    _config(tu)
     _common(tu)
     _tui_opts(tu)
 
@@ -60,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     de.add_argument("--dir", default=None, help="write the run here instead of a temp dir")
     de.add_argument("--steps", type=int, default=None, help="max_steps of the simulated run (default 20 prime-rl, 8 SkyRL)")
     de.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S real seconds")
+    _config(de)
     _common(de)
     _tui_opts(de)
     return parser
@@ -78,15 +103,77 @@ def _err(msg: str) -> None:
     print(f"runtop: {msg}", file=sys.stderr)
 
 
+def _thresholds(args: argparse.Namespace):
+    from runtop.config import load
+
+    return load(getattr(args, "config", None))
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from runtop.report import to_markdown, write_json
-    from runtop.snapshot import read_run
+    from runtop.snapshot import read_and_judge
 
-    state = read_run(args.path, ckpt_dir=args.ckpt_dir)
-    if args.json:
-        write_json(state, sys.stdout)
+    state, verdict = read_and_judge(args.path, ckpt_dir=args.ckpt_dir, cfg=_thresholds(args))
+    if args.append:
+        from runtop.checkin import append_checkin, status_path
+
+        path = status_path(state.path)
+        append_checkin(path, to_markdown(state, verdict))
+        print(f"runtop: appended a check-in ({verdict.verdict}) to {path}", file=sys.stderr)
+    elif args.json:
+        write_json(state, sys.stdout, verdict)
     else:
-        sys.stdout.write(to_markdown(state))
+        sys.stdout.write(to_markdown(state, verdict))
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from runtop.report import write_json
+    from runtop.snapshot import read_and_judge
+
+    state, verdict = read_and_judge(args.path, ckpt_dir=args.ckpt_dir, cfg=_thresholds(args))
+    if args.json:
+        write_json(state, sys.stdout, verdict)
+    else:
+        reasons = f" — {'; '.join(verdict.reasons)}" if verdict.reasons else ""
+        print(f"{verdict.verdict}: {state.run_name or state.path}{reasons}")
+        for a in verdict.alerts:
+            where = f"  [{a.evidence}]" if a.evidence else ""
+            print(f"{a.severity:<8} {a.rule:<22} since {a.since or 'n/a':<8} {a.message}{where}")
+    return CHECK_EXIT.get(verdict.verdict, 1)
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from runtop.checkin import append_checkin, status_path
+    from runtop.live import LiveRun
+    from runtop.parsers.text import parse_duration
+    from runtop.report import to_markdown
+    from runtop.snapshot import read_and_judge
+
+    every = parse_duration(args.every)
+    if every is None or every <= 0:
+        _err(f"--every {args.every!r}: give a duration such as 90s, 30m or 1h")
+        return EXIT_USAGE
+    cfg = _thresholds(args)
+    layout = with_ckpt_dir(discover(args.path), args.ckpt_dir)
+    path = status_path(layout.root)
+    done = 0
+    live = LiveRun(layout, poll=args.poll, interval=args.interval)
+    try:
+        next_at = time.monotonic()
+        while args.count is None or done < args.count:
+            live.step()
+            if time.monotonic() >= next_at:
+                # A fresh full read for the entry (the live view may still be backfilling).
+                state, verdict = read_and_judge(args.path, ckpt_dir=args.ckpt_dir, cfg=cfg)
+                append_checkin(path, to_markdown(state, verdict))
+                done += 1
+                print(f"{time.strftime('%H:%M:%S')} appended a check-in ({verdict.verdict}) to {path}", flush=True)
+                next_at += every
+                continue
+            live.wait(min(args.interval, max(0.05, next_at - time.monotonic())))
+    finally:
+        live.close()
     return EXIT_OK
 
 
@@ -106,7 +193,9 @@ def _run_tui(layout, args: argparse.Namespace, deadline: float | None = None) ->
     from runtop.tui.app import RuntopApp
 
     quit_after = max(0.1, deadline - time.monotonic()) if deadline is not None else None
-    app = RuntopApp(layout, interval=args.interval, poll=args.poll, vllm_url=args.vllm_url or None, quit_after=quit_after)
+    app = RuntopApp(
+        layout, interval=args.interval, poll=args.poll, vllm_url=args.vllm_url or None, quit_after=quit_after, thresholds=_thresholds(args)
+    )
     app.run()
     return EXIT_OK
 
@@ -170,12 +259,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         _err("give a run directory, e.g. `runtop outputs/my-run`, or try `runtop demo`")
         return EXIT_USAGE
-    handlers = {"status": cmd_status, "follow": cmd_follow, "demo": cmd_demo, "tui": cmd_tui}
+    handlers = {"status": cmd_status, "follow": cmd_follow, "demo": cmd_demo, "tui": cmd_tui, "check": cmd_check, "watch": cmd_watch}
+    from runtop.config import ConfigError
+
     try:
         return handlers[args.command](args)
-    except DiscoveryError as e:
+    except (DiscoveryError, ConfigError) as e:
         _err(str(e))
-        return EXIT_USAGE
+        return EXIT_CANNOT_READ if args.command == "check" else EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:

@@ -1,32 +1,27 @@
 """The run's verdict: Healthy / Degraded / Down / Unknown, and why.
 
-A first, deliberately small rule set (issue 2): Down when a fatal error ends a
-log and the role's process is gone; Unknown when there is nothing to judge. The
-full rules engine (issue 5) replaces `judge` with configurable rules that read
-the same state.
+`HealthTracker.evaluate` runs every rule in `runtop.rules` over the facts, keeps when
+each finding began (`since`, for transitions: a finding that persists keeps its start)
+and which are new since the last evaluation (the TUI rings for a new critical one).
+Down: a finding says the run is not training any more; Degraded: any warning or
+critical finding; Healthy: steps are coming and nothing is wrong; Unknown: nothing
+to judge yet.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
+import time
 from dataclasses import dataclass, field
 
-from runtop.state import ErrorEntry, RunState
+from runtop.config import Thresholds
+from runtop.rules import RULES, Facts, Finding
+from runtop.state import RunState
 
-ROLE_NAMES = {
-    "trainer": "trainer",
-    "orchestrator": "orchestrator",
-    "inference": "inference server (vLLM)",
-    "env": "env server",
-}
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+MAX_REASONS = 3
 
-
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    severity: str  # "info" | "warning" | "critical"
-    message: str
-    evidence: str | None = None
-    since: str | None = None
+__all__ = ["Finding", "HealthTracker", "Verdict", "judge"]
 
 
 @dataclass
@@ -34,53 +29,81 @@ class Verdict:
     verdict: str  # "Healthy" | "Degraded" | "Down" | "Unknown"
     reasons: list[str] = field(default_factory=list)
     alerts: list[Finding] = field(default_factory=list)
+    new: list[Finding] = field(default_factory=list)  # findings that began with this evaluation
 
 
-def _fatal_entries(state: RunState) -> list[ErrorEntry]:
-    """Fatal errors that end their log: nothing of the role's work came after them."""
-    out = [
-        info.fatal
-        for info in state.files.values()
-        if info.kind == "log" and info.fatal is not None and not info.active_after_fatal
-    ]
-    return sorted(out, key=lambda e: e.time or "99")
+class HealthTracker:
+    """Evaluates the rules and remembers, across evaluations, when each finding began."""
+
+    def __init__(self, cfg: Thresholds | None = None) -> None:
+        self.cfg = cfg or Thresholds()
+        self.first_seen: dict[str, float] = {}
+        self.error_kinds: set[str] | None = None
+        self.new_kinds: dict[str, str] = {}
+
+    def evaluate(self, facts: Facts) -> Verdict:
+        state = facts.state
+        findings: list[Finding] = []
+        for name, rule in RULES:
+            try:
+                findings.extend(rule(facts))
+            except Exception as e:  # noqa: BLE001 - one broken rule must not hide the others' findings
+                findings.append(Finding("rules", "warning", f"rule {name} failed: {type(e).__name__}: {e}"))
+        findings.extend(self._new_error_kinds(state))
+        now = facts.now
+        current = set()
+        out: list[Finding] = []
+        new: list[Finding] = []
+        for f in findings:
+            current.add(f.key)
+            if f.key not in self.first_seen:
+                self.first_seen[f.key] = now
+                new.append(f)
+            since = f.since or _dt.datetime.fromtimestamp(self.first_seen[f.key]).strftime("%H:%M:%S")
+            out.append(Finding(f.rule, f.severity, f.message, f.evidence, since, f.down))
+        # A finding that clears and comes back is a new incident.
+        for key in [k for k in self.first_seen if k not in current]:
+            del self.first_seen[key]
+        out.sort(key=lambda f: (not f.down, SEVERITY_ORDER.get(f.severity, 3)))
+        return Verdict(_verdict(state, out), _reasons(state, out), out, new)
+
+    def _new_error_kinds(self, state: RunState) -> list[Finding]:
+        """An error kind never seen before in this run (the first evaluation sets what is known)."""
+        kinds = {e.kind for e in state.errors if not e.fatal}
+        if self.error_kinds is None:
+            self.error_kinds = kinds
+            return []
+        for k in sorted(kinds - self.error_kinds):
+            last = next(e for e in reversed(state.errors) if e.kind == k)
+            self.new_kinds[k] = f"new error kind in this run: {k} ({last.message[:80]})"
+        self.error_kinds |= kinds
+        return [Finding("environment", "info", msg, "errors") for msg in self.new_kinds.values()]
 
 
-def judge(state: RunState) -> Verdict:
-    alive = state.processes or {}
-    fatals = _fatal_entries(state)
-    if fatals:
-        first = fatals[0]
-        role = ROLE_NAMES.get(first.role, first.role)
-        where = f"{state.relpath(first.source)} {first.time or ''}".strip()
-        detail = first.message
-        if detail.startswith("Fatal error") and ": " in detail:
-            detail = detail.split(": ", 1)[1]  # the exception text says more than "Fatal error in train"
-        detail = detail if len(detail) <= 100 else detail[:99] + "…"
-        running = sorted(r for r, pids in alive.items() if pids)
-        if not alive.get(first.role):
-            tail = "no run process alive" if not running else f"still running: {', '.join(running)}"
-            msg = f"{role} died: {first.kind} ({detail})"
-            return Verdict(
-                "Down",
-                [msg, tail],
-                [Finding("crash", "critical", f"{msg}; {tail}", evidence=where, since=first.time)],
-            )
-        msg = f"{role} logged a fatal {first.kind} but its process is still alive"
-        return Verdict("Degraded", [msg], [Finding("crash", "warning", msg, evidence=where, since=first.time)])
+def _verdict(state: RunState, findings: list[Finding]) -> str:
+    if any(f.down for f in findings):
+        return "Down"
+    if any(f.severity in ("critical", "warning") for f in findings):
+        return "Degraded"
+    if "trainer" in state.finished or state.current_step() is not None:
+        return "Healthy"
+    return "Unknown"
+
+
+def _reasons(state: RunState, findings: list[Finding]) -> list[str]:
+    serious = [f.message for f in findings if f.severity != "info"][:MAX_REASONS]
+    if serious:
+        return serious
     if "trainer" in state.finished:
-        return Verdict("Healthy", ["run finished"])
-    for e in reversed(state.errors):
-        if e.kind == "max_tokens_too_large":
-            # Seeds 002/004: rollouts hang at 0/N while vLLM rejects every request.
-            msg = f"vLLM rejects requests: {e.message[:140]}"
-            return Verdict(
-                "Degraded",
-                [msg],
-                [Finding("rollouts_hung", "critical", msg, evidence=f"{state.relpath(e.source)} {e.time or ''}".strip(), since=e.time)],
-            )
+        return ["run finished"]
     if state.current_step() is None:
         if any(info.bytes_read for info in state.files.values()):
-            return Verdict("Unknown", ["no step finished yet (starting up?)"])
-        return Verdict("Unknown", ["nothing to judge yet: no log lines or metrics read"])
-    return Verdict("Healthy", [])
+            return ["no step finished yet (starting up?)"]
+        return ["nothing to judge yet: no log lines or metrics read"]
+    return []
+
+
+def judge(state: RunState, facts: Facts | None = None, cfg: Thresholds | None = None) -> Verdict:
+    """One evaluation with no history (headless commands): every finding is new."""
+    facts = facts or Facts(state, time.time(), cfg or Thresholds())
+    return HealthTracker(facts.cfg).evaluate(facts)

@@ -343,6 +343,11 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
     phase = state.current_phase()
     if phase:
         out.append(f"**Phase**: {phase}")
+    if v.alerts:
+        out.append("**Alerts**:")
+        for a in v.alerts:
+            where = f" ({a.evidence})" if a.evidence else ""
+            out.append(f"- {a.severity} · {a.rule} · since {a.since or 'n/a'}: {a.message}{where}")
     out.append("")
     table = step_table(rows)
     if table:

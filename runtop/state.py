@@ -221,6 +221,7 @@ class RunState:
     lost_steps: deque = field(default_factory=lambda: deque(maxlen=MAX_LOST_STEPS))
     trainer_step: int | None = None
     orchestrator_step: int | None = None
+    last_step_time: str | None = None  # log time (HH:MM:SS) of the newest step line: "no step for …"
     batch: BatchProgress | None = None
     waiting: dict[str, str] = field(default_factory=dict)
     checkpoints: dict[int, Checkpoint] = field(default_factory=dict)
@@ -367,6 +368,8 @@ class RunState:
             row.phases_s[name] = value
         for name, value in ev.extra.items():
             row.extra[name] = value
+        if ev.time and ev.values and ev.step >= (self.current_step() or 0):
+            self.last_step_time = ev.time
         if ev.role == TRAINER:
             self.trainer_step = max(self.trainer_step or 0, ev.step)
         else:
@@ -494,7 +497,7 @@ class RunState:
         start = env.open_starts.pop(ev.rollout_id, None)
         if start is None or ev.time is None:
             return
-        dur = _clock_diff(start, ev.time)
+        dur = clock_diff(start, ev.time)
         env.durations.append(dur)
         if dur >= self.slow_calls.threshold_s:
             self.slow_calls.count += 1
@@ -586,7 +589,7 @@ _HANDLERS = {
 }
 
 
-def _clock_diff(start: str, end: str) -> float:
+def clock_diff(start: str, end: str) -> float:
     """Seconds from `HH:MM:SS` to `HH:MM:SS`; prime-rl logs carry no date, so wrap at midnight."""
     def secs(t: str) -> int:
         h, m, s = t.split(":")

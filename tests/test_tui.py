@@ -71,14 +71,16 @@ async def test_the_inference_engine_dies_while_the_trainer_waits(simulated):
 
 
 async def test_a_partial_checkpoint_is_marked_in_the_disk_pane(simulated):
-    app = make_app(simulated("partial-checkpoint", max_steps=9))
+    app = make_app(simulated("partial-checkpoint", max_steps=9), disk_pressure=True)
     async with app.run_test(size=BIG) as pilot:
         await settle(pilot)
         disk = pane(app, "disk")
         assert "step_2" in disk and "✓ complete" in disk
         assert "✗" in disk and "in progress or interrupted" in disk
-        # Fixed readings: /dev/shm filling, a core dump present.
+        # Fixed readings: /dev/shm filling, a core dump present; the alerts say so.
         assert "/dev/shm" in disk and "core dumps ×1" in disk
+        alerts = pane(app, "alerts")
+        assert "root, output dir is 92% full" in alerts and "core dump" in alerts
 
 
 async def test_skyrl_sigbus_save_env_calls_and_agent_gauges(skyrl_run):

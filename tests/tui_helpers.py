@@ -25,12 +25,24 @@ H100 = {
 
 
 class FixedDisks:
-    """A disk reading that does not depend on this machine (snapshots)."""
+    """A disk reading that does not depend on this machine (snapshots). `pressure`: seed 000's
+    disk at 92 % with a 9 GB core dump and /dev/shm filling during a save."""
+
+    def __init__(self, pressure: bool = False) -> None:
+        self.pressure = pressure
 
     def set_path(self, label: str, path: str | None) -> None:
         self.ckpt = path
 
     def sample(self, now: float | None = None) -> DiskSnapshot:
+        if not self.pressure:
+            return DiskSnapshot(
+                disks=[
+                    DiskUsage(("/dev/shm",), "/dev/shm", 512 << 30, 20 << 30, 492 << 30, None, None),
+                    DiskUsage(("root", "output dir"), "/", 369 << 30, 120 << 30, 249 << 30, None, None),
+                ],
+                taken_at=now or 0.0,
+            )
         return DiskSnapshot(
             disks=[
                 DiskUsage(("/dev/shm",), "/dev/shm", 512 << 30, 360 << 30, 152 << 30, 2 << 30, 76.0),
@@ -76,7 +88,8 @@ def make_app(root: str, *, fixed: bool = True, gpu=None, interval: float = 0.2, 
         clock = lambda: FIXED_MTIME + 42  # noqa: E731 - "last write 42s ago", always
         mon = Monitor(
             layout, interval=interval, gpu=gpu or RecordedProbe([H100]), vllm_url=None, clock=clock,
-            proc_sampler=kw.pop("proc_sampler", FixedProcs(fixed_tree(FIXED_MTIME))), disk_sampler=FixedDisks(),
+            proc_sampler=kw.pop("proc_sampler", FixedProcs(fixed_tree(FIXED_MTIME))),
+            disk_sampler=FixedDisks(pressure=kw.pop("disk_pressure", False)),
         )
     else:
         mon = Monitor(layout, interval=interval, gpu=gpu or RecordedProbe([H100]), vllm_url=None, **kw)

@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
+from runtop.config import Thresholds
 from runtop.discovery import RunLayout
 from runtop.sources.gpu import GpuProbe
 from runtop.sources.vllm_metrics import DEFAULT_URL
@@ -87,12 +88,14 @@ class RuntopApp(App[int]):
         clock: Callable[[], float] = time.time,
         monitor: Monitor | None = None,
         quit_after: float | None = None,
+        thresholds: Thresholds | None = None,
     ) -> None:
         super().__init__()
         self.quit_after = quit_after  # `runtop demo --duration`: leave by itself
         self.interval = interval
         self.monitor = monitor or Monitor(
-            layout, interval=interval, poll=poll, gpu=gpu, vllm_url=vllm_url, processes=processes, disks=disks, clock=clock
+            layout, interval=interval, poll=poll, gpu=gpu, vllm_url=vllm_url, processes=processes, disks=disks, clock=clock,
+            thresholds=thresholds,
         )
         self.slot = "steps"  # the compact layout's switchable pane
         self.metric = 0
@@ -160,6 +163,13 @@ class RuntopApp(App[int]):
 
     def on_state_changed(self, _msg: StateChanged) -> None:
         self.refresh_panes()
+        with self.monitor.lock:
+            new = self.monitor.take_new_findings()
+        critical = [f for f in new if f.severity == "critical"]
+        for f in critical:
+            self.notify(f.message, title=f"{f.rule}", severity="error", timeout=15)
+        if critical and self.monitor.health.cfg.bell:
+            self.bell()
 
     def view(self) -> View:
         with self.monitor.lock:
@@ -224,3 +234,22 @@ class RuntopApp(App[int]):
 
     def action_refresh(self) -> None:
         self.refresh_panes()
+
+    def action_checkin(self) -> None:
+        """Append a check-in to the run's STATUS.md (the runbook's hourly entry), in a worker."""
+        self._write_checkin()
+
+    @work(thread=True, group="checkin", exclusive=True)
+    def _write_checkin(self) -> None:
+        from runtop.checkin import append_checkin, status_path
+        from runtop.report import to_markdown
+
+        with self.monitor.lock:
+            text = to_markdown(self.monitor.state, self.monitor.verdict)
+            path = status_path(self.monitor.state.path)
+        try:
+            append_checkin(path, text)
+        except OSError as e:
+            self.call_from_thread(self.notify, f"cannot append to {path}: {e.strerror or e}", severity="error")
+            return
+        self.call_from_thread(self.notify, f"check-in appended to {path}", timeout=5)

@@ -35,6 +35,7 @@ KEYS: tuple[Key, ...] = (
     *(Key(k, f"pane('{pid}')", f"{title}", show=False) for k, pid, title in PANES),
     Key("minus", "hide_pane", "Hide the selected pane", show=False, shown_key="-"),
     Key("plus", "show_all", "Show hidden panes", show=False, shown_key="+"),
+    Key("s", "checkin", "Check-in"),
     Key("c", "chart", "Chart"),
     Key("m", "next_metric", "Next chart metric", show=False),
     Key("l", "log_level", "Log level"),

@@ -15,7 +15,9 @@ import time
 from collections.abc import Callable
 
 from runtop.discovery import RunLayout
-from runtop.health import Verdict, judge
+from runtop.config import Thresholds
+from runtop.health import HealthTracker, Verdict
+from runtop.rules import Facts
 from runtop.live import LiveRun
 from runtop.parsers.events import VllmStats
 from runtop.sources.disk import DiskSampler, DiskSnapshot
@@ -58,6 +60,7 @@ class Monitor:
         clock: Callable[[], float] = time.time,
         proc_sampler: ProcessSampler | None = None,
         disk_sampler: DiskSampler | None = None,
+        thresholds: Thresholds | None = None,
     ) -> None:
         self.layout = layout
         self.interval = interval
@@ -65,13 +68,15 @@ class Monitor:
         self.lock = threading.RLock()
         self.live = LiveRun(layout, poll=poll, interval=interval, processes=False)
         self.system = SystemView(vllm_url=vllm_url)
-        self.verdict: Verdict = judge(self.live.state)
+        self.health = HealthTracker(thresholds)
+        self.verdict: Verdict = self.health.evaluate(self.facts())
         # Samplers can be handed in (tests, snapshots): anything with the same `sample` works.
         self._procs = proc_sampler or ProcessSampler(layout.root, [t.path for t in layout.logs], layout.framework)
         self._disks = disk_sampler or DiskSampler(self._disk_paths(), core_roots=[layout.root])
         self._gpu = gpu
         self.vllm_url = vllm_url
         self.probes: list[Probe] = []
+        self.new_findings: list = []
         if processes:
             self.probes.append(Probe("process", interval, self._sample_procs))
         if disks:
@@ -128,8 +133,21 @@ class Monitor:
             with self.lock:
                 if self.system.procs is not None and self.system.procs.error is None:
                     self.state.processes = self.system.procs.roles()
-                self.verdict = judge(self.state)
+                self.verdict = self.health.evaluate(self.facts())
+                self.new_findings.extend(self.verdict.new)
         return changed
+
+    def facts(self) -> Facts:
+        procs = self.system.procs
+        return Facts(
+            self.state, self.clock(), self.health.cfg, disk=self.system.disk, gpu=self.system.gpu,
+            missing_roles=list(procs.missing) if procs else [], zombie_roles=list(procs.zombie_roles) if procs else [],
+        )
+
+    def take_new_findings(self) -> list:
+        """Findings that began since the last call (the app toasts the critical ones). Call under `lock`."""
+        out, self.new_findings = self.new_findings, []
+        return out
 
     def _store(self, name: str, value: object, error: str | None) -> None:
         sv = self.system

@@ -1,0 +1,84 @@
+"""Thresholds for the health rules, from `~/.config/runtop/config.toml` (or `--config`).
+
+Every key is optional; what is not set keeps the default below. An unknown key or a
+value of the wrong type is an error with one line naming it (never silently ignored:
+a typo in a threshold would otherwise turn a rule off without anyone knowing).
+
+    [health]
+    stall_k = 3                 # stalled: no step for k × the median step time …
+    stall_min_s = 600           # … and never less than this
+    entropy_floor = 0.5
+    bell = true
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, fields, replace
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+DEFAULT_PATH = os.path.join(os.path.expanduser("~"), ".config", "runtop", "config.toml")
+
+
+class ConfigError(Exception):
+    """A config file runtop cannot use, with a one-line reason."""
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    grace_s: float = 300.0  # a run younger than this is booting: no stall or missing-role alarms
+    stall_k: float = 3.0
+    stall_min_s: float = 600.0
+    silence_s: float = 900.0  # no write anywhere for this long: the pod may be gone
+    disk_warn_pct: float = 85.0
+    disk_crit_pct: float = 95.0
+    core_dump_warn_bytes: int = 1 << 30
+    ckpt_shrink_ratio: float = 0.01  # a save this much smaller than the previous one failed
+    max_checkpoints_without_retention: int = 10
+    entropy_floor: float = 0.05
+    entropy_drop_per_step: float = 0.25  # fraction of the first value lost per step, sustained
+    entropy_window: int = 4
+    grad_norm_spike: float = 5.0  # × the median of the previous steps
+    kl_spike: float = 5.0
+    reward_collapse: float = 0.5  # last reward below this share of the window's best
+    format_failure_rate: float = 0.25
+    errored_rate: float = 0.1
+    truncated_rate: float = 0.5
+    context_overflow_rate: float = 0.1
+    timeout_rate: float = 0.1
+    inference_unreachable_s: float = 60.0
+    bell: bool = True
+
+
+def load(path: str | None = None) -> Thresholds:
+    """`path`, else the default file if it exists, else the defaults."""
+    explicit = path is not None
+    path = path or DEFAULT_PATH
+    if not os.path.exists(path):
+        if explicit:
+            raise ConfigError(f"--config {path}: no such file")
+        return Thresholds()
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{path}: {e}") from None
+    section = data.get("health", {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [health] must be a table")
+    known = {f.name: f for f in fields(Thresholds)}
+    values = {}
+    for key, value in section.items():
+        if key not in known:
+            raise ConfigError(f"{path}: unknown key health.{key} (known: {', '.join(sorted(known))})")
+        default = getattr(Thresholds, key)
+        ok = isinstance(value, bool) if isinstance(default, bool) else isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not ok:
+            raise ConfigError(f"{path}: health.{key} must be {'true or false' if isinstance(default, bool) else 'a number'}, not {value!r}")
+        values[key] = value
+    return replace(Thresholds(), **values)

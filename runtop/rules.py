@@ -1,0 +1,396 @@
+"""The health rules: each a pure function of the run's facts, returning findings.
+
+A finding names its rule, a severity (info / warning / critical), a one-line cause
+and its evidence (file and log time, or the value). `down` marks the findings that
+mean the run is not training any more. Thresholds come from `runtop.config`. The
+rules are what the seeds' authors did by hand each hour (see `../shared/seeds/`):
+each cites the incident that drove it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from runtop.config import Thresholds
+from runtop.sources.disk import DiskSnapshot
+from runtop.sources.gpu import GpuSnapshot
+from runtop.state import ErrorEntry, RunState, clock_diff
+
+ROLE_NAMES = {
+    "trainer": "trainer",
+    "orchestrator": "orchestrator",
+    "inference": "inference server (vLLM)",
+    "env": "env server",
+    "launcher": "launcher",
+}
+EXPECTED_ROLES = {"prime-rl": ("orchestrator", "trainer", "inference"), "skyrl": ("trainer",)}
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: str  # "info" | "warning" | "critical"
+    message: str
+    evidence: str | None = None
+    since: str | None = None
+    down: bool = False  # the run is not training any more
+
+    @property
+    def key(self) -> str:
+        """What makes two findings the same incident (for transitions): rule and cause, not the numbers."""
+        return f"{self.rule}:{self.message.split(':', 1)[0][:60]}"
+
+
+@dataclass
+class Facts:
+    state: RunState
+    now: float  # wall clock, seconds since the epoch
+    cfg: Thresholds
+    disk: DiskSnapshot | None = None
+    gpu: GpuSnapshot | None = None
+    missing_roles: list[str] = field(default_factory=list)  # from the process sampler, when there is one
+    zombie_roles: list[str] = field(default_factory=list)
+
+    @property
+    def alive(self) -> dict[str, list[int]] | None:
+        return self.state.processes
+
+    def newest_write(self) -> float | None:
+        m = [f.mtime for f in self.state.files.values() if f.mtime is not None and f.kind in ("log", "metrics")]
+        return max(m) if m else None
+
+    def oldest_write(self) -> float | None:
+        m = [f.mtime for f in self.state.files.values() if f.mtime is not None and f.kind in ("log", "metrics")]
+        return min(m) if m else None
+
+    def booting(self) -> bool:
+        """Within the grace period of a start: nothing has finished a step yet and the files are young."""
+        if self.state.current_step() is not None:
+            return False
+        oldest = self.oldest_write()
+        return oldest is None or self.now - oldest < self.cfg.grace_s
+
+    def finished(self) -> bool:
+        return "trainer" in self.state.finished
+
+
+def _where(state: RunState, e: ErrorEntry) -> str:
+    return f"{state.relpath(e.source)} {e.time or ''}".strip()
+
+
+def _short(text: str, n: int = 110) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+# ---- crash ----------------------------------------------------------------------
+def crash(f: Facts) -> list[Finding]:
+    """A fatal error ends a log and the role's process is gone (seed 000 SIGBUS, the OOM sample)."""
+    s = f.state
+    fatals = sorted(
+        (i.fatal for i in s.files.values() if i.kind == "log" and i.fatal is not None and not i.active_after_fatal),
+        key=lambda e: e.time or "99",
+    )
+    if not fatals:
+        return []
+    first = fatals[0]
+    role = ROLE_NAMES.get(first.role, first.role)
+    detail = first.message
+    if detail.startswith("Fatal error") and ": " in detail:
+        detail = detail.split(": ", 1)[1]  # the exception says more than "Fatal error in train"
+    alive = f.alive or {}
+    running = sorted(r for r, pids in alive.items() if pids)
+    if not alive.get(first.role):
+        tail = "no run process alive" if not running else f"still running: {', '.join(running)}"
+        msg = f"{role} died: {first.kind} ({_short(detail, 100)}); {tail}"
+        return [Finding("crash", "critical", msg, _where(s, first), first.time, down=True)]
+    msg = f"{role} logged a fatal {first.kind} but its process is still alive ({_short(detail, 80)})"
+    return [Finding("crash", "warning", msg, _where(s, first), first.time)]
+
+
+# ---- processes --------------------------------------------------------------------
+def role_missing(f: Facts) -> list[Finding]:
+    """An expected process is gone or a zombie while the others run (inference has its own rule)."""
+    alive = f.alive
+    if alive is None or f.finished() or f.booting():
+        return []
+    running = sorted(r for r, p in alive.items() if p and r != "ray")
+    if not running:
+        return []
+    expected = set(EXPECTED_ROLES.get(f.state.framework, ())) | set(f.missing_roles) | set(f.zombie_roles)
+    # A role whose log ends in a fatal error is the crash rule's to report.
+    crashed = {i.fatal.role for i in f.state.files.values() if i.fatal is not None and not i.active_after_fatal}
+    out = []
+    for role in sorted(expected - set(running) - crashed - {"inference", "ray", "launcher"}):
+        how = "a zombie" if role in f.zombie_roles else "not running"
+        msg = f"{ROLE_NAMES.get(role, role)} process is {how} while {', '.join(running)} run"
+        out.append(Finding("role_missing", "critical", msg, "process table", down=True))
+    return out
+
+
+def inference_dead(f: Facts) -> list[Finding]:
+    """vLLM stopped while the trainer waits (seed 002): its process gone, or the orchestrator
+    retrying `Inference server was not reached`."""
+    s = f.state
+    if f.finished() or s.framework != "prime-rl" and "inference" not in (f.alive or {}) and "inference" not in f.missing_roles:
+        return []
+    alive = f.alive
+    others = sorted(r for r, p in (alive or {}).items() if p and r in ("trainer", "orchestrator"))
+    last_err = next((e for e in reversed(s.errors) if e.role == "inference"), None)
+    cause = f" after {last_err.kind} ({_short(last_err.message, 60)})" if last_err else ""
+    if alive is not None and not alive.get("inference") and others and not f.booting():
+        msg = f"vLLM (inference) process is gone while {' and '.join(others)} wait{cause}"
+        return [Finding("inference_dead", "critical", msg, _where(s, last_err) if last_err else "process table", last_err.time if last_err else None, down=True)]
+    n = s.warnings.get("inference_unreachable", 0)
+    if n:
+        text = s.last_warning.get("inference_unreachable", "")
+        secs = _seconds_in(text)
+        if secs is not None and secs >= f.cfg.inference_unreachable_s:
+            msg = f"orchestrator cannot reach vLLM: {_short(text, 90)} ({n} retries){cause}"
+            return [Finding("inference_dead", "critical", msg, "orchestrator log", None, down=alive is not None and not alive.get("inference"))]
+    return []
+
+
+def _seconds_in(text: str) -> float | None:
+    import re
+
+    m = re.search(r"after (\d+(?:\.\d+)?) seconds", text)
+    return float(m.group(1)) if m else None
+
+
+# ---- progress -----------------------------------------------------------------------
+def stalled(f: Facts) -> list[Finding]:
+    """No step for k × the median step time, or no write at all (a reclaimed pod: seed 003)."""
+    s = f.state
+    if f.finished() or any(i.fatal and not i.active_after_fatal for i in s.files.values()):
+        return []  # a crash explains the silence; the crash rule says so
+    newest = f.newest_write()
+    if newest is None or f.booting():
+        return []
+    quiet = f.now - newest
+    med = s.median_step_time()
+    limit = max(f.cfg.stall_min_s, f.cfg.stall_k * med if med else 0.0)
+    waiting = _waiting_on(s)
+    alive = f.alive
+    if quiet >= max(f.cfg.silence_s, limit):
+        nobody = alive is not None and not any(p for r, p in alive.items() if r != "ray")
+        msg = f"no log write anywhere for {_dur(quiet)}" + ("; no run process alive: the pod or job may be gone" if nobody else (f"; {waiting}" if waiting else ""))
+        return [Finding("stalled", "critical", msg, f"newest write {_dur(quiet)} ago", None, down=nobody)]
+    # The logs go on but the steps do not (waiting on something).
+    last_step_t, newest_t = s.last_step_time, _newest_log_time(s)
+    if last_step_t and newest_t:
+        gap = clock_diff(last_step_t, newest_t)
+        if gap >= limit:
+            msg = f"no step for {_dur(gap)} (> {f.cfg.stall_k:g} × median step {_dur(med) if med else 'n/a'})" + (f"; {waiting}" if waiting else "")
+            return [Finding("stalled", "warning", msg, f"last step at {last_step_t}, log at {newest_t}", last_step_t)]
+    return []
+
+
+def _waiting_on(s: RunState) -> str:
+    for role, on in sorted(s.waiting.items()):
+        return f"{role} waiting on {on}"
+    if s.batch is not None and s.batch.inflight == 0 and s.batch.done < (s.batch.total or 1):
+        return "waiting on env: no rollouts in flight"
+    return ""
+
+
+def _newest_log_time(s: RunState) -> str | None:
+    times = [f.last_time for f in s.files.values() if f.kind == "log" and f.last_time]
+    return max(times) if times else None
+
+
+def _dur(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    s = int(seconds)
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s}s"
+
+
+def rollouts_hung(f: Facts) -> list[Finding]:
+    """Batches stuck at 0/N while vLLM rejects every request (seeds 002/004: `max_tokens` too large)."""
+    s = f.state
+    rejects = [e for e in s.errors if e.kind == "max_tokens_too_large"]
+    if not rejects:
+        return []
+    stuck = s.batch is None or s.batch.done == 0
+    if not stuck:
+        return []
+    e = rejects[-1]
+    at = f"{s.batch.done}/{s.batch.total}" if s.batch else "0/?"
+    msg = f"rollouts hung at {at}: vLLM rejects requests: {_short(e.message, 120)}"
+    return [Finding("rollouts_hung", "critical", msg, _where(s, e), e.time)]
+
+
+# ---- checkpoints --------------------------------------------------------------------
+def checkpoint_incomplete(f: Facts) -> list[Finding]:
+    """A save that did not finish, a `policy/` of only `common.pt` (seed 000), or one orders of
+    magnitude smaller than the previous one."""
+    s = f.state
+    cks = sorted(s.checkpoints.values(), key=lambda c: c.step)
+    if not cks:
+        return []
+    out = []
+    newest = cks[-1].step
+    moved_on = (s.trainer_step or 0) > newest or any(i.fatal and not i.active_after_fatal for i in s.files.values())
+    saving = any(p.name == "save_checkpoints" for p in s.phases)
+    last_ok = s.last_complete_checkpoint()
+    for c in cks:
+        if c.complete:
+            continue
+        in_progress = c.step == newest and not moved_on and (saving or "in progress" in c.reason)
+        if in_progress:
+            continue
+        failed_save = "common.pt" in c.reason or "failed save" in c.reason
+        safe = f"; last complete: step {last_ok.step}" if last_ok else "; no complete checkpoint"
+        msg = f"checkpoint step {c.step} is incomplete: {c.reason}{safe}"
+        out.append(Finding("checkpoint_incomplete", "critical" if failed_save else "warning", msg, s.relpath(c.path)))
+    done = [c for c in cks if c.complete and c.bytes > 0]
+    for prev, cur in zip(done, done[1:]):
+        if cur.bytes < f.cfg.ckpt_shrink_ratio * prev.bytes:
+            msg = f"checkpoint step {cur.step} is {_bytes(cur.bytes)}, step {prev.step} was {_bytes(prev.bytes)}: the save likely failed"
+            out.append(Finding("checkpoint_incomplete", "critical", msg, s.relpath(cur.path)))
+    return out
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+# ---- disk ----------------------------------------------------------------------------------
+def disk_pressure(f: Facts) -> list[Finding]:
+    """A watched filesystem over 85 %, or full before the next checkpoint; core dumps; no retention."""
+    s = f.state
+    out = []
+    d = f.disk
+    if d is not None:
+        med = s.median_step_time()
+        ckpt_every = (s.ckpt_interval or 1) * med if med else None
+        for u in d.disks:
+            label = ", ".join(u.labels)
+            if u.pct >= f.cfg.disk_crit_pct:
+                out.append(Finding("disk_pressure", "critical", f"{label} is {u.pct:.0f}% full ({_bytes(u.free)} free)", u.path))
+            elif u.pct >= f.cfg.disk_warn_pct:
+                out.append(Finding("disk_pressure", "warning", f"{label} is {u.pct:.0f}% full ({_bytes(u.free)} free)", u.path))
+            elif u.full_in_s is not None and ckpt_every is not None and u.full_in_s < ckpt_every:
+                out.append(Finding("disk_pressure", "warning", f"{label} will be full in {_dur(u.full_in_s)}, before the next checkpoint", u.path))
+        if d.core_dumps:
+            total = sum(n for _, n in d.core_dumps)
+            sev = "warning" if total >= f.cfg.core_dump_warn_bytes else "info"
+            msg = f"{len(d.core_dumps)} core dump(s), {_bytes(total)}: they filled the disk in seed 000 (set `ulimit -c 0`)"
+            out.append(Finding("disk_pressure", sev, msg, d.core_dumps[0][0]))
+    n = len(s.checkpoints)
+    if s.keep_last is None and n > f.cfg.max_checkpoints_without_retention:
+        total = sum(c.bytes for c in s.checkpoints.values())
+        out.append(Finding("disk_pressure", "info", f"{n} checkpoints ({_bytes(total)}) and no retention set (keep_last / max_ckpts_to_keep)", "checkpoints"))
+    return out
+
+
+# ---- the training signal -----------------------------------------------------------------
+def _series(s: RunState, column: str, window: int = 50) -> list[tuple[int, float]]:
+    rows = [s.steps[k] for k in sorted(s.steps)[-window:] if s.steps[k].attempt == s.attempt]
+    return [(r.step, v) for r in rows if (v := r.value(column)) is not None]
+
+
+def training_signal(f: Facts) -> list[Finding]:
+    """Entropy sliding (seed 000: 7.45 → 6.91 → 6.16), grad-norm or KL spikes, reward collapse, NaN loss."""
+    s = f.state
+    cfg = f.cfg
+    out = []
+    if s.steps:
+        last = s.steps[max(s.steps)]
+        bad = sorted(k for k, v in last.trainer.items() if isinstance(v, float) and not math.isfinite(v) and k in ("loss", "entropy", "grad_norm", "kl"))
+        if bad:
+            out.append(Finding("training_signal", "critical", f"{', '.join(bad)} is not finite at step {last.step}", f"step {last.step}"))
+    ent = [(st, v) for st, v in _series(s, "entropy") if math.isfinite(v)]
+    if ent:
+        st, v = ent[-1]
+        if v < cfg.entropy_floor:
+            out.append(Finding("training_signal", "warning", f"entropy {v:.4g} is below the floor {cfg.entropy_floor:g} at step {st}", f"step {st}"))
+        w = cfg.entropy_window
+        if len(ent) > w:
+            tail = ent[-(w + 1) :]
+            falling = all(b[1] < a[1] for a, b in zip(tail, tail[1:]))
+            first = tail[0][1]
+            rate = (first - tail[-1][1]) / (w * abs(first)) if first else 0.0
+            if falling and rate >= cfg.entropy_drop_per_step:
+                msg = f"entropy falling {rate * 100:.0f}%/step for {w} steps: {first:.4g} → {tail[-1][1]:.4g} (steps {tail[0][0]}-{tail[-1][0]})"
+                out.append(Finding("training_signal", "warning", msg, f"steps {tail[0][0]}-{tail[-1][0]}"))
+    for column, label, k in (("grad_norm", "grad norm", cfg.grad_norm_spike), ("kl", "KL", cfg.kl_spike)):
+        ser = [(st, v) for st, v in _series(s, column) if math.isfinite(v)]
+        if len(ser) >= 6:
+            base = statistics.median(v for _, v in ser[:-1][-20:])
+            st, v = ser[-1]
+            if base > 0 and v > k * base:
+                out.append(Finding("training_signal", "warning", f"{label} spike: {v:.4g} at step {st}, {v / base:.1f}× the median {base:.4g}", f"step {st}"))
+    rew = [(st, v) for st, v in _series(s, "reward", 20) if math.isfinite(v)]
+    if len(rew) >= 5:
+        best = max(v for _, v in rew)
+        st, v = rew[-1]
+        if best > 0 and v < cfg.reward_collapse * best:
+            out.append(Finding("training_signal", "warning", f"reward collapsed to {v:.4g} at step {st} from a best of {best:.4g}", f"step {st}"))
+    return out
+
+
+# ---- rollout quality ------------------------------------------------------------------------
+def rollout_quality(f: Facts) -> list[Finding]:
+    """Format failures, errored or truncated rollouts, context overflows and timeouts above their rates."""
+    s = f.state
+    cfg = f.cfg
+    out = []
+    n = s.agent.trajectories
+    if n >= 10:
+        fails = sum(s.agent.format_failures.values())
+        if fails / n >= cfg.format_failure_rate:
+            rules = ", ".join(f"Rule {k} ×{v}" for k, v in sorted(s.agent.format_failures.items()))
+            out.append(Finding("rollout_quality", "warning", f"format failures in {fails}/{n} trajectories ({fails / n:.0%}): {rules}", "agent warnings"))
+        if s.context_overflows / n >= cfg.context_overflow_rate:
+            out.append(Finding("rollout_quality", "warning", f"context overflows in {s.context_overflows}/{n} trajectories", "agent warnings"))
+        if s.slow_calls.timeouts / n >= cfg.timeout_rate:
+            out.append(Finding("rollout_quality", "warning", f"tool timeouts: {s.slow_calls.timeouts} in {n} trajectories", "agent warnings"))
+    r = s.rollouts
+    if r.total >= 10:
+        if r.errored / r.total >= cfg.errored_rate:
+            kinds = ", ".join(f"{k} ×{v}" for k, v in r.by_error.most_common(3))
+            out.append(Finding("rollout_quality", "warning", f"{r.errored}/{r.total} rollouts errored ({kinds})", "rollout files"))
+        if r.truncated / r.total >= cfg.truncated_rate:
+            out.append(Finding("rollout_quality", "warning", f"{r.truncated}/{r.total} rollouts truncated", "rollout files"))
+    last = s.steps[max(s.steps)].orchestrator if s.steps else {}
+    if (e := last.get("error_rate")) is not None and e >= cfg.errored_rate:
+        out.append(Finding("rollout_quality", "warning", f"{e:.0%} of the last step's rollouts errored", f"step {max(s.steps)}"))
+    return out
+
+
+# ---- the environment -----------------------------------------------------------------------
+def environment(f: Facts) -> list[Finding]:
+    """`ulimit` warnings and too many open files (seed 002), and error kinds never seen before."""
+    s = f.state
+    out = []
+    if s.warnings.get("ulimit"):
+        out.append(Finding("environment", "warning", _short(s.last_warning.get("ulimit", "ulimit too low"), 140), "warning"))
+    fds = [e for e in s.errors if e.kind == "TooManyOpenFiles" or "Too many open files" in e.message]
+    if fds:
+        out.append(Finding("environment", "critical", f"too many open files: {_short(fds[-1].message, 100)}", _where(s, fds[-1]), fds[-1].time))
+    return out
+
+
+RULES: list[tuple[str, Callable[[Facts], list[Finding]]]] = [
+    ("crash", crash),
+    ("inference_dead", inference_dead),
+    ("role_missing", role_missing),
+    ("stalled", stalled),
+    ("rollouts_hung", rollouts_hung),
+    ("checkpoint_incomplete", checkpoint_incomplete),
+    ("disk_pressure", disk_pressure),
+    ("training_signal", training_signal),
+    ("rollout_quality", rollout_quality),
+    ("environment", environment),
+]
