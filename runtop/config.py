@@ -41,7 +41,7 @@ class Thresholds:
     ckpt_shrink_ratio: float = 0.01  # a save this much smaller than the previous one failed
     max_checkpoints_without_retention: int = 10
     entropy_floor: float = 0.05
-    entropy_drop_per_step: float = 0.25  # fraction of the first value lost per step, sustained
+    entropy_drop_per_step: float = 0.05  # fraction of the first value lost per step, sustained
     entropy_window: int = 4
     grad_norm_spike: float = 5.0  # × the median of the previous steps
     kl_spike: float = 5.0

@@ -32,9 +32,17 @@ def read_and_judge(path: str, *, ckpt_dir: str | None = None, cfg: Thresholds | 
         ck = reader.checkpoint_dir()
         if ck:
             paths.append(("checkpoint dir", ck))
-        disk = DiskSampler([(lbl, p) for lbl, p in paths if os.path.exists(p)], core_roots=[reader.layout.root]).sample()
+        disk = DiskSampler([(lbl, p) for lbl, p in paths if os.path.exists(p)], core_roots=core_roots(reader.layout)).sample()
     facts = Facts(state, time.time(), cfg or Thresholds(), disk=disk)
     return state, judge(state, facts)
+
+
+def core_roots(layout) -> list[str]:
+    """Where a run's core dumps land: its dir (a SkyRL log's dir is `logs/`: look beside it too)."""
+    root = layout.root
+    if layout.framework == "skyrl" and os.path.basename(root) == "logs":
+        return [os.path.dirname(root)]
+    return [root]
 
 
 def _read(path: str, *, processes: bool, ckpt_dir: str | None) -> tuple[RunState, RunReader]:

@@ -20,6 +20,7 @@ from runtop.health import HealthTracker, Verdict
 from runtop.rules import Facts
 from runtop.live import LiveRun
 from runtop.parsers.events import VllmStats
+from runtop.snapshot import core_roots
 from runtop.sources.disk import DiskSampler, DiskSnapshot
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot
@@ -72,7 +73,7 @@ class Monitor:
         self.verdict: Verdict = self.health.evaluate(self.facts())
         # Samplers can be handed in (tests, snapshots): anything with the same `sample` works.
         self._procs = proc_sampler or ProcessSampler(layout.root, [t.path for t in layout.logs], layout.framework)
-        self._disks = disk_sampler or DiskSampler(self._disk_paths(), core_roots=[layout.root])
+        self._disks = disk_sampler or DiskSampler(self._disk_paths(), core_roots=core_roots(layout))
         self._gpu = gpu
         self.vllm_url = vllm_url
         self.probes: list[Probe] = []

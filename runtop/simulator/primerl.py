@@ -12,6 +12,7 @@ renamed when the save completes), and the failures of the seeds:
 - partial-checkpoint: a save leaves shards without `.metadata`, then the trainer dies.
 - disk-filling: checkpoints grow, a core dump appears, then `No space left on device`.
 - rollouts-hung: vLLM rejects every request (`max_tokens` too large); batches stay at 0/N.
+- entropy-collapse: from `fail_step` on, entropy loses a fifth of itself every step (seed 000's slide, faster).
 
 Tests drive it synchronously (`run()`); `runtop demo` runs it in a thread (`start()`).
 The script is deterministic for a given seed.
@@ -34,6 +35,7 @@ SCENARIOS = (
     "partial-checkpoint",
     "disk-filling",
     "rollouts-hung",
+    "entropy-collapse",
 )
 ENV = "reverse-text"
 RUN_NAME = "reverse-text--qwen3-0.6b--sim"
@@ -146,6 +148,8 @@ class Simulator(ScriptPlayer):
             t += step_time
             reward = min(0.95, reward + rng.uniform(-0.01, 0.03))
             entropy = max(0.05, entropy - rng.uniform(0.002, 0.01))
+            if self.scenario == "entropy-collapse" and step >= self.fail_step:
+                entropy *= 0.8
             yield t, self._orch_step(t, step, step_time, reward)
             yield t + 0.5, self._vllm_stats(t + 0.5)
             if self.scenario == "trainer-oom" and step == self.fail_step:

@@ -13,6 +13,8 @@ whose saves are complete or broken. Scenarios:
   wrapper relaunches (Attempt #2), which resumes from the last complete checkpoint.
 - disk-full: a core dump fills the disk; the next save writes only `common.pt` and
   dies with `No space left on device`.
+- format-rising: from `fail_step` on, more trajectories fail the format rules each step
+  (seed 000's Rule 2 "think never closes" climbing).
 
 Deterministic for a given seed; driven like the prime-rl simulator (`runtop.simulator.player`).
 """
@@ -26,7 +28,7 @@ from collections.abc import Callable, Iterator
 
 from runtop.simulator.player import Action, ScriptPlayer
 
-SCENARIOS = ("healthy", "sigbus-checkpoint", "disk-full")
+SCENARIOS = ("healthy", "sigbus-checkpoint", "disk-full", "format-rising")
 RUN_NAME = "biomni-qwen30ba3b-rubric-gspo-sim"
 START = 9 * 3600 + 8 * 60 + 41  # 09:08:41 on the day below
 DAY = _dt.datetime(2026, 2, 19, tzinfo=_dt.timezone.utc)
@@ -158,7 +160,8 @@ class SkyrlSimulator(ScriptPlayer):
             yield ti, self._trajectory(ti, step, i)
         t = t0 + gen
         reward = max(0.0, min(7.0, reward + rng.uniform(-0.15, 0.2)))
-        entropy = max(0.5, entropy - rng.uniform(0.3, 0.7))
+        # A healthy run's entropy wanders; it does not slide step after step.
+        entropy = max(0.5, entropy + rng.uniform(-0.25, 0.2))
         resp = 15000 + rng.uniform(-900, 1800)
         gn, loss, clip = rng.uniform(0.18, 0.34), rng.uniform(-0.01, 0.01), rng.choice([0.2125, 0.2625, 0.3125])
         fwd, train, sync = 40 + rng.random() * 20, 120 + rng.random() * 60, 42 + rng.random() * 2
@@ -211,7 +214,10 @@ class SkyrlSimulator(ScriptPlayer):
     def _trajectory(self, t: float, step: int, i: int) -> Callable[[], None]:
         rng = self.rng
         inst = 1000 + step * 100 + i
-        ft = 0.0 if rng.random() < 0.12 else 1.0
+        fail = 0.12
+        if self.scenario == "format-rising" and step >= self.fail_step:
+            fail = min(0.9, 0.12 + 0.2 * (step - self.fail_step + 1))
+        ft = 0.0 if rng.random() < fail else 1.0
         gt = 1.0 if rng.random() < 0.75 else 0.0
         rubric = round(rng.uniform(2.45, 5.0), 2)
         kind = rng.random()

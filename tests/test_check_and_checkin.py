@@ -1,0 +1,88 @@
+"""`runtop check` exit codes, `status --append` (STATUS.md, concurrent writers), `watch --every`."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+
+from runtop.checkin import append_checkin
+
+
+def runtop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "runtop", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_check_exit_codes(simulated, tmp_path):
+    assert runtop("check", simulated("healthy", max_steps=4)).returncode == 0
+    r = runtop("check", simulated("rollouts-hung"))
+    assert r.returncode == 1 and r.stdout.startswith("Degraded:") and "rollouts_hung" in r.stdout
+    r = runtop("check", simulated("trainer-oom", max_steps=9))
+    assert r.returncode == 2 and r.stdout.startswith("Down:") and "torch.OutOfMemoryError" in r.stdout
+    r = runtop("check", str(tmp_path / "nope"))
+    assert r.returncode == 3 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[health]\nnope = 1\n")
+    r = runtop("check", simulated("healthy", max_steps=2), "--config", str(bad))
+    assert r.returncode == 3 and "unknown key health.nope" in r.stderr
+
+
+def test_check_json_is_the_status_document_with_every_finding(simulated):
+    r = runtop("check", "--json", simulated("trainer-oom", max_steps=9))
+    assert r.returncode == 2
+    doc = json.loads(r.stdout)
+    assert doc["health"]["verdict"] == "Down"
+    crash = next(a for a in doc["alerts"] if a["rule"] == "crash")
+    assert set(crash) == {"rule", "severity", "message", "evidence", "since"} and crash["severity"] == "critical"
+    assert "steps" in doc and "checkpoints" in doc
+
+
+def test_status_append_creates_then_appends_and_never_truncates(simulated):
+    root = simulated("healthy", max_steps=3)
+    path = os.path.join(root, "STATUS.md")
+    assert not os.path.exists(path)
+    assert runtop("status", root, "--append").returncode == 0
+    first = open(path).read()
+    assert first.startswith("## ") and "**Health**: Healthy" in first and "| step |" in first
+    with open(path, "a") as f:
+        f.write("Hand-written note, keep me.")  # no trailing newline
+    assert runtop("status", root, "--append").returncode == 0
+    text = open(path).read()
+    assert text.startswith(first) and "Hand-written note, keep me.\n\n## " in text
+    assert text.count("**Health**") == 2
+
+
+def _writer(path: str, tag: str, n: int) -> None:
+    for i in range(n):
+        body = "\n".join(f"{tag} entry {i} line {k} " + "x" * 200 for k in range(40))  # ~9 KB: over PIPE_BUF
+        append_checkin(path, f"## {tag} {i}\n{body}\n")
+
+
+def test_two_writers_never_interleave(tmp_path):
+    path = str(tmp_path / "STATUS.md")
+    with open(path, "w") as f:
+        f.write("# Training Monitor Report\n")
+    procs = [multiprocessing.Process(target=_writer, args=(path, tag, 30)) for tag in ("cron", "tui")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    text = open(path).read()
+    assert text.startswith("# Training Monitor Report\n")
+    entries = text.split("\n## ")[1:]
+    assert len(entries) == 60
+    for e in entries:
+        head, *lines = [ln for ln in e.split("\n") if ln]
+        tag, i = head.split()
+        assert len(lines) == 40 and all(ln.startswith(f"{tag} entry {i} line ") for ln in lines)
+
+
+def test_watch_appends_on_a_cadence(simulated):
+    root = simulated("healthy", max_steps=3)
+    r = runtop("watch", root, "--every", "1s", "--count", "2", "--interval", "0.2", timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert open(os.path.join(root, "STATUS.md")).read().count("**Health**") == 2
+    r = runtop("watch", root, "--every", "soon")
+    assert r.returncode == 2 and "--every 'soon'" in r.stderr

@@ -1,0 +1,180 @@
+"""Each incident of the seeds, reproduced by the simulators, caught by its rule with its cause;
+and a long healthy run that raises nothing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from runtop.config import ConfigError, Thresholds, load
+from runtop.health import HealthTracker
+from runtop.rules import Facts
+from runtop.simulator.primerl import Simulator
+from runtop.simulator.skyrl import SkyrlSimulator
+from runtop.snapshot import read_and_judge, read_run
+from runtop.sources.disk import DiskSnapshot, DiskUsage
+
+TITLED = "import setproctitle, sys, time; setproctitle.setproctitle(sys.argv[1]); time.sleep(120)"
+
+
+def findings(verdict, rule: str) -> list:
+    return [a for a in verdict.alerts if a.rule == rule]
+
+
+def serious(verdict) -> list:
+    return [a for a in verdict.alerts if a.severity in ("warning", "critical")]
+
+
+def test_a_long_healthy_run_raises_nothing(tmp_path):
+    root = str(tmp_path / "prime")
+    Simulator(root, scenario="healthy", max_steps=60).run()
+    _state, verdict = read_and_judge(root)
+    assert verdict.verdict == "Healthy" and serious(verdict) == []
+    sky = str(tmp_path / "sky")
+    SkyrlSimulator(sky, max_steps=10).run()
+    _state, verdict = read_and_judge(sky)
+    assert verdict.verdict == "Healthy" and serious(verdict) == []
+
+
+def test_sigbus_in_a_save_leaves_only_common_pt(tmp_path):
+    """Seed 000, attempt #1: SIGBUS in the Megatron save; `policy/` holds a 421 KB common.pt."""
+    root = str(tmp_path / "run")
+    SkyrlSimulator(root, scenario="sigbus-checkpoint", max_steps=6, autoretry=False).run()
+    _state, v = read_and_judge(root)
+    assert v.verdict == "Down"
+    crash = findings(v, "crash")[0]
+    assert crash.severity == "critical" and "SIGBUS" in crash.message and crash.since
+    ck = findings(v, "checkpoint_incomplete")[0]
+    assert ck.severity == "critical" and "step 4" in ck.message and "common.pt" in ck.message and "last complete: step 2" in ck.message
+
+
+def test_core_dumps_fill_the_disk_then_the_next_save_hits_enospc(tmp_path):
+    """Seed 000, attempt #3: 49 GB of core dumps, then `No space left on device` in the save."""
+    root = str(tmp_path / "run")
+    SkyrlSimulator(root, scenario="disk-full", max_steps=6).run()
+    _state, v = read_and_judge(root)
+    assert v.verdict == "Down"
+    assert "No space left on device" in findings(v, "crash")[0].message
+    dumps = [a for a in findings(v, "disk_pressure") if "core dump" in a.message]
+    assert dumps and dumps[0].severity == "warning" and "9.0 GB" in dumps[0].message
+    assert any("common.pt" in a.message for a in findings(v, "checkpoint_incomplete"))
+
+
+def test_a_disk_over_85_percent_and_one_full_before_the_next_checkpoint(tmp_path):
+    root = str(tmp_path / "run")
+    Simulator(root, scenario="healthy", max_steps=6).run()
+    state = read_run(root, processes=False)
+    disk = DiskSnapshot(
+        disks=[
+            DiskUsage(("root", "output dir"), "/", 369 << 30, 338 << 30, 31 << 30, None, None),
+            DiskUsage(("/dev/shm",), "/dev/shm", 512 << 30, 200 << 30, 312 << 30, 4 << 30, 50.0),
+        ]
+    )
+    v = HealthTracker().evaluate(Facts(state, time.time(), Thresholds(), disk=disk))
+    msgs = [a.message for a in findings(v, "disk_pressure")]
+    assert any("root, output dir is 92% full" in m for m in msgs)
+    assert any("/dev/shm will be full in 50s, before the next checkpoint" in m for m in msgs)
+    assert v.verdict == "Degraded"
+
+
+def test_inference_dies_silently_while_the_trainer_waits(tmp_path):
+    """Seed 002: vLLM is gone, nothing in its log; the trainer and orchestrator still run."""
+    root = tmp_path / "outputs" / "run"
+    sim = Simulator(str(root), scenario="healthy", max_steps=20)
+    sim.run(until=sim.START + 200)
+    procs = [subprocess.Popen([sys.executable, "-c", TITLED, t], cwd=root) for t in ("PRIME-RL::Trainer", "PRIME-RL::Orchestrator")]
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            state, v = read_and_judge(str(root))
+            if {"trainer", "orchestrator"} <= set(state.processes or {}) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert v.verdict == "Down"
+        dead = findings(v, "inference_dead")[0]
+        assert dead.severity == "critical" and "vLLM" in dead.message and "orchestrator and trainer wait" in dead.message
+        r = subprocess.run([sys.executable, "-m", "runtop", "check", str(root)], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "vLLM (inference) process is gone" in r.stdout
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_rollouts_hung_at_zero_with_the_max_tokens_error(tmp_path):
+    """Seeds 002/004: batches stay at 0/N because max_tokens exceeds the context."""
+    root = str(tmp_path / "run")
+    Simulator(root, scenario="rollouts-hung").run()
+    _state, v = read_and_judge(root)
+    hung = findings(v, "rollouts_hung")[0]
+    assert hung.severity == "critical" and "0/128" in hung.message and "max_tokens" in hung.message
+    assert any("ulimit" in a.message for a in findings(v, "environment"))
+
+
+def test_a_pod_vanishes_and_nothing_writes_any_more(tmp_path):
+    """Seed 003: the pod is reclaimed; the logs simply stop."""
+    root = str(tmp_path / "run")
+    Simulator(root, scenario="stalled", max_steps=20).run()
+    old = time.time() - 2 * 3600
+    for dirpath, _dirs, names in os.walk(root):
+        for n in names:
+            os.utime(os.path.join(dirpath, n), (old, old), follow_symlinks=False)
+    _state, v = read_and_judge(root)
+    stall = findings(v, "stalled")[0]
+    assert v.verdict == "Down" and stall.severity == "critical"
+    assert "no log write anywhere for 2h00m" in stall.message and "no run process alive" in stall.message
+
+
+def test_a_quiet_run_in_its_grace_period_is_not_stalled(tmp_path):
+    root = str(tmp_path / "run")
+    sim = Simulator(root, scenario="healthy", max_steps=20)
+    sim.run(until=sim.START + 3)  # launched, no step yet
+    _state, v = read_and_judge(root)
+    assert v.verdict == "Unknown" and not findings(v, "stalled") and not findings(v, "role_missing")
+
+
+def test_entropy_sliding_step_after_step(tmp_path):
+    root = str(tmp_path / "run")
+    Simulator(root, scenario="entropy-collapse", max_steps=10, fail_step=4).run()
+    _state, v = read_and_judge(root)
+    slide = [a for a in findings(v, "training_signal") if "entropy falling" in a.message]
+    assert slide and slide[0].severity == "warning" and "%/step for 4 steps" in slide[0].message
+    assert v.verdict == "Degraded"
+
+
+def test_format_failures_rising(tmp_path):
+    root = str(tmp_path / "run")
+    SkyrlSimulator(root, scenario="format-rising", max_steps=6, fail_step=3).run()
+    _state, v = read_and_judge(root)
+    q = findings(v, "rollout_quality")[0]
+    assert q.severity == "warning" and "format failures in" in q.message and "Rule 3" in q.message
+
+
+def test_findings_keep_their_start_across_evaluations(tmp_path):
+    root = str(tmp_path / "run")
+    Simulator(root, scenario="rollouts-hung").run()
+    state = read_run(root, processes=False)
+    tracker = HealthTracker()
+    first = tracker.evaluate(Facts(state, 1000.0, Thresholds()))
+    again = tracker.evaluate(Facts(state, 2000.0, Thresholds()))
+    assert {a.key for a in first.new} >= {a.key for a in first.alerts}
+    assert again.new == [] and [a.since for a in again.alerts] == [a.since for a in first.alerts]
+
+
+def test_config_file_overrides_and_bad_keys(tmp_path):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text("[health]\nentropy_floor = 0.5\nbell = false\n")
+    t = load(str(cfg))
+    assert t.entropy_floor == 0.5 and t.bell is False and t.stall_k == 3.0
+    cfg.write_text("[health]\nentropy_flor = 0.5\n")
+    with pytest.raises(ConfigError, match="unknown key health.entropy_flor"):
+        load(str(cfg))
+    cfg.write_text('[health]\nstall_k = "three"\n')
+    with pytest.raises(ConfigError, match="health.stall_k must be a number"):
+        load(str(cfg))
+    with pytest.raises(ConfigError, match="no such file"):
+        load(str(tmp_path / "missing.toml"))
