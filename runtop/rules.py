@@ -143,6 +143,13 @@ def inference_dead(f: Facts) -> list[Finding]:
     if alive is not None and not alive.get("inference") and others and not f.booting():
         msg = f"vLLM (inference) process is gone while {' and '.join(others)} wait{cause}"
         return [Finding("inference_dead", "critical", msg, _where(s, last_err) if last_err else "process table", last_err.time if last_err else None, down=True)]
+    gpu = f.gpu
+    pids = set((alive or {}).get("inference") or [])
+    if gpu is not None and gpu.gpus and pids and others:
+        held = {p.pid: p.used_bytes for g in gpu.gpus for p in g.processes}
+        if not any((held.get(pid) or 0) > 1 << 30 for pid in pids):
+            msg = f"vLLM is running but holds no GPU memory while {' and '.join(others)} wait: its engine has likely died{cause}"
+            return [Finding("inference_dead", "critical", msg, "NVML", None, down=True)]
     n = s.warnings.get("inference_unreachable", 0)
     if n:
         text = s.last_warning.get("inference_unreachable", "")

@@ -178,3 +178,21 @@ def test_config_file_overrides_and_bad_keys(tmp_path):
         load(str(cfg))
     with pytest.raises(ConfigError, match="no such file"):
         load(str(tmp_path / "missing.toml"))
+
+
+def test_vllm_alive_but_holding_no_gpu_memory(tmp_path):
+    """Seed 002: the API server process lingers, its GPU is at ~0 MiB: the engine is gone."""
+    from runtop.sources.gpu import GpuProcess, GpuReading, GpuSnapshot
+
+    root = str(tmp_path / "run")
+    sim = Simulator(root, scenario="healthy", max_steps=20)
+    sim.run(until=sim.START + 200)
+    state = read_run(root, processes=False)
+    state.processes = {"inference": [4242], "trainer": [4300], "orchestrator": [4400]}
+    gpus = GpuSnapshot(gpus=[
+        GpuReading(0, "H100", 0.0, 3 << 20, 80 << 30, 30.0, 70.0, (GpuProcess(4242, 2 << 20),)),
+        GpuReading(1, "H100", 98.0, 70 << 30, 80 << 30, 66.0, 600.0, (GpuProcess(4300, 69 << 30),)),
+    ])
+    v = HealthTracker().evaluate(Facts(state, time.time(), Thresholds(), gpu=gpus))
+    dead = findings(v, "inference_dead")[0]
+    assert v.verdict == "Down" and "holds no GPU memory" in dead.message

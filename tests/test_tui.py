@@ -203,3 +203,43 @@ async def test_the_app_follows_a_live_run(tmp_path):
                 break
         assert (app.monitor.state.trainer_step or 0) > first + 5
         assert f"step {app.monitor.state.trainer_step}/40" in pane(app, "header")
+
+
+async def test_a_new_critical_finding_toasts_and_rings(tmp_path):
+    """The run is fine when runtop opens; then the trainer dies of OOM: a toast and the bell."""
+    from runtop.simulator.primerl import Simulator
+
+    root = str(tmp_path / "run")
+    sim = Simulator(root, scenario="trainer-oom", max_steps=9)
+    script = list(sim.script())
+    oom_at = next(i for i, (at, act) in enumerate(script) if "trainer_oom" in repr(act) or at > sim.START + 60)
+    for _at, act in script[:oom_at]:
+        act()
+    app = make_app(root, fixed=False, processes=False, disks=False, interval=0.2)
+    rings = []
+    app.bell = lambda: rings.append(1)
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        assert "Down" not in pane(app, "header")
+        for _at, act in script[oom_at:]:
+            act()
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if rings:
+                break
+        assert rings, "no bell for the new critical finding"
+        assert any("trainer died" in n.message for n in app._notifications)
+
+
+async def test_s_appends_a_check_in(simulated):
+    root = simulated("healthy", max_steps=3)
+    app = make_app(root)
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        path = os.path.join(root, "STATUS.md")
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if os.path.exists(path):
+                break
+        assert "**Health**: Healthy" in open(path).read()
