@@ -14,6 +14,7 @@ import statistics
 from typing import Any
 
 from runtop import __version__
+from runtop.columns import STEP_COLUMNS
 from runtop.health import Verdict, judge
 from runtop.parsers.text import redact
 from runtop.state import STEP_FIELDS, RunState, StepRow
@@ -269,21 +270,9 @@ def _duration(seconds: float | None) -> str:
 
 
 # The step table the seeds' notes wrote by hand; a column shows only when some row has it.
-TABLE_COLUMNS = (
-    ("reward", "reward", 4),
-    ("loss", "policy loss", 4),
-    ("clip_ratio", "clip ratio", 4),
-    ("entropy", "entropy", 4),
-    ("kl", "KL", 5),
-    ("grad_norm", "grad norm", 4),
-    ("seq_len", "response length", 1),
-    ("step_time_s", "step time", 0),
-)
-
-
 def step_table(rows: list[StepRow], last: int = 10) -> list[str]:
     rows = rows[-last:]
-    cols = [c for c in TABLE_COLUMNS if any(_num(r.value(c[0])) is not None for r in rows)]
+    cols = [(c.name, c.label, c.digits) for c in STEP_COLUMNS if any(_num(r.value(c.name)) is not None for r in rows)]
     if not rows or not cols:
         return []
 

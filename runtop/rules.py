@@ -329,7 +329,7 @@ def training_signal(f: Facts) -> list[Finding]:
             first = tail[0][1]
             rate = (first - tail[-1][1]) / (w * abs(first)) if first else 0.0
             if falling and rate >= cfg.entropy_drop_per_step:
-                msg = f"entropy falling {rate * 100:.0f}%/step for {w} steps: {first:.4g} → {tail[-1][1]:.4g} (steps {tail[0][0]}-{tail[-1][0]})"
+                msg = f"entropy falling {rate * 100:.0f}%/step for {w} steps: {first:.4g} → {tail[-1][1]:.4g}"
                 out.append(Finding("training_signal", "warning", msg, f"steps {tail[0][0]}-{tail[-1][0]}"))
     for column, label, k in (("grad_norm", "grad norm", cfg.grad_norm_spike), ("kl", "KL", cfg.kl_spike)):
         ser = [(st, v) for st, v in _series(s, column) if math.isfinite(v)]

@@ -9,7 +9,7 @@ of the view changed, so a quiet run costs almost nothing over SSH.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from typing import Any
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -18,10 +18,7 @@ from textual.message import Message
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
-from runtop.config import Thresholds
 from runtop.discovery import RunLayout
-from runtop.sources.gpu import GpuProbe
-from runtop.sources.vllm_metrics import DEFAULT_URL
 from runtop.tui.chart_screen import ChartScreen
 from runtop.tui.help_screen import HelpScreen
 from runtop.tui.keys import PANES, bindings
@@ -80,23 +77,15 @@ class RuntopApp(App[int]):
         layout: RunLayout,
         *,
         interval: float = 2.0,
-        poll: bool = False,
-        gpu: GpuProbe | None = None,
-        vllm_url: str | None = DEFAULT_URL,
-        processes: bool = True,
-        disks: bool = True,
-        clock: Callable[[], float] = time.time,
         monitor: Monitor | None = None,
         quit_after: float | None = None,
-        thresholds: Thresholds | None = None,
+        **monitor_options: Any,
     ) -> None:
+        """`monitor_options` go to `Monitor` (poll, gpu, vllm_url, thresholds, samplers, clock)."""
         super().__init__()
         self.quit_after = quit_after  # `runtop demo --duration`: leave by itself
         self.interval = interval
-        self.monitor = monitor or Monitor(
-            layout, interval=interval, poll=poll, gpu=gpu, vllm_url=vllm_url, processes=processes, disks=disks, clock=clock,
-            thresholds=thresholds,
-        )
+        self.monitor = monitor or Monitor(layout, interval=interval, **monitor_options)
         self.slot = "steps"  # the compact layout's switchable pane
         self.metric = 0
         self.hidden: set[str] = set()

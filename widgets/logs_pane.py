@@ -11,12 +11,12 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Input, Static
 
 from runtop.state import LogLine
 from runtop.view import View
+from runtop.widgets.render import scroll_bindings
 
 LEVELS = ("ALL", "INFO", "WARNING", "ERROR")
 RANK = {"TRACE": 0, "DEBUG": 0, "INFO": 1, "SUCCESS": 1, "WARNING": 2, "ERROR": 3, "CRITICAL": 3}
@@ -26,14 +26,7 @@ LEVEL_STYLE = {"WARNING": "yellow", "ERROR": "red", "CRITICAL": "bold red", "SUC
 class LogView(Static, can_focus=True):
     """The visible window of log lines."""
 
-    BINDINGS = [
-        Binding("up", "scroll(1)", "Older", show=False),
-        Binding("down", "scroll(-1)", "Newer", show=False),
-        Binding("pageup", "scroll(10)", "Older page", show=False),
-        Binding("pagedown", "scroll(-10)", "Newer page", show=False),
-        Binding("home", "scroll(100000)", "Oldest", show=False),
-        Binding("end", "scroll(-100000)", "Newest", show=False),
-    ]
+    BINDINGS = scroll_bindings()
 
     def action_scroll(self, lines: int) -> None:
         pane = self.parent

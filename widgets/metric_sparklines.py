@@ -6,20 +6,13 @@ import math
 
 from rich.text import Text
 
+from runtop.columns import SPARKLINES
 from runtop.view import View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import num, sparkline, trend
 
-# (column, label): one declarative list drives this pane and the chart (glances' way).
-METRICS = (
-    ("reward", "reward"),
-    ("entropy", "entropy"),
-    ("grad_norm", "grad norm"),
-    ("kl", "KL"),
-    ("loss", "loss"),
-    ("seq_len", "seq len"),
-    ("step_time_s", "step time"),
-)
+# (column, label), from the one description of the step columns.
+METRICS = tuple((c.name, "step time" if c.name == "step_time_s" else c.short) for c in SPARKLINES)
 WINDOW = 120  # steps kept per sparkline: bounded, whatever the run's length
 
 

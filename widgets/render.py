@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from rich.text import Text
+from textual.binding import Binding
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 
@@ -79,3 +80,15 @@ def bar(fraction: float, width: int, warn: float = 0.85) -> Text:
     filled = int(round(fraction * width))
     style = "red" if fraction >= warn else "yellow" if fraction >= 0.7 else "green"
     return Text("█" * filled, style=style) + Text("░" * (width - filled), style="grey37")
+
+
+def scroll_bindings() -> list[Binding]:
+    """Keys that move a drawn window back (older) and forward (newer): `action_scroll(lines)`."""
+    return [
+        Binding("up", "scroll(1)", "Older", show=False),
+        Binding("down", "scroll(-1)", "Newer", show=False),
+        Binding("pageup", "scroll(10)", "Older page", show=False),
+        Binding("pagedown", "scroll(-10)", "Newer page", show=False),
+        Binding("home", "scroll(1000000)", "Oldest", show=False),
+        Binding("end", "scroll(-1000000)", "Newest", show=False),
+    ]

@@ -10,24 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual.binding import Binding
 from textual.widgets import Static
 
+from runtop.columns import STEP_COLUMNS
 from runtop.view import View
-from runtop.widgets.render import num
+from runtop.widgets.render import num, scroll_bindings
 
 # (header, column, width): fixed widths, so a refresh formats strings instead of measuring a table.
-COLUMNS = (
-    ("step", None, 6),
-    ("reward", "reward", 8),
-    ("loss", "loss", 10),
-    ("clip", "clip_ratio", 7),
-    ("entropy", "entropy", 8),
-    ("KL", "kl", 10),
-    ("grad norm", "grad_norm", 10),
-    ("seq len", "seq_len", 8),
-    ("time", "step_time_s", 7),
-)
+COLUMNS = (("step", None, 6), *((c.short, c.name, c.width) for c in STEP_COLUMNS))
 
 
 class StepTable(Static, can_focus=True):
@@ -36,14 +26,7 @@ class StepTable(Static, can_focus=True):
     StepTable { height: 1fr; min-height: 5; border: round $primary-darken-2; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     StepTable:focus { border: round $accent; }
     """
-    BINDINGS = [
-        Binding("up", "scroll(1)", "Older", show=False),
-        Binding("down", "scroll(-1)", "Newer", show=False),
-        Binding("pageup", "scroll(10)", "Older page", show=False),
-        Binding("pagedown", "scroll(-10)", "Newer page", show=False),
-        Binding("home", "scroll(1000000)", "First", show=False),
-        Binding("end", "scroll(-1000000)", "Newest", show=False),
-    ]
+    BINDINGS = scroll_bindings()
 
     def __init__(self, **kw: Any) -> None:
         super().__init__("", **kw)
