@@ -16,14 +16,22 @@ import time
 from runtop import __version__
 from runtop.discovery import DiscoveryError, discover, with_ckpt_dir
 
-COMMANDS = ("status", "demo", "follow", "tui", "check", "watch")
+COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send")
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
 CHECK_EXIT = {"Healthy": 0, "Unknown": 0, "Degraded": 1, "Down": 2}
 EXIT_CANNOT_READ = 3
+EXIT_READ_ONLY = 4
 
 
 def _config(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", default=None, metavar="FILE", help="health thresholds (default ~/.config/runtop/config.toml)")
+    p.add_argument("--config", default=None, metavar="FILE", help="thresholds and actions (default ~/.config/runtop/config.toml)")
+    p.add_argument("--read-only", action="store_true", help="no action can send anything (also [actions] read_only)")
+
+
+def _tmux_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tmux-session", default=None, metavar="NAME", help="the run's tmux session (default: found from its processes)")
+    p.add_argument("--tmux-socket", default=None, metavar="NAME", help="tmux's -L server name")
+    p.add_argument("--launch-cmd", default=None, metavar="CMD", help="the run's launch command (default: [actions] launch_cmd, else the Launcher pane's history)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -52,6 +60,20 @@ def build_parser() -> argparse.ArgumentParser:
     _ckpt_dir(ch)
     _config(ch)
 
+    ac = sub.add_parser("actions", help="list the vetted actions with their exact text (or why each is disabled)")
+    ac.add_argument("path")
+    _ckpt_dir(ac)
+    _config(ac)
+    _tmux_opts(ac)
+
+    se = sub.add_parser("send", help="dispatch one vetted action into the run's tmux Launcher window")
+    se.add_argument("action", help="resume, stop, restart, open-logs, checkin")
+    se.add_argument("path")
+    se.add_argument("--yes", action="store_true", help="confirm: without it nothing is sent")
+    _ckpt_dir(se)
+    _config(se)
+    _tmux_opts(se)
+
     wa = sub.add_parser("watch", help="follow a run headless and append a check-in to STATUS.md on a cadence")
     wa.add_argument("path")
     wa.add_argument("--every", default="1h", metavar="DURATION", help="time between check-ins: 30m, 1h, 90s (default 1h)")
@@ -70,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     fo = sub.add_parser("follow", help="print a rolling status as the run writes (no TUI)")
     fo.add_argument("path")
     _ckpt_dir(fo)
+    _config(fo)
     _common(fo)
 
     de = sub.add_parser("demo", help="simulate a live prime-rl or SkyRL run in a temp dir and follow it")
@@ -141,6 +164,75 @@ def cmd_check(args: argparse.Namespace) -> int:
             where = f"  [{a.evidence}]" if a.evidence else ""
             print(f"{a.severity:<8} {a.rule:<22} since {a.since or 'n/a':<8} {a.message}{where}")
     return CHECK_EXIT.get(verdict.verdict, 1)
+
+
+def _action_context(args: argparse.Namespace):
+    from runtop.actions import Context
+    from runtop.config import load_actions
+    from runtop.snapshot import read_run
+    from runtop.sources.tmux import Tmux
+
+    cfg = load_actions(args.config)
+    state = read_run(args.path, ckpt_dir=args.ckpt_dir)
+    layout_root = state.path
+    logs = [f.path for f in state.files.values() if f.kind == "log"]
+    return Context(
+        state=state,
+        run_root=layout_root,
+        tmux=Tmux(args.tmux_socket),
+        session=args.tmux_session,
+        window=cfg.launcher_window,
+        logs_window=cfg.logs_window,
+        launch_cmd=args.launch_cmd or cfg.launch_cmd,
+        launch_cmd_source="given with --launch-cmd" if args.launch_cmd else ("from [actions] launch_cmd" if cfg.launch_cmd else None),
+        read_only=args.read_only or cfg.read_only,
+        audit_path=cfg.audit_log,
+        log_paths=logs,
+    )
+
+
+def cmd_actions(args: argparse.Namespace) -> int:
+    from runtop.actions import REGISTRY, plans
+
+    ctx = _action_context(args)
+    if ctx.read_only:
+        print("read-only: no actions")
+        return EXIT_OK
+    keys = {a.name: a.key for a in REGISTRY}
+    for p in plans(ctx):
+        head = f"{p.name:<10} [{keys[p.name]}] {p.description}"
+        if p.disabled:
+            print(f"{head}\n    disabled: {p.disabled}" + (f"\n    would send: {p.text}" if p.text else ""))
+            continue
+        print(f"{head}\n    sends: {p.text}")
+        if p.confirm:
+            print(f"    confirm by typing: {p.confirm}")
+        for note in p.notes:
+            print(f"    {note}")
+    return EXIT_OK
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    from runtop.actions import ActionError, ReadOnly, dispatch, plan
+
+    ctx = _action_context(args)
+    try:
+        p = plan(args.action, ctx)
+        if p.disabled:
+            _err(f"{p.name} is disabled: {p.disabled}")
+            return EXIT_USAGE
+        if not args.yes:
+            _err(f"not sent: add --yes to send exactly this: {p.text}")
+            return EXIT_USAGE
+        print(f"sending {p.name}: {p.text}", file=sys.stderr)
+        print(dispatch(p, ctx, confirmation=p.confirm, progress=lambda m: print(f"  {m}", file=sys.stderr)))
+    except ReadOnly as e:
+        _err(str(e))
+        return EXIT_READ_ONLY
+    except ActionError as e:
+        _err(str(e))
+        return EXIT_USAGE
+    return EXIT_OK
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -259,7 +351,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         _err("give a run directory, e.g. `runtop outputs/my-run`, or try `runtop demo`")
         return EXIT_USAGE
-    handlers = {"status": cmd_status, "follow": cmd_follow, "demo": cmd_demo, "tui": cmd_tui, "check": cmd_check, "watch": cmd_watch}
+    handlers = {
+        "status": cmd_status, "follow": cmd_follow, "demo": cmd_demo, "tui": cmd_tui, "check": cmd_check,
+        "watch": cmd_watch, "actions": cmd_actions, "send": cmd_send,
+    }
     from runtop.config import ConfigError
 
     try:

@@ -82,3 +82,38 @@ def load(path: str | None = None) -> Thresholds:
             raise ConfigError(f"{path}: health.{key} must be {'true or false' if isinstance(default, bool) else 'a number'}, not {value!r}")
         values[key] = value
     return replace(Thresholds(), **values)
+
+
+@dataclass(frozen=True)
+class ActionsConfig:
+    """`[actions]`: what runtop may send to the run's tmux Launcher window."""
+
+    launch_cmd: str | None = None
+    launcher_window: str = "Launcher"
+    logs_window: str = "Logs"
+    read_only: bool = False
+    audit_log: str | None = None
+
+
+def load_actions(path: str | None = None) -> ActionsConfig:
+    explicit = path is not None
+    path = path or DEFAULT_PATH
+    if not os.path.exists(path):
+        if explicit:
+            raise ConfigError(f"--config {path}: no such file")
+        return ActionsConfig()
+    try:
+        with open(path, "rb") as f:
+            section = tomllib.load(f).get("actions", {})
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{path}: {e}") from None
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [actions] must be a table")
+    known = {f.name for f in fields(ActionsConfig)}
+    for key, value in section.items():
+        if key not in known:
+            raise ConfigError(f"{path}: unknown key actions.{key} (known: {', '.join(sorted(known))})")
+        want = bool if key == "read_only" else str
+        if not isinstance(value, want):
+            raise ConfigError(f"{path}: actions.{key} must be {'true or false' if want is bool else 'a string'}")
+    return replace(ActionsConfig(), **section)

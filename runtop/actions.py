@@ -1,0 +1,361 @@
+"""Vetted actions: the one registry of what runtop may send to a run's tmux `Launcher` window.
+
+The runbooks' rule: never kill or launch from runtop's own shell; type the command into
+the Launcher window, where the researcher sees what ran, and only after they confirmed
+the exact text. So an action is *planned* first (its final text, or why it is
+disabled), shown in full, and *dispatched* only with confirmation:
+
+- every value put into a command is validated against a strict type (a step is an
+  int naming an existing *complete* checkpoint; a path lies inside the run's
+  checkpoint dir) and quoted; the base launch command itself must be plain words,
+  flags and a trailing redirect (no `;`, `|`, `&&`, `$(`, backticks, newlines);
+- keys go with `send-keys -l` (literal) to an exact pane id, Enter separately;
+- read-only mode removes every action here, at one chokepoint (`plan` and `dispatch`);
+- every dispatch is appended to an audit log.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import shlex
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from runtop.sources.processes import run_processes
+from runtop.sources.tmux import Pane, Tmux, TmuxError, user_and_host
+from runtop.state import RunState
+
+# Plain words, flags, `key=value`, paths and quotes; a redirect may end the line (`&> logs/x.log`).
+SAFE_WORDS_RE = re.compile(r"^[\w@%+=:,./'\"\- ]+$")
+REDIRECT_RE = re.compile(r"(\s+(?:\d?>>?|&>>?)\s*[\w./-]+(?:\s+2>&1)?)+\s*$")
+LAUNCH_HINT_RE = re.compile(r"(?:^|\s)((?:uv run )?rl(?: |$).*|(?:uv run )?python3? -m skyrl\S*.*|bash \S+\.sh.*)$")
+RUN_NAME_RE = re.compile(r"^[\w.\-]+$")
+PROMPT_RE = re.compile(r"^.*?[$#] (?=\S)")
+
+
+class ActionError(Exception):
+    """An action that cannot be planned or dispatched, with a one-line reason."""
+
+
+class ReadOnly(ActionError):
+    """Read-only mode: nothing is ever sent."""
+
+
+@dataclass
+class Step:
+    kind: str  # "keys" | "interrupt" | "wait_gone" | "select_window" | "checkin"
+    arg: str = ""
+
+
+@dataclass
+class Plan:
+    name: str
+    description: str
+    text: str  # what the user confirms: the exact command, or what will happen
+    steps: list[Step] = field(default_factory=list)
+    confirm: str | None = None  # destructive: the token the user must type
+    disabled: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Context:
+    state: RunState
+    run_root: str
+    tmux: Tmux
+    session: str | None = None
+    window: str = "Launcher"
+    logs_window: str = "Logs"
+    launch_cmd: str | None = None
+    launch_cmd_source: str | None = None
+    read_only: bool = False
+    audit_path: str | None = None
+    log_paths: list[str] = field(default_factory=list)
+    stop_timeout_s: float = 60.0
+    _pane: Pane | None = None
+    _pane_error: str | None = None
+
+    def pane(self) -> Pane:
+        if self._pane is None and self._pane_error is None:
+            pids = [p for pids in (self.state.processes or {}).values() for p in pids]
+            try:
+                self._pane = self.tmux.launcher_pane(self.window, self.session, pids)
+            except TmuxError as e:
+                self._pane_error = str(e)
+        if self._pane is None:
+            raise ActionError(self._pane_error or "no Launcher pane")
+        return self._pane
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    name: str
+    key: str
+    description: str
+    destructive: bool
+    build: Callable[[Context], Plan]
+
+
+# ---- validation ------------------------------------------------------------------------
+def check_command(cmd: str) -> str:
+    """The launch command if it is plain words, flags and a trailing redirect; else ActionError."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in cmd):
+        raise ActionError("the launch command contains control characters")
+    body = REDIRECT_RE.sub("", cmd).strip()
+    if not body or not SAFE_WORDS_RE.match(body):
+        bad = sorted({c for c in body if not re.match(r"[\w@%+=:,./'\"\- ]", c)})
+        raise ActionError(f"the launch command has shell syntax runtop will not send ({' '.join(bad) or 'empty'}): {cmd[:120]}")
+    try:
+        shlex.split(body)
+    except ValueError as e:
+        raise ActionError(f"the launch command does not parse: {e}") from None
+    return cmd.strip()
+
+
+def complete_step(state: RunState) -> tuple[int, str]:
+    """(step, path) of the last complete checkpoint, validated; else ActionError saying why."""
+    ck = state.last_complete_checkpoint()
+    if ck is None:
+        partial = sorted(state.checkpoints)
+        raise ActionError("no complete checkpoint to resume from" + (f" (incomplete: {', '.join(map(str, partial))})" if partial else ""))
+    if not isinstance(ck.step, int) or ck.step < 0:
+        raise ActionError(f"checkpoint step {ck.step!r} is not a step number")
+    if not os.path.isdir(ck.path):
+        raise ActionError(f"checkpoint {ck.path} is gone")
+    return ck.step, ck.path
+
+
+def _inside(path: str, root: str) -> bool:
+    p, r = os.path.realpath(path), os.path.realpath(root)
+    return p == r or p.startswith(r + os.sep)
+
+
+def _split_redirect(cmd: str) -> tuple[str, str]:
+    m = REDIRECT_RE.search(cmd)
+    return (cmd[: m.start()], cmd[m.start() :]) if m else (cmd, "")
+
+
+def _drop_flags(words: list[str], flags: tuple[str, ...], with_value: bool) -> list[str]:
+    out, skip = [], False
+    for w in words:
+        if skip:
+            skip = False
+            continue
+        name = w.split("=", 1)[0]
+        if name in flags:
+            skip = with_value and "=" not in w
+            continue
+        out.append(w)
+    return out
+
+
+def resume_command(state: RunState, base: str, step: int, ckpt_path: str) -> str:
+    """The base launch command with the resume flags of this framework and generation."""
+    head, redirect = _split_redirect(base)
+    words = shlex.split(head)
+    if state.framework == "skyrl":
+        words = [w for w in words if not w.startswith(("trainer.resume_mode=", "trainer.resume_path="))]
+        words += ["trainer.resume_mode=from_path", f"trainer.resume_path={ckpt_path}"]
+    elif state.layout in ("v0.5-v0.6", "v0.7-v0.8", "v0.5-v0.8"):
+        words = _drop_flags(words, ("--ckpt.resume-step", "--ckpt.resume_step"), with_value=True)
+        words += ["--ckpt.resume-step", str(step)]
+    else:
+        words = _drop_flags(words, ("--resume",), with_value=False)
+        words = _drop_flags(words, ("--resume.step",), with_value=True)
+        if "--run.name" not in {w.split("=", 1)[0] for w in words}:
+            name = state.run_name or ""
+            if not RUN_NAME_RE.match(name):
+                raise ActionError(f"the run name {name!r} is not a plain name; put --run.name in the launch command")
+            words += ["--run.name", name]
+        words += ["--resume.step", str(step)]
+    return " ".join(shlex.quote(w) for w in words) + redirect
+
+
+def launch_from_pane(lines: list[str]) -> str | None:
+    """The newest line in the Launcher pane that looks like a launch command (prompt removed)."""
+    for line in reversed(lines):
+        text = PROMPT_RE.sub("", line.strip(), count=1) if "$ " in line or "# " in line else line.strip()
+        m = LAUNCH_HINT_RE.search(text)
+        if m:
+            return m.group(1).strip()
+    return None
+
+
+def resolve_launch_cmd(ctx: Context) -> str:
+    if ctx.launch_cmd:
+        return check_command(ctx.launch_cmd)
+    lines = ctx.tmux.capture(ctx.pane(), 400)
+    found = launch_from_pane(lines)
+    if found is None:
+        raise ActionError("no launch command: give --launch-cmd or [actions] launch_cmd (none found in the Launcher pane)")
+    ctx.launch_cmd, ctx.launch_cmd_source = check_command(found), "read from the Launcher pane's history"
+    return ctx.launch_cmd
+
+
+# ---- the actions -----------------------------------------------------------------------
+def _resume_plan(ctx: Context) -> Plan:
+    step, path = complete_step(ctx.state)
+    ckpt_root = os.path.dirname(path)
+    if ctx.state.framework != "skyrl" and not _inside(path, ctx.run_root):
+        raise ActionError(f"checkpoint {path} is outside the run dir {ctx.run_root}")
+    if not _inside(path, ckpt_root):
+        raise ActionError(f"checkpoint {path} is outside the checkpoint dir")
+    base = resolve_launch_cmd(ctx)
+    text = resume_command(ctx.state, base, step, path)
+    check_command(text)
+    later = sorted(s for s, c in ctx.state.checkpoints.items() if s > step and not c.complete)
+    why = f"the last complete checkpoint is step {step}"
+    if later:
+        why += "; " + ", ".join(f"step {s} is incomplete ({ctx.state.checkpoints[s].reason})" for s in later)
+    notes = [why, f"launch command {ctx.launch_cmd_source or 'given'}"]
+    p = Plan("resume", "resume from the last complete checkpoint", text, [Step("keys", text)], confirm=str(step), notes=notes)
+    try:
+        ctx.pane()
+    except ActionError as e:
+        p.disabled = str(e)  # the text is still shown: what would be sent, once tmux is there
+    return p
+
+
+def _stop_plan(ctx: Context) -> Plan:
+    ctx.pane()
+    return Plan(
+        "stop",
+        "send C-c to the Launcher, then wait until the run's processes are gone",
+        "C-c",
+        [Step("interrupt"), Step("wait_gone", str(ctx.stop_timeout_s))],
+        confirm="stop",
+    )
+
+
+def _restart_plan(ctx: Context) -> Plan:
+    resume = _resume_plan(ctx)
+    stop = _stop_plan(ctx)
+    return Plan("restart", "stop, then resume from the last complete checkpoint", f"C-c, then: {resume.text}", stop.steps + resume.steps, confirm=resume.confirm, notes=resume.notes)
+
+
+def _logs_plan(ctx: Context) -> Plan:
+    pane = ctx.pane()
+    return Plan("open-logs", f"switch to the {ctx.logs_window} window", f"select-window {pane.session}:{ctx.logs_window}", [Step("select_window", ctx.logs_window)])
+
+
+def _checkin_plan(ctx: Context) -> Plan:
+    path = os.path.join(ctx.run_root, "STATUS.md")
+    return Plan("checkin", "append a check-in to STATUS.md", f"append a check-in to {path}", [Step("checkin", path)])
+
+
+REGISTRY: tuple[ActionSpec, ...] = (
+    ActionSpec("resume", "R", "resume from the last complete checkpoint", True, _resume_plan),
+    ActionSpec("stop", "X", "stop the run (C-c in the Launcher)", True, _stop_plan),
+    ActionSpec("restart", "T", "stop, then resume from the last complete checkpoint", True, _restart_plan),
+    ActionSpec("open-logs", "O", "switch tmux to the Logs window", False, _logs_plan),
+    ActionSpec("checkin", "s", "append a check-in to STATUS.md", False, _checkin_plan),
+)
+BY_NAME = {a.name: a for a in REGISTRY}
+
+
+def plan(name: str, ctx: Context) -> Plan:
+    """The action's final text, or the reason it is disabled. Read-only: every action is refused here."""
+    if ctx.read_only:
+        raise ReadOnly("read-only: actions are off")
+    spec = BY_NAME.get(name)
+    if spec is None:
+        raise ActionError(f"unknown action {name!r}; actions: {', '.join(BY_NAME)}")
+    try:
+        return spec.build(ctx)
+    except ActionError as e:
+        return Plan(spec.name, spec.description, "", disabled=str(e))
+
+
+def plans(ctx: Context) -> list[Plan]:
+    if ctx.read_only:
+        return []
+    return [plan(a.name, ctx) for a in REGISTRY]
+
+
+# ---- dispatch ---------------------------------------------------------------------------
+_busy: set[str] = set()
+_busy_lock = threading.Lock()
+
+
+def dispatch(p: Plan, ctx: Context, *, confirmation: str | None, progress: Callable[[str], None] | None = None) -> str:
+    """Carry out a confirmed plan; returns the outcome line. Audited whatever happens."""
+    if ctx.read_only:
+        raise ReadOnly("read-only: nothing sent")  # the guard behind every screen and script
+    if p.disabled:
+        raise ActionError(f"{p.name} is disabled: {p.disabled}")
+    if p.confirm is not None and confirmation != p.confirm:
+        raise ActionError(f"{p.name} needs the confirmation {p.confirm!r}")
+    with _busy_lock:
+        if p.name in _busy:
+            raise ActionError(f"{p.name} is already running")
+        _busy.add(p.name)
+    outcome = "error"
+    pane: Pane | None = None
+    try:
+        for step in p.steps:
+            if step.kind == "keys":
+                pane = ctx.pane()
+                ctx.tmux.send_literal(pane, step.arg)
+            elif step.kind == "interrupt":
+                pane = ctx.pane()
+                ctx.tmux.send_interrupt(pane)
+            elif step.kind == "wait_gone":
+                _wait_gone(ctx, float(step.arg), progress)
+            elif step.kind == "select_window":
+                pane = ctx.pane()
+                ctx.tmux.select_window(pane.session, step.arg)
+            elif step.kind == "checkin":
+                from runtop.checkin import append_checkin
+                from runtop.report import to_markdown
+
+                append_checkin(step.arg, to_markdown(ctx.state))
+        outcome = "ok"
+        return f"{p.name}: done"
+    except (TmuxError, OSError) as e:
+        outcome = f"error: {e}"
+        raise ActionError(f"{p.name} failed: {e}") from None
+    except ActionError as e:
+        outcome = f"error: {e}"
+        raise
+    finally:
+        with _busy_lock:
+            _busy.discard(p.name)
+        audit(ctx, p, pane, outcome)
+
+
+def _wait_gone(ctx: Context, timeout: float, progress: Callable[[str], None] | None) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = {r: p for r, p in run_processes(ctx.run_root, ctx.log_paths).items() if p and r != "ray"}
+        if not alive:
+            if progress:
+                progress("the run's processes are gone")
+            return
+        if time.monotonic() > deadline:
+            raise ActionError(f"still running after {timeout:.0f}s: {', '.join(sorted(alive))}")
+        if progress:
+            progress("waiting for " + ", ".join(f"{r} ({len(p)})" for r, p in sorted(alive.items())))
+        time.sleep(0.5)
+
+
+def audit(ctx: Context, p: Plan, pane: Pane | None, outcome: str) -> None:
+    """One JSON line per dispatch: time, user, host, action, exact text, pane, outcome."""
+    path = ctx.audit_path or os.path.join(ctx.run_root, ".runtop", "audit.log")
+    user, host = user_and_host()
+    entry = {
+        "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "user": user,
+        "host": host,
+        "action": p.name,
+        "text": p.text,
+        "pane": f"{pane.session}:{pane.window} {pane.pane_id}" if pane else None,
+        "outcome": outcome,
+    }
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")
