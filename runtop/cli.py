@@ -88,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     _config(tu)
     _common(tu)
     _tui_opts(tu)
+    _tmux_opts(tu)
 
     fo = sub.add_parser("follow", help="print a rolling status as the run writes (no TUI)")
     fo.add_argument("path")
@@ -110,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     _config(de)
     _common(de)
     _tui_opts(de)
+    _tmux_opts(de)
     return parser
 
 
@@ -284,9 +286,23 @@ def _use_tui(args: argparse.Namespace) -> bool:
 def _run_tui(layout, args: argparse.Namespace, deadline: float | None = None) -> int:
     from runtop.tui.app import RuntopApp
 
+    from runtop.config import load_actions
+
+    acfg = load_actions(args.config)
     quit_after = max(0.1, deadline - time.monotonic()) if deadline is not None else None
+    launch = args.launch_cmd or acfg.launch_cmd
+    action_options = {
+        "socket": args.tmux_socket,
+        "session": args.tmux_session,
+        "window": acfg.launcher_window,
+        "logs_window": acfg.logs_window,
+        "launch_cmd": launch,
+        "launch_cmd_source": "given with --launch-cmd" if args.launch_cmd else ("from [actions] launch_cmd" if launch else None),
+        "audit_path": acfg.audit_log,
+    }
     app = RuntopApp(
-        layout, interval=args.interval, poll=args.poll, vllm_url=args.vllm_url or None, quit_after=quit_after, thresholds=_thresholds(args)
+        layout, interval=args.interval, poll=args.poll, vllm_url=args.vllm_url or None, quit_after=quit_after,
+        thresholds=_thresholds(args), read_only=args.read_only or acfg.read_only, action_options=action_options,
     )
     app.run()
     return EXIT_OK

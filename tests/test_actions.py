@@ -153,3 +153,74 @@ def test_no_tmux_no_session_no_window_are_disabled_with_a_reason(live_run, monke
     assert "no tmux server is running" in plan("stop", context(root, "runtop-test-absent")).disabled
     monkeypatch.setenv("PATH", "/nonexistent")
     assert "tmux is not installed" in plan("stop", context(root, sock)).disabled
+
+
+async def test_tui_resume_shows_the_text_cancel_first_then_typed_confirmation(live_run):
+    from runtop.tui.confirm_screen import ConfirmScreen
+    from tests.tui_helpers import make_app, settle
+
+    root, sock = live_run
+    app = make_app(str(root), fixed=False, processes=False, disks=False, interval=0.3)
+    app.action_options = {"tmux": Tmux(sock), "launch_cmd": LAUNCH}
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settle(pilot)
+        await pilot.press("R")
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if isinstance(app.screen, ConfirmScreen):
+                break
+        screen = app.screen
+        assert isinstance(screen, ConfirmScreen) and screen.plan.text.endswith("--resume.step 4")
+        assert app.focused.id == "cancel"
+        await pilot.press("enter")  # Enter on the open modal is Cancel
+        await pilot.pause(0.3)
+        assert not isinstance(app.screen, ConfirmScreen) and received(root) == ""
+        await pilot.press("R")
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if isinstance(app.screen, ConfirmScreen):
+                break
+        app.screen.query_one("#token").focus()
+        await pilot.press("4", "enter")
+        assert wait_for(lambda: received(root).strip().endswith("--resume.step 4"), 10)
+        assert [e["action"] for e in audit_lines(root)] == ["resume"]
+
+
+async def test_tui_read_only_has_no_action_keys(live_run):
+    from runtop.tui.confirm_screen import ConfirmScreen
+    from tests.tui_helpers import make_app, settle
+    from tests.screen_text import screen_text
+
+    root, sock = live_run
+    app = make_app(str(root), fixed=False, processes=False, disks=False, interval=0.3)
+    app.action_options = {"tmux": Tmux(sock), "launch_cmd": LAUNCH}
+    app.read_only = True
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settle(pilot)
+        await pilot.press("R", "X", "T", "s")
+        await pilot.pause(0.5)
+        assert not isinstance(app.screen, ConfirmScreen)
+        app.action_act("resume")  # even called directly
+        await pilot.pause(0.5)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert "Resume" not in screen_text(app).splitlines()[-1]
+    assert received(root) == "" and audit_lines(root) == [] and not os.path.exists(root / "STATUS.md")
+
+
+def test_launcher_pane_lines_reach_the_logs_tail(live_run):
+    """Launcher-only messages (`Trainer failed with exit code 1`) are read from the pane."""
+    from runtop.discovery import discover
+    from runtop.tui.monitor import Monitor
+
+    root, sock = live_run
+    t = Tmux(sock)
+    pane = t.launcher_pane("Launcher", "prime-rl")
+    mon = Monitor(discover(str(root)), interval=0.2, processes=False, disks=False, vllm_url=None, launcher=lambda: t.capture(pane, 60))
+    mon.step()
+    tail = [ln for ln in mon.state.log_tail if ln.source == "launcher"]
+    assert any("fake launcher ready" in ln.text for ln in tail)
+    n = len(tail)
+    mon._add_launcher_lines([*(ln.text for ln in tail), "Trainer failed with exit code 1"])
+    new = [ln for ln in mon.state.log_tail if ln.source == "launcher"][n:]
+    assert [(ln.text, ln.level) for ln in new] == [("Trainer failed with exit code 1", "ERROR")]
+    mon.close()

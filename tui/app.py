@@ -20,6 +20,7 @@ from textual.worker import get_current_worker
 
 from runtop.discovery import RunLayout
 from runtop.tui.chart_screen import ChartScreen
+from runtop.tui.confirm_screen import ConfirmScreen
 from runtop.tui.help_screen import HelpScreen
 from runtop.tui.keys import PANES, bindings
 from runtop.tui.monitor import Monitor
@@ -79,10 +80,18 @@ class RuntopApp(App[int]):
         interval: float = 2.0,
         monitor: Monitor | None = None,
         quit_after: float | None = None,
+        read_only: bool = False,
+        action_options: dict[str, Any] | None = None,
         **monitor_options: Any,
     ) -> None:
-        """`monitor_options` go to `Monitor` (poll, gpu, vllm_url, thresholds, samplers, clock)."""
+        """`monitor_options` go to `Monitor` (poll, gpu, vllm_url, thresholds, samplers, clock);
+        `action_options` to `runtop.actions.Context` (tmux, session, window, launch_cmd, …)."""
         super().__init__()
+        self.read_only = read_only
+        self.action_options = action_options or {}
+        self._confirming = False
+        if action_options is not None and "launcher" not in monitor_options:
+            monitor_options["launcher"] = self._capture_launcher
         self.quit_after = quit_after  # `runtop demo --duration`: leave by itself
         self.interval = interval
         self.monitor = monitor or Monitor(layout, interval=interval, **monitor_options)
@@ -151,6 +160,8 @@ class RuntopApp(App[int]):
                 mon.wait(min(0.25, max(0.01, deadline - time.monotonic())))
 
     def on_state_changed(self, _msg: StateChanged) -> None:
+        if self._confirming:
+            return  # the screen holds still while the user reads the exact text they will send
         self.refresh_panes()
         with self.monitor.lock:
             new = self.monitor.take_new_findings()
@@ -222,6 +233,80 @@ class RuntopApp(App[int]):
         self.refresh_panes()
 
     def action_refresh(self) -> None:
+        self.refresh_panes()
+
+    # ---- vetted actions (runtop.actions): the only way anything is sent -----------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Read-only removes every action at this one point: no key, palette entry or screen reaches one.
+        if self.read_only and action in ("act", "checkin"):
+            return False
+        return True
+
+    def action_act(self, name: str) -> None:
+        if self.read_only or self._confirming:
+            return
+        self._confirming = True
+        self._plan_action(name)
+
+    def _capture_launcher(self) -> list[str]:
+        """The Launcher pane's last lines (read-only: allowed even with --read-only)."""
+        from runtop.sources.tmux import Tmux
+
+        opts = self.action_options
+        tmux = opts.get("tmux") or Tmux(opts.get("socket"))
+        pids = [p for ps in (self.monitor.state.processes or {}).values() for p in ps]
+        pane = tmux.launcher_pane(opts.get("window", "Launcher"), opts.get("session"), pids)
+        return tmux.capture(pane, 60)
+
+    def _action_context(self):
+        from runtop.actions import Context
+        from runtop.sources.tmux import Tmux
+
+        opts = dict(self.action_options)
+        tmux = opts.pop("tmux", None) or Tmux(opts.pop("socket", None))
+        state = self.monitor.state
+        logs = [f.path for f in state.files.values() if f.kind == "log"]
+        return Context(state=state, run_root=state.path, tmux=tmux, read_only=self.read_only, log_paths=logs, **opts)
+
+    @work(thread=True, group="actions", exclusive=True)
+    def _plan_action(self, name: str) -> None:
+        from runtop.actions import ActionError, plan
+
+        try:
+            with self.monitor.lock:
+                ctx = self._action_context()
+            p = plan(name, ctx)
+        except ActionError as e:
+            self.call_from_thread(self._done, f"{name}: {e}", True)
+            return
+        self.call_from_thread(self._confirm, p, ctx)
+
+    def _confirm(self, p, ctx) -> None:
+        def answered(token: str | None) -> None:
+            if token is None:
+                self._done(f"{p.name}: cancelled, nothing sent", False)
+                return
+            self._dispatch(p, ctx, token)
+
+        self.push_screen(ConfirmScreen(p), answered)
+
+    @work(thread=True, group="actions", exclusive=True)
+    def _dispatch(self, p, ctx, token: str) -> None:
+        from runtop.actions import ActionError, dispatch
+
+        def progress(msg: str) -> None:
+            self.call_from_thread(self.notify, f"{p.name}: {msg}", timeout=3)
+
+        try:
+            outcome = dispatch(p, ctx, confirmation=token or None, progress=progress)
+        except ActionError as e:
+            self.call_from_thread(self._done, str(e), True)
+            return
+        self.call_from_thread(self._done, outcome, False)
+
+    def _done(self, message: str, error: bool) -> None:
+        self._confirming = False
+        self.notify(message, severity="error" if error else "information", timeout=8)
         self.refresh_panes()
 
     def action_checkin(self) -> None:

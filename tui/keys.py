@@ -36,6 +36,11 @@ KEYS: tuple[Key, ...] = (
     Key("minus", "hide_pane", "Hide the selected pane", show=False, shown_key="-"),
     Key("plus", "show_all", "Show hidden panes", show=False, shown_key="+"),
     Key("s", "checkin", "Check-in"),
+    # Vetted actions (issue 6): each opens the confirmation modal first; none in read-only mode.
+    Key("R", "act('resume')", "Resume", shown_key="R"),
+    Key("X", "act('stop')", "Stop", shown_key="X"),
+    Key("T", "act('restart')", "Restart", show=False, shown_key="T"),
+    Key("O", "act('open-logs')", "tmux Logs window", show=False, shown_key="O"),
     Key("c", "chart", "Chart"),
     Key("m", "next_metric", "Next chart metric", show=False),
     Key("l", "log_level", "Log level"),
@@ -54,6 +59,9 @@ def help_rows() -> list[tuple[str, str]]:
     for k in KEYS:
         if k.action.startswith("pane("):
             continue
-        rows.append((k.shown_key or k.key, k.description))
+        desc = k.description
+        if k.action.startswith("act("):
+            desc += " (shows the exact command; you confirm)"
+        rows.append((k.shown_key or k.key, desc))
     rows.insert(2, ("1-9", "zoom a pane (compact: show it): " + ", ".join(f"{k} {t}" for k, _, t in PANES)))
     return rows

@@ -25,7 +25,7 @@ from runtop.sources.disk import DiskSampler, DiskSnapshot
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot
 from runtop.sources.vllm_metrics import DEFAULT_URL, fetch
-from runtop.state import RunState
+from runtop.state import LogLine, RunState
 from runtop.view import SystemView, View
 
 
@@ -62,6 +62,7 @@ class Monitor:
         proc_sampler: ProcessSampler | None = None,
         disk_sampler: DiskSampler | None = None,
         thresholds: Thresholds | None = None,
+        launcher: Callable[[], list[str]] | None = None,
     ) -> None:
         self.layout = layout
         self.interval = interval
@@ -85,6 +86,11 @@ class Monitor:
         self.probes.append(Probe("gpu", interval, self._sample_gpu))
         if vllm_url:
             self.probes.append(Probe("vllm", interval, self._sample_vllm))
+        # The Launcher pane (tmux capture-pane): launcher-only lines such as
+        # `Trainer failed with exit code 1` reach the Logs pane this way.
+        self._launcher_lines: list[str] = []
+        if launcher is not None:
+            self.probes.append(Probe("launcher", max(interval, 5.0), launcher))
 
     @property
     def state(self) -> RunState:
@@ -165,6 +171,22 @@ class Monitor:
             sv.gpu = value  # type: ignore[assignment]
         elif name == "vllm":
             sv.vllm_http, sv.vllm_http_error = value  # type: ignore[misc]
+        elif name == "launcher":
+            self._add_launcher_lines(value)  # type: ignore[arg-type]
+
+    def _add_launcher_lines(self, lines: list[str]) -> None:
+        """Lines the pane shows that it did not show last time (the screen scrolls: match the overlap)."""
+        lines = [ln for ln in lines if ln.strip()]
+        prev = self._launcher_lines
+        k = min(len(prev), len(lines))
+        while k and prev[-k:] != lines[:k]:
+            k -= 1
+        fresh = lines[k:] if prev else lines[-20:]
+        self._launcher_lines = lines
+        for text in fresh:
+            level = "ERROR" if any(w in text for w in ("failed", "Error", "error", "Traceback")) else None
+            self.state.log_tail.append(LogLine("launcher", level, None, text[:500]))
+        self.state.log_seq += len(fresh)
 
     def view(self) -> View:
         """The current view (call under `lock`)."""

@@ -1,0 +1,66 @@
+"""The confirmation modal: the exact text that will be sent, Cancel focused; a destructive
+action also needs its token typed (the step number, or `stop`)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Static
+
+from runtop.actions import Plan
+
+
+class ConfirmScreen(ModalScreen[str | None]):
+    """Dismisses with the typed confirmation (or "" for a non-destructive action), or None."""
+
+    BINDINGS = [("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; }
+    ConfirmScreen > Vertical { width: 90%; max-width: 120; height: auto; border: thick $warning; background: $surface; padding: 1 2; }
+    ConfirmScreen #text { border: round $accent; padding: 0 1; margin: 1 0; }
+    ConfirmScreen Horizontal { height: auto; align: right middle; }
+    ConfirmScreen Button { margin-left: 2; }
+    """
+
+    def __init__(self, plan: Plan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def compose(self) -> ComposeResult:
+        p = self.plan
+        with Vertical():
+            yield Static(Text.assemble((f"{p.name}", "bold"), f": {p.description}"))
+            if p.disabled:
+                yield Static(Text(f"disabled: {p.disabled}", style="bold red"), id="reason")
+            if p.text:
+                yield Static(Text(p.text), id="text")
+            for note in p.notes:
+                yield Static(Text(note, style="grey70"))
+            if p.confirm and not p.disabled:
+                yield Input(placeholder=f"type {p.confirm} to confirm", id="token")
+            with Horizontal():
+                yield Button("Cancel", id="cancel", variant="primary")
+                if not p.disabled:
+                    yield Button("Send", id="send", variant="warning", disabled=bool(p.confirm))
+
+    def on_mount(self) -> None:
+        self.query_one("#cancel", Button).focus()  # Enter on an open modal never sends
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.query_one("#send", Button).disabled = event.value.strip() != self.plan.confirm
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.value.strip() == self.plan.confirm:
+            self.dismiss(event.value.strip())
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "send":
+            token = self.query_one("#token", Input).value.strip() if self.plan.confirm else ""
+            self.dismiss(token)
+        else:
+            self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
