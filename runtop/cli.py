@@ -3,7 +3,8 @@
 Exit codes: 0 ok; 2 a path runtop cannot read (one line on stderr, never a
 traceback); 130 interrupted; 70 an internal error (one line; RUNTOP_DEBUG=1 shows
 the traceback). `runtop check` has its own: 0 Healthy (or nothing to judge yet),
-1 Degraded, 2 Down, 3 cannot read the run or the config.
+1 Degraded, 2 Down, 3 cannot read the run or the config. `runtop send` exits 4 in
+read-only mode (nothing sent).
 """
 
 from __future__ import annotations
