@@ -55,22 +55,30 @@ class Thresholds:
     bell: bool = True
 
 
-def load(path: str | None = None) -> Thresholds:
-    """`path`, else the default file if it exists, else the defaults."""
+def _table(path: str | None, name: str) -> tuple[str, dict] | None:
+    """(file, its `[name]` table): `path`, else the default file; None when there is none."""
     explicit = path is not None
     path = path or DEFAULT_PATH
     if not os.path.exists(path):
         if explicit:
             raise ConfigError(f"--config {path}: no such file")
-        return Thresholds()
+        return None
     try:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
+            section = tomllib.load(f).get(name, {})
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"{path}: {e}") from None
-    section = data.get("health", {})
     if not isinstance(section, dict):
-        raise ConfigError(f"{path}: [health] must be a table")
+        raise ConfigError(f"{path}: [{name}] must be a table")
+    return path, section
+
+
+def load(path: str | None = None) -> Thresholds:
+    """`[health]` of `path`, else of the default file if it exists, else the defaults."""
+    found = _table(path, "health")
+    if found is None:
+        return Thresholds()
+    path, section = found
     known = {f.name: f for f in fields(Thresholds)}
     values = {}
     for key, value in section.items():
@@ -96,19 +104,10 @@ class ActionsConfig:
 
 
 def load_actions(path: str | None = None) -> ActionsConfig:
-    explicit = path is not None
-    path = path or DEFAULT_PATH
-    if not os.path.exists(path):
-        if explicit:
-            raise ConfigError(f"--config {path}: no such file")
+    found = _table(path, "actions")
+    if found is None:
         return ActionsConfig()
-    try:
-        with open(path, "rb") as f:
-            section = tomllib.load(f).get("actions", {})
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"{path}: {e}") from None
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: [actions] must be a table")
+    path, section = found
     known = {f.name for f in fields(ActionsConfig)}
     for key, value in section.items():
         if key not in known:
