@@ -15,6 +15,7 @@ from typing import Any
 
 from runtop import __version__
 from runtop.columns import STEP_COLUMNS
+from runtop.units import duration, human_bytes
 from runtop.health import Verdict, judge
 from runtop.parsers.text import redact
 from runtop.state import STEP_FIELDS, RunState, StepRow
@@ -203,7 +204,7 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
         ],
     }
     if include_steps:
-        doc["steps"] = [step_dict(state.steps[s]) for s in sorted(state.steps)]
+        doc["steps"] = [step_dict(r) for r in state.rows()]
     return _redact_all(doc)
 
 
@@ -216,8 +217,8 @@ def write_json(state: RunState, fp, verdict: Verdict | None = None) -> None:
     doc = to_json(state, verdict, include_steps=False)
     head = json.dumps(doc, indent=2, allow_nan=False, default=str)
     fp.write(head[: head.rfind("}")].rstrip() + ',\n  "steps": [')
-    for i, s in enumerate(sorted(state.steps)):
-        row = json.dumps(_redact_all(step_dict(state.steps[s])), allow_nan=False, default=str)
+    for i, r in enumerate(state.rows()):
+        row = json.dumps(_redact_all(step_dict(r)), allow_nan=False, default=str)
         fp.write(("\n    " if i == 0 else ",\n    ") + row)
     fp.write("\n  ]\n}\n")
 
@@ -229,13 +230,6 @@ def _fmt(v: float | None, digits: int = 3) -> str:
     if v != 0 and (abs(v) < 10 ** -(digits) or abs(v) >= 1e6):
         return f"{v:.2e}"
     return f"{v:.{digits}f}".rstrip("0").rstrip(".") if "." in f"{v:.{digits}f}" else f"{v:.{digits}f}"
-
-
-def human_bytes(n: int) -> str:
-    for unit, size in (("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
 
 
 def _series(rows: list[StepRow], name: str) -> list[tuple[int, float]]:
@@ -254,19 +248,6 @@ def _trend(rows: list[StepRow], name: str, label: str, digits: int = 3, pct: boo
     if lo == hi:
         return f"{label} {conv(lo)} (steady, steps {s[0][0]}-{s[-1][0]})"
     return f"{label} {conv(s[0][1])} -> {conv(s[-1][1])} (range {conv(lo)}-{conv(hi)}, steps {s[0][0]}-{s[-1][0]})"
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "n/a"
-    seconds = int(seconds)
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    if h >= 24:
-        return f"{h // 24}d {h % 24}h"
-    if h:
-        return f"{h}h {m:02d}m"
-    return f"{m}m {s:02d}s" if m else f"{s}s"
 
 
 # The step table the seeds' notes wrote by hand; a column shows only when some row has it.
@@ -323,7 +304,7 @@ def _env_lines(state: RunState) -> list[str]:
 def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.datetime | None = None) -> str:
     v = verdict or judge(state)
     now = now or _dt.datetime.now(_dt.timezone.utc)
-    rows = [state.steps[s] for s in sorted(state.steps)]
+    rows = state.rows()
     step = state.trainer_step if state.trainer_step is not None else state.orchestrator_step
     out = [f"## {now:%Y-%m-%d %H:%M} UTC", ""]
     out.append(f"**Step**: {step if step is not None else 'n/a'} / {state.max_steps if state.max_steps is not None else 'n/a'}")
@@ -378,7 +359,7 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
         perf.append(f"orchestrator ~{statistics.median(o_times):.0f}s/step (step {state.orchestrator_step})")
     eta = state.eta_s()
     if eta is not None and v.verdict != "Down":
-        perf.append(f"ETA {_duration(eta)}")
+        perf.append(f"ETA {duration(eta, ' ')}")
     thr = _series(rows, "throughput_tok_s")
     if thr:
         perf.append(f"throughput {thr[-1][1]:.0f} tok/s")

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from runtop.config import Thresholds
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
+from runtop.sources.processes import EXPECTED_ROLES
 from runtop.state import ErrorEntry, RunState, clock_diff
+from runtop.units import duration, human_bytes
 
 ROLE_NAMES = {
     "trainer": "trainer",
@@ -26,7 +28,6 @@ ROLE_NAMES = {
     "env": "env server",
     "launcher": "launcher",
 }
-EXPECTED_ROLES = {"prime-rl": ("orchestrator", "trainer", "inference"), "skyrl": ("trainer",)}
 
 
 @dataclass(frozen=True)
@@ -59,12 +60,10 @@ class Facts:
         return self.state.processes
 
     def newest_write(self) -> float | None:
-        m = [f.mtime for f in self.state.files.values() if f.mtime is not None and f.kind in ("log", "metrics")]
-        return max(m) if m else None
+        return max(self.state.write_times(), default=None)
 
     def oldest_write(self) -> float | None:
-        m = [f.mtime for f in self.state.files.values() if f.mtime is not None and f.kind in ("log", "metrics")]
-        return min(m) if m else None
+        return min(self.state.write_times(), default=None)
 
     def booting(self) -> bool:
         """Within the grace period of a start: nothing has finished a step yet and the files are young."""
@@ -89,10 +88,7 @@ def _short(text: str, n: int = 110) -> str:
 def crash(f: Facts) -> list[Finding]:
     """A fatal error ends a log and the role's process is gone (seed 000 SIGBUS, the OOM sample)."""
     s = f.state
-    fatals = sorted(
-        (i.fatal for i in s.files.values() if i.kind == "log" and i.fatal is not None and not i.active_after_fatal),
-        key=lambda e: e.time or "99",
-    )
+    fatals = s.open_fatals()
     if not fatals:
         return []
     first = fatals[0]
@@ -121,7 +117,7 @@ def role_missing(f: Facts) -> list[Finding]:
         return []
     expected = set(EXPECTED_ROLES.get(f.state.framework, ())) | set(f.missing_roles) | set(f.zombie_roles)
     # A role whose log ends in a fatal error is the crash rule's to report.
-    crashed = {i.fatal.role for i in f.state.files.values() if i.fatal is not None and not i.active_after_fatal}
+    crashed = {e.role for e in f.state.open_fatals()}
     out = []
     for role in sorted(expected - set(running) - crashed - {"inference", "ray", "launcher"}):
         how = "a zombie" if role in f.zombie_roles else "not running"
@@ -171,7 +167,7 @@ def _seconds_in(text: str) -> float | None:
 def stalled(f: Facts) -> list[Finding]:
     """No step for k × the median step time, or no write at all (a reclaimed pod: seed 003)."""
     s = f.state
-    if f.finished() or any(i.fatal and not i.active_after_fatal for i in s.files.values()):
+    if f.finished() or s.open_fatals():
         return []  # a crash explains the silence; the crash rule says so
     newest = f.newest_write()
     if newest is None or f.booting():
@@ -183,14 +179,14 @@ def stalled(f: Facts) -> list[Finding]:
     alive = f.alive
     if quiet >= max(f.cfg.silence_s, limit):
         nobody = alive is not None and not any(p for r, p in alive.items() if r != "ray")
-        msg = f"no log write anywhere for {_dur(quiet)}" + ("; no run process alive: the pod or job may be gone" if nobody else (f"; {waiting}" if waiting else ""))
-        return [Finding("stalled", "critical", msg, f"newest write {_dur(quiet)} ago", None, down=nobody)]
+        msg = f"no log write anywhere for {duration(quiet)}" + ("; no run process alive: the pod or job may be gone" if nobody else (f"; {waiting}" if waiting else ""))
+        return [Finding("stalled", "critical", msg, f"newest write {duration(quiet)} ago", None, down=nobody)]
     # The logs go on but the steps do not (waiting on something).
     last_step_t, newest_t = s.last_step_time, _newest_log_time(s)
     if last_step_t and newest_t:
         gap = clock_diff(last_step_t, newest_t)
         if gap >= limit:
-            msg = f"no step for {_dur(gap)} (> {f.cfg.stall_k:g} × median step {_dur(med) if med else 'n/a'})" + (f"; {waiting}" if waiting else "")
+            msg = f"no step for {duration(gap)} (> {f.cfg.stall_k:g} × median step {duration(med) if med else 'n/a'})" + (f"; {waiting}" if waiting else "")
             return [Finding("stalled", "warning", msg, f"last step at {last_step_t}, log at {newest_t}", last_step_t)]
     return []
 
@@ -206,17 +202,6 @@ def _waiting_on(s: RunState) -> str:
 def _newest_log_time(s: RunState) -> str | None:
     times = [f.last_time for f in s.files.values() if f.kind == "log" and f.last_time]
     return max(times) if times else None
-
-
-def _dur(seconds: float | None) -> str:
-    if seconds is None:
-        return "n/a"
-    s = int(seconds)
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    if s >= 60:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s}s"
 
 
 def rollouts_hung(f: Facts) -> list[Finding]:
@@ -244,7 +229,7 @@ def checkpoint_incomplete(f: Facts) -> list[Finding]:
         return []
     out = []
     newest = cks[-1].step
-    moved_on = (s.trainer_step or 0) > newest or any(i.fatal and not i.active_after_fatal for i in s.files.values())
+    moved_on = (s.trainer_step or 0) > newest or bool(s.open_fatals())
     saving = any(p.name == "save_checkpoints" for p in s.phases)
     last_ok = s.last_complete_checkpoint()
     for c in cks:
@@ -260,16 +245,9 @@ def checkpoint_incomplete(f: Facts) -> list[Finding]:
     done = [c for c in cks if c.complete and c.bytes > 0]
     for prev, cur in zip(done, done[1:]):
         if cur.bytes < f.cfg.ckpt_shrink_ratio * prev.bytes:
-            msg = f"checkpoint step {cur.step} is {_bytes(cur.bytes)}, step {prev.step} was {_bytes(prev.bytes)}: the save likely failed"
+            msg = f"checkpoint step {cur.step} is {human_bytes(cur.bytes)}, step {prev.step} was {human_bytes(prev.bytes)}: the save likely failed"
             out.append(Finding("checkpoint_incomplete", "critical", msg, s.relpath(cur.path)))
     return out
-
-
-def _bytes(n: float) -> str:
-    for unit, size in (("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{int(n)} B"
 
 
 # ---- disk ----------------------------------------------------------------------------------
@@ -284,26 +262,26 @@ def disk_pressure(f: Facts) -> list[Finding]:
         for u in d.disks:
             label = ", ".join(u.labels)
             if u.pct >= f.cfg.disk_crit_pct:
-                out.append(Finding("disk_pressure", "critical", f"{label} is {u.pct:.0f}% full ({_bytes(u.free)} free)", u.path))
+                out.append(Finding("disk_pressure", "critical", f"{label} is {u.pct:.0f}% full ({human_bytes(u.free)} free)", u.path))
             elif u.pct >= f.cfg.disk_warn_pct:
-                out.append(Finding("disk_pressure", "warning", f"{label} is {u.pct:.0f}% full ({_bytes(u.free)} free)", u.path))
+                out.append(Finding("disk_pressure", "warning", f"{label} is {u.pct:.0f}% full ({human_bytes(u.free)} free)", u.path))
             elif u.full_in_s is not None and ckpt_every is not None and u.full_in_s < ckpt_every:
-                out.append(Finding("disk_pressure", "warning", f"{label} will be full in {_dur(u.full_in_s)}, before the next checkpoint", u.path))
+                out.append(Finding("disk_pressure", "warning", f"{label} will be full in {duration(u.full_in_s)}, before the next checkpoint", u.path))
         if d.core_dumps:
             total = sum(n for _, n in d.core_dumps)
             sev = "warning" if total >= f.cfg.core_dump_warn_bytes else "info"
-            msg = f"{len(d.core_dumps)} core dump(s), {_bytes(total)}: they filled the disk in seed 000 (set `ulimit -c 0`)"
+            msg = f"{len(d.core_dumps)} core dump(s), {human_bytes(total)}: they filled the disk in seed 000 (set `ulimit -c 0`)"
             out.append(Finding("disk_pressure", sev, msg, d.core_dumps[0][0]))
     n = len(s.checkpoints)
     if s.keep_last is None and n > f.cfg.max_checkpoints_without_retention:
         total = sum(c.bytes for c in s.checkpoints.values())
-        out.append(Finding("disk_pressure", "info", f"{n} checkpoints ({_bytes(total)}) and no retention set (keep_last / max_ckpts_to_keep)", "checkpoints"))
+        out.append(Finding("disk_pressure", "info", f"{n} checkpoints ({human_bytes(total)}) and no retention set (keep_last / max_ckpts_to_keep)", "checkpoints"))
     return out
 
 
 # ---- the training signal -----------------------------------------------------------------
 def _series(s: RunState, column: str, window: int = 50) -> list[tuple[int, float]]:
-    rows = [s.steps[k] for k in sorted(s.steps)[-window:] if s.steps[k].attempt == s.attempt]
+    rows = [r for r in s.rows(window) if r.attempt == s.attempt]
     return [(r.step, v) for r in rows if (v := r.value(column)) is not None]
 
 
@@ -312,8 +290,8 @@ def training_signal(f: Facts) -> list[Finding]:
     s = f.state
     cfg = f.cfg
     out = []
-    if s.steps:
-        last = s.steps[max(s.steps)]
+    last = s.last_row()
+    if last is not None:
         bad = sorted(k for k, v in last.trainer.items() if isinstance(v, float) and not math.isfinite(v) and k in ("loss", "entropy", "grad_norm", "kl"))
         if bad:
             out.append(Finding("training_signal", "critical", f"{', '.join(bad)} is not finite at step {last.step}", f"step {last.step}"))
@@ -370,9 +348,9 @@ def rollout_quality(f: Facts) -> list[Finding]:
             out.append(Finding("rollout_quality", "warning", f"{r.errored}/{r.total} rollouts errored ({kinds})", "rollout files"))
         if r.truncated / r.total >= cfg.truncated_rate:
             out.append(Finding("rollout_quality", "warning", f"{r.truncated}/{r.total} rollouts truncated", "rollout files"))
-    last = s.steps[max(s.steps)].orchestrator if s.steps else {}
-    if (e := last.get("error_rate")) is not None and e >= cfg.errored_rate:
-        out.append(Finding("rollout_quality", "warning", f"{e:.0%} of the last step's rollouts errored", f"step {max(s.steps)}"))
+    row = s.last_row()
+    if row is not None and (e := row.orchestrator.get("error_rate")) is not None and e >= cfg.errored_rate:
+        out.append(Finding("rollout_quality", "warning", f"{e:.0%} of the last step's rollouts errored", f"step {row.step}"))
     return out
 
 

@@ -7,6 +7,7 @@ parsed numbers and counters, never log lines.
 
 from __future__ import annotations
 
+import bisect
 import os
 import statistics
 import sys
@@ -218,6 +219,9 @@ class RunState:
     keep_last: int | None = None
     attempts: list[Attempt] = field(default_factory=lambda: [Attempt(1, "first launch")])
     steps: dict[int, StepRow] = field(default_factory=dict)
+    # `steps`' keys in order, kept as rows come and go: the TUI asks on every refresh, and a
+    # 100k-step run must not be re-sorted a dozen times a second on the UI loop.
+    _step_keys: list[int] = field(default_factory=list, repr=False)
     lost_steps: deque = field(default_factory=lambda: deque(maxlen=MAX_LOST_STEPS))
     trainer_step: int | None = None
     orchestrator_step: int | None = None
@@ -282,11 +286,12 @@ class RunState:
         return True
 
     def _supersede_after(self, step: int) -> None:
-        for s in sorted(k for k in self.steps if k > step):
+        for s in [k for k in self._step_keys if k > step]:
             row = self.steps[s]
             if row.attempt < self.attempt:
                 row.superseded = True
                 self.lost_steps.append(self.steps.pop(s))
+                self._step_keys.remove(s)
 
     def _row(self, step: int) -> StepRow:
         row = self.steps.get(step)
@@ -297,6 +302,8 @@ class RunState:
             row = None
         if row is None:
             row = StepRow(step, self.attempt)
+            if step not in self.steps:
+                bisect.insort(self._step_keys, step)
             self.steps[step] = row
         return row
 
@@ -528,6 +535,26 @@ class RunState:
             r.steps.add(ev.step)
 
     # ---- derived --------------------------------------------------------
+    def step_keys(self) -> list[int]:
+        """Step numbers in order (do not mutate)."""
+        return self._step_keys
+
+    def rows(self, last: int | None = None) -> list[StepRow]:
+        """The step rows in order; the newest `last` of them when given."""
+        keys = self._step_keys if last is None else self._step_keys[-last:]
+        return [self.steps[k] for k in keys]
+
+    def last_row(self) -> StepRow | None:
+        return self.steps[self._step_keys[-1]] if self._step_keys else None
+
+    def open_fatals(self) -> list[ErrorEntry]:
+        """Fatal errors that end their log (nothing of the role's work came after), oldest first."""
+        out = [i.fatal for i in self.files.values() if i.kind == "log" and i.fatal is not None and not i.active_after_fatal]
+        return sorted(out, key=lambda e: e.time or "99")
+
+    def write_times(self) -> list[float]:
+        """Modification times of the run's logs and metrics files."""
+        return [f.mtime for f in self.files.values() if f.mtime is not None and f.kind in ("log", "metrics")]
     def relpath(self, path: str) -> str:
         """`path` relative to the run dir, as runtop shows file names."""
         try:
@@ -540,7 +567,7 @@ class RunState:
         return max(steps) if steps else None
 
     def median_step_time(self, window: int = 20) -> float | None:
-        rows = [self.steps[s] for s in sorted(self.steps)[-window:]]
+        rows = [self.steps[s] for s in self.step_keys()[-window:]]
         times = [v for r in rows if (v := r.trainer.get("step_time_s")) is not None and v > 0]
         if not times:  # no trainer numbers yet (orchestrator log alone): its clock is the next best
             times = [v for r in rows if (v := r.orchestrator.get("step_time_s")) is not None and v > 0]

@@ -14,7 +14,7 @@ STALL_MIN_S = 600.0  # the seeds' runs have 100-minute steps: silence is only su
 
 
 def last_write_age(view: View) -> float | None:
-    mtimes = [f.mtime for f in view.state.files.values() if f.mtime is not None and f.kind in ("log", "metrics")]
+    mtimes = view.state.write_times()
     return max(0.0, view.now - max(mtimes)) if mtimes else None
 
 

@@ -19,10 +19,10 @@ WINDOW = 120  # steps kept per sparkline: bounded, whatever the run's length
 def series(view: View, column: str, window: int = WINDOW) -> list[tuple[int, float]]:
     st = view.state
     out = []
-    for s in sorted(st.steps)[-window:]:
-        v = st.steps[s].value(column)
+    for row in st.rows(window):
+        v = row.value(column)
         if v is not None and math.isfinite(v):
-            out.append((s, v))
+            out.append((row.step, v))
     return out
 
 
@@ -31,9 +31,8 @@ class MetricSparklines(Pane):
 
     def signature(self, view: View) -> object:
         st = view.state
-        last = max(st.steps) if st.steps else None
-        row = st.steps.get(last) if last is not None else None
-        return (len(st.steps), last, tuple(sorted(row.trainer.items())) if row else (), tuple(sorted(row.orchestrator.items())) if row else (), self.size.width)
+        row = st.last_row()
+        return (len(st.steps), row.step if row else None, tuple(sorted(row.trainer.items())) if row else (), tuple(sorted(row.orchestrator.items())) if row else (), self.size.width)
 
     def render_view(self, view: View) -> Text:
         # Fixed-width lines, not a table: this pane repaints with every step.

@@ -7,29 +7,16 @@ import math
 from rich.text import Text
 from textual.binding import Binding
 
+from runtop import units
+
 BLOCKS = "▁▂▃▄▅▆▇█"
 
 
 def human_bytes(n: float | None) -> str:
-    if n is None:
-        return "n/a"
-    for unit, size in (("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if abs(n) >= size:
-            return f"{n / size:.1f}{unit}"
-    return f"{int(n)}B"
+    return units.human_bytes(n, short=True)
 
 
-def duration(seconds: float | None) -> str:
-    if seconds is None or not math.isfinite(seconds):
-        return "n/a"
-    s = int(max(0, seconds))
-    if s >= 86400:
-        return f"{s // 86400}d{s % 86400 // 3600}h"
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    if s >= 60:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s}s"
+duration = units.duration
 
 
 def age(seconds: float | None) -> str:

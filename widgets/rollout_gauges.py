@@ -26,8 +26,8 @@ class RolloutGauges(Pane):
     def signature(self, view: View) -> object:
         s = view.state
         a, r = s.agent, s.rollouts
-        last = max(s.steps) if s.steps else None
-        row = s.steps[last].orchestrator if last is not None else {}
+        last = s.last_row()
+        row = last.orchestrator if last is not None else {}
         return (
             tuple(map(tuple, a.rewards.values())), a.trajectories, tuple(sorted(a.format_failures.items())),
             r.total, r.errored, r.truncated, r.empty, r.positive, s.batch, tuple(sorted(row.items())), self.size.width,
@@ -52,8 +52,9 @@ class RolloutGauges(Pane):
             _gauge(t, "truncated", r.truncated / r.total, f"{r.truncated}/{r.total}", width, good_high=False)
             if r.empty:
                 _gauge(t, "empty", r.empty / r.total, f"{r.empty}/{r.total}", width, good_high=False)
-        last = max(s.steps) if s.steps else None
-        orch = s.steps[last].orchestrator if last is not None else {}
+        last_row = s.last_row()
+        last = last_row.step if last_row else None
+        orch = last_row.orchestrator if last_row else {}
         if not r.total:
             if orch.get("truncated") is not None:
                 _gauge(t, "truncated", orch["truncated"], f"step {last}", width, good_high=False)

@@ -45,9 +45,8 @@ class StepTable(Static, can_focus=True):
 
     def update_view(self, view: View) -> bool:
         st = view.state
-        last = max(st.steps) if st.steps else None
-        row = st.steps.get(last) if last is not None else None
-        sig = (len(st.steps), last, len(row.trainer) + len(row.orchestrator) if row else 0, st.attempt, len(st.lost_steps), self.back, self.size)
+        row = st.last_row()
+        sig = (len(st.steps), row.step if row else None, len(row.trainer) + len(row.orchestrator) if row else 0, st.attempt, len(st.lost_steps), self.back, self.size)
         if sig == self._sig:
             return False
         self._sig = sig
@@ -56,7 +55,7 @@ class StepTable(Static, can_focus=True):
         return True
 
     def _render_table(self, view: View) -> Text:
-        steps = sorted(view.state.steps)
+        steps = view.state.step_keys()
         if not steps:
             return Text("no steps yet", style="italic grey62")
         height = max(1, (self.size.height or 10) - 1)  # one line for the header
