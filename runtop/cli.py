@@ -22,6 +22,7 @@ EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
 CHECK_EXIT = {"Healthy": 0, "Unknown": 0, "Degraded": 1, "Down": 2}
 EXIT_CANNOT_READ = 3
 EXIT_READ_ONLY = 4
+CHUNK_BYTES = 4 << 20
 
 
 def _config(p: argparse.ArgumentParser) -> None:
@@ -240,10 +241,10 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 def cmd_watch(args: argparse.Namespace) -> int:
     from runtop.checkin import append_checkin, status_path
-    from runtop.live import LiveRun
     from runtop.parsers.text import parse_duration
     from runtop.report import to_markdown
-    from runtop.snapshot import read_and_judge
+    from runtop.snapshot import RunJudge, look_at_processes, read_all
+    from runtop.sources.run_reader import RunReader
 
     every = parse_duration(args.every)
     if every is None or every <= 0:
@@ -252,23 +253,24 @@ def cmd_watch(args: argparse.Namespace) -> int:
     cfg = _thresholds(args)
     layout = with_ckpt_dir(discover(args.path), args.ckpt_dir)
     path = status_path(layout.root)
+    # One reader, read once and then followed: each check-in judges what it has (no re-read),
+    # and the judge keeps its findings' start times and the disks' growth between entries.
+    reader = RunReader(layout)
+    read_all(reader)
+    judge = RunJudge(reader, cfg)
     done = 0
-    live = LiveRun(layout, poll=args.poll, interval=args.interval)
-    try:
-        next_at = time.monotonic()
-        while args.count is None or done < args.count:
-            live.step()
-            if time.monotonic() >= next_at:
-                # A fresh full read for the entry (the live view may still be backfilling).
-                state, verdict = read_and_judge(args.path, ckpt_dir=args.ckpt_dir, cfg=cfg)
-                append_checkin(path, to_markdown(state, verdict))
-                done += 1
-                print(f"{time.strftime('%H:%M:%S')} appended a check-in ({verdict.verdict}) to {path}", flush=True)
-                next_at += every
-                continue
-            live.wait(min(args.interval, max(0.05, next_at - time.monotonic())))
-    finally:
-        live.close()
+    next_at = time.monotonic()
+    while args.count is None or done < args.count:
+        reader.poll(max_bytes=CHUNK_BYTES, rescan_every=args.interval, ckpt_every=max(args.interval, 5.0))
+        if time.monotonic() >= next_at:
+            look_at_processes(reader)
+            verdict = judge.verdict()
+            append_checkin(path, to_markdown(reader.state, verdict))
+            done += 1
+            print(f"{time.strftime('%H:%M:%S')} appended a check-in ({verdict.verdict}) to {path}", flush=True)
+            next_at += every
+            continue
+        time.sleep(min(args.interval, max(0.05, next_at - time.monotonic())))
     return EXIT_OK
 
 

@@ -3,14 +3,13 @@ look at processes and disks, judge."""
 
 from __future__ import annotations
 
-import os
 import time
 
 from runtop.config import Thresholds
 from runtop.discovery import discover, with_ckpt_dir
-from runtop.health import Verdict, judge
+from runtop.health import HealthTracker, Verdict
 from runtop.rules import Facts
-from runtop.sources.disk import DiskSampler
+from runtop.sources.disk import DiskSampler, core_roots, run_paths
 from runtop.sources.processes import run_processes
 from runtop.sources.run_reader import RunReader
 from runtop.state import RunState
@@ -20,38 +19,51 @@ CHUNK = 4 << 20
 
 
 def read_run(path: str, *, processes: bool = True, ckpt_dir: str | None = None) -> RunState:
-    return _read(path, processes=processes, ckpt_dir=ckpt_dir)[0]
+    return _read(path, processes=processes, ckpt_dir=ckpt_dir).state
 
 
 def read_and_judge(path: str, *, ckpt_dir: str | None = None, cfg: Thresholds | None = None, processes: bool = True, disks: bool = True) -> tuple[RunState, Verdict]:
     """The run read once and judged with every rule (one disk sample: no growth rate yet)."""
-    state, reader = _read(path, processes=processes, ckpt_dir=ckpt_dir)
-    disk = None
-    if disks:
-        paths = [("/dev/shm", "/dev/shm"), ("root", "/"), ("output dir", reader.layout.root)]
-        ck = reader.checkpoint_dir()
-        if ck:
-            paths.append(("checkpoint dir", ck))
-        disk = DiskSampler([(lbl, p) for lbl, p in paths if os.path.exists(p)], core_roots=core_roots(reader.layout)).sample()
-    facts = Facts(state, time.time(), cfg or Thresholds(), disk=disk)
-    return state, judge(state, facts)
+    reader = _read(path, processes=processes, ckpt_dir=ckpt_dir)
+    return reader.state, RunJudge(reader, cfg, disks=disks).verdict()
 
 
-def core_roots(layout) -> list[str]:
-    """Where a run's core dumps land: its dir (a SkyRL log's dir is `logs/`: look beside it too)."""
-    root = layout.root
-    if layout.framework == "skyrl" and os.path.basename(root) == "logs":
-        return [os.path.dirname(root)]
-    return [root]
+class RunJudge:
+    """Judges a reader's state with the rules, the run's processes and its disks.
+
+    Kept across check-ins (`runtop watch`), it remembers when each finding began and
+    samples the disks often enough for a growth rate; used once, it is `runtop check`.
+    """
+
+    def __init__(self, reader: RunReader, cfg: Thresholds | None = None, *, disks: bool = True) -> None:
+        self.reader = reader
+        self.tracker = HealthTracker(cfg)
+        lay = reader.layout
+        self.disks = DiskSampler(run_paths(lay.root, None), core_roots(lay.framework, lay.root)) if disks else None
+
+    def verdict(self) -> Verdict:
+        disk = None
+        if self.disks is not None:
+            self.disks.set_path("checkpoint dir", self.reader.checkpoint_dir())
+            disk = self.disks.sample()
+        return self.tracker.evaluate(Facts(self.reader.state, time.time(), self.tracker.cfg, disk=disk))
 
 
-def _read(path: str, *, processes: bool, ckpt_dir: str | None) -> tuple[RunState, RunReader]:
-    reader = RunReader(with_ckpt_dir(discover(path), ckpt_dir))
-    # One pass: no rescans (the layout is fresh); checkpoints are listed on the first poll.
+def read_all(reader: RunReader) -> None:
+    """Read every file to its end, in bounded chunks (no rescans: the layout is fresh)."""
     while True:
         read = reader.poll(max_bytes=CHUNK, rescan_every=float("inf"), ckpt_every=float("inf"))
         if reader.done() or not read:
             break  # done, or nothing more could be read (a file vanished): report what we have
+
+
+def look_at_processes(reader: RunReader) -> None:
+    reader.state.processes = run_processes(reader.layout.root, [t.path for t in reader.layout.logs])
+
+
+def _read(path: str, *, processes: bool, ckpt_dir: str | None) -> RunReader:
+    reader = RunReader(with_ckpt_dir(discover(path), ckpt_dir))
+    read_all(reader)
     if processes:
-        reader.state.processes = run_processes(reader.layout.root, [t.path for t in reader.layout.logs])
-    return reader.state, reader
+        look_at_processes(reader)
+    return reader

@@ -23,10 +23,8 @@ class SystemView:
     disk: DiskSnapshot | None = None
     gpu: GpuSnapshot | None = None
     vllm_http: VllmStats | None = None
-    vllm_http_error: str | None = None
     vllm_url: str | None = None
-    errors: dict[str, str] = field(default_factory=dict)
-    seq: int = 0  # bumps on every new reading
+    errors: dict[str, str] = field(default_factory=dict)  # probe name → why it has no reading
 
 
 @dataclass

@@ -20,29 +20,54 @@ from runtop.health import HealthTracker, Verdict
 from runtop.rules import Facts
 from runtop.live import LiveRun
 from runtop.parsers.events import VllmStats
-from runtop.snapshot import core_roots
-from runtop.sources.disk import DiskSampler, DiskSnapshot
+from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
+from runtop.actions import ActionError
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot
+from runtop.sources.tmux import TmuxError
 from runtop.sources.vllm_metrics import DEFAULT_URL, fetch
 from runtop.state import LogLine, RunState
 from runtop.view import SystemView, View
 
 
-class Probe:
-    """A callable run at most every `period` seconds; its exception becomes an error line."""
+class Unavailable(Exception):
+    """A source that is simply not there (nothing on the port, no tmux server): said plainly,
+    and asked again only every `idle_period`, not on every tick."""
 
-    def __init__(self, name: str, period: float, fn: Callable[[], object]) -> None:
+
+class Probe:
+    """A callable run at most every `period` seconds; its exception becomes an error line.
+
+    While its source is `Unavailable` (or one of `unavailable`'s exceptions) the probe waits
+    `idle_period` between tries.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        period: float,
+        fn: Callable[[], object],
+        *,
+        idle_period: float | None = None,
+        unavailable: tuple[type[Exception], ...] = (),
+    ) -> None:
         self.name, self.period, self.fn = name, period, fn
+        self.idle_period = idle_period if idle_period is not None else period
+        self.unavailable = (Unavailable, *unavailable)
         self.last = float("-inf")
+        self._wait = period
 
     def due(self, now: float) -> bool:
-        return now - self.last >= self.period
+        return now - self.last >= self._wait
 
     def run(self, now: float) -> tuple[object | None, str | None]:
         self.last = now
+        self._wait = self.period
         try:
             return self.fn(), None
+        except self.unavailable as e:
+            self._wait = self.idle_period
+            return None, str(e)
         except Exception as e:  # noqa: BLE001 - one failing source never takes the app down (issue 4)
             return None, f"{self.name} probe failed: {type(e).__name__}: {e}"
 
@@ -74,7 +99,7 @@ class Monitor:
         self.verdict: Verdict = self.health.evaluate(self.facts())
         # Samplers can be handed in (tests, snapshots): anything with the same `sample` works.
         self._procs = proc_sampler or ProcessSampler(layout.root, [t.path for t in layout.logs], layout.framework)
-        self._disks = disk_sampler or DiskSampler(self._disk_paths(), core_roots=core_roots(layout))
+        self._disks = disk_sampler or DiskSampler(run_paths(layout.root, None), core_roots(layout.framework, layout.root))
         self._gpu = gpu
         self.vllm_url = vllm_url
         self.probes: list[Probe] = []
@@ -84,30 +109,29 @@ class Monitor:
         if disks:
             self.probes.append(Probe("disk", max(interval, 5.0), self._sample_disks))
         self.probes.append(Probe("gpu", interval, self._sample_gpu))
+        # Nothing listening (a prime-rl run on another port, a SkyRL run): asked every 30 s;
+        # the log's stat lines fill the pane meanwhile.
+        idle = max(30.0, interval)
         if vllm_url:
-            self.probes.append(Probe("vllm", interval, self._sample_vllm))
+            self.probes.append(Probe("vllm", interval, self._sample_vllm, idle_period=idle))
         # The Launcher pane (tmux capture-pane): launcher-only lines such as
         # `Trainer failed with exit code 1` reach the Logs pane this way.
         self._launcher_lines: list[str] = []
         if launcher is not None:
-            self.probes.append(Probe("launcher", max(interval, 5.0), launcher))
+            self.probes.append(Probe("launcher", max(interval, 5.0), launcher, idle_period=idle, unavailable=(TmuxError, ActionError)))
 
     @property
     def state(self) -> RunState:
         return self.live.state
 
     # ---- probes (worker thread) -------------------------------------------
-    def _disk_paths(self) -> list[tuple[str, str]]:
-        paths = [("/dev/shm", "/dev/shm"), ("root", "/"), ("output dir", self.layout.root)]
-        return [(label, p) for label, p in paths if os.path.exists(p)]
-
     def _sample_procs(self) -> ProcessSnapshot:
         self._procs.set_logs([t.path for t in self.live.reader.layout.logs])
         return self._procs.sample(finished="trainer" in self.state.finished)
 
     def _sample_disks(self) -> DiskSnapshot:
         ckpt = self.live.reader.checkpoint_dir()
-        self._disks.set_path("checkpoint dir", ckpt if os.path.isdir(ckpt) else None)
+        self._disks.set_path("checkpoint dir", ckpt if ckpt and os.path.isdir(ckpt) else None)
         return self._disks.sample(self.clock())
 
     def _sample_gpu(self) -> GpuSnapshot:
@@ -115,13 +139,11 @@ class Monitor:
             self._gpu = NvmlProbe()  # created in the worker: nvmlInit can be slow
         return self._gpu.read()
 
-    def _sample_vllm(self) -> tuple[VllmStats | None, str | None]:
+    def _sample_vllm(self) -> VllmStats:
         stats, error = fetch(self.vllm_url or DEFAULT_URL, timeout=min(1.0, self.interval))
-        probe = next(p for p in self.probes if p.name == "vllm")
-        # Nothing listening (a prime-rl run on another port, a SkyRL run): ask again every
-        # 30 s, not every tick; the log's stat lines fill the pane meanwhile.
-        probe.period = self.interval if stats is not None else max(30.0, self.interval)
-        return stats, error
+        if stats is None:
+            raise Unavailable(error)
+        return stats
 
     def step(self) -> bool:
         """Read the run's files and the due probes. True when anything changed."""
@@ -158,9 +180,10 @@ class Monitor:
 
     def _store(self, name: str, value: object, error: str | None) -> None:
         sv = self.system
-        sv.seq += 1
         if error is not None:
             sv.errors[name] = error
+            if name == "vllm":
+                sv.vllm_http = None  # stale numbers would read as live
             return
         sv.errors.pop(name, None)
         if name == "process":
@@ -170,7 +193,7 @@ class Monitor:
         elif name == "gpu":
             sv.gpu = value  # type: ignore[assignment]
         elif name == "vllm":
-            sv.vllm_http, sv.vllm_http_error = value  # type: ignore[misc]
+            sv.vllm_http = value  # type: ignore[assignment]
         elif name == "launcher":
             self._add_launcher_lines(value)  # type: ignore[arg-type]
 

@@ -13,15 +13,15 @@ class InferencePane(Pane):
     TITLE = "inference"
 
     def signature(self, view: View) -> object:
-        return view.system.vllm_http, view.system.vllm_http_error, view.state.vllm, view.state.vllm_source
+        return view.system.vllm_http, view.system.errors.get("vllm"), view.state.vllm, view.state.vllm_source
 
     def render_view(self, view: View) -> Text:
         http = view.system.vllm_http
         stats, label = (http, f"from {view.system.vllm_url}") if http is not None else (view.state.vllm, None)
         if stats is not None and label is None:
-            label = f"from the log's stat line at {stats.time or '?'} ({view.system.vllm_http_error or 'no /metrics'})"
+            label = f"from the log's stat line at {stats.time or '?'} ({view.system.errors.get('vllm') or 'no /metrics'})"
         if stats is None:
-            return Text(view.system.vllm_http_error or "no vLLM numbers yet", style="grey62")
+            return Text(view.system.errors.get("vllm") or "no vLLM numbers yet", style="grey62")
         out = Text()
         out.append(f"running {stats.running if stats.running is not None else 'n/a'}  ")
         out.append(f"waiting {stats.waiting if stats.waiting is not None else 'n/a'}  ", "yellow" if stats.waiting else "")

@@ -108,3 +108,18 @@ class DiskSampler:
             roots.extend(glob.glob(pattern))
         snap.core_dumps = find_core_dumps(roots)
         return snap
+
+
+def run_paths(root: str, ckpt_dir: str | None) -> list[tuple[str, str]]:
+    """The filesystems a run fills, by label: /dev/shm, root, its output dir, its checkpoints."""
+    paths = [("/dev/shm", "/dev/shm"), ("root", "/"), ("output dir", root)]
+    if ckpt_dir:
+        paths.append(("checkpoint dir", ckpt_dir))
+    return [(label, p) for label, p in paths if os.path.isdir(p)]
+
+
+def core_roots(framework: str, root: str) -> list[str]:
+    """Where a run's core dumps land: its dir (a SkyRL log's dir is `logs/`: look beside it)."""
+    if framework == "skyrl" and os.path.basename(root) == "logs":
+        return [os.path.dirname(root)]
+    return [root]
