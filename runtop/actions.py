@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from runtop.config import ActionsConfig
 from runtop.sources.processes import run_processes
 from runtop.sources.tmux import Pane, Tmux, TmuxError, user_and_host
 from runtop.state import RunState
@@ -79,6 +80,35 @@ class Context:
     stop_timeout_s: float = 60.0
     _pane: Pane | None = None
     _pane_error: str | None = None
+
+    @classmethod
+    def for_run(
+        cls,
+        state: RunState,
+        *,
+        cfg: ActionsConfig | None = None,
+        tmux: Tmux | None = None,
+        socket: str | None = None,
+        session: str | None = None,
+        launch_cmd: str | None = None,
+        read_only: bool = False,
+    ) -> Context:
+        """The context for a run, from `[actions]` and the command line (given values win)."""
+        cfg = cfg or ActionsConfig()
+        source = "given with --launch-cmd" if launch_cmd else ("from [actions] launch_cmd" if cfg.launch_cmd else None)
+        return cls(
+            state=state,
+            run_root=state.path,
+            tmux=tmux or Tmux(socket),
+            session=session,
+            window=cfg.launcher_window,
+            logs_window=cfg.logs_window,
+            launch_cmd=launch_cmd or cfg.launch_cmd,
+            launch_cmd_source=source,
+            read_only=read_only or cfg.read_only,
+            audit_path=cfg.audit_log,
+            log_paths=[f.path for f in state.files.values() if f.kind == "log"],
+        )
 
     def pane(self) -> Pane:
         if self._pane is None and self._pane_error is None:

@@ -174,24 +174,14 @@ def _action_context(args: argparse.Namespace):
     from runtop.actions import Context
     from runtop.config import load_actions
     from runtop.snapshot import read_run
-    from runtop.sources.tmux import Tmux
 
-    cfg = load_actions(args.config)
-    state = read_run(args.path, ckpt_dir=args.ckpt_dir)
-    layout_root = state.path
-    logs = [f.path for f in state.files.values() if f.kind == "log"]
-    return Context(
-        state=state,
-        run_root=layout_root,
-        tmux=Tmux(args.tmux_socket),
+    return Context.for_run(
+        read_run(args.path, ckpt_dir=args.ckpt_dir),
+        cfg=load_actions(args.config),
+        socket=args.tmux_socket,
         session=args.tmux_session,
-        window=cfg.launcher_window,
-        logs_window=cfg.logs_window,
-        launch_cmd=args.launch_cmd or cfg.launch_cmd,
-        launch_cmd_source="given with --launch-cmd" if args.launch_cmd else ("from [actions] launch_cmd" if cfg.launch_cmd else None),
-        read_only=args.read_only or cfg.read_only,
-        audit_path=cfg.audit_log,
-        log_paths=logs,
+        launch_cmd=args.launch_cmd,
+        read_only=args.read_only,
     )
 
 
@@ -293,16 +283,7 @@ def _run_tui(layout, args: argparse.Namespace, deadline: float | None = None) ->
 
     acfg = load_actions(args.config)
     quit_after = max(0.1, deadline - time.monotonic()) if deadline is not None else None
-    launch = args.launch_cmd or acfg.launch_cmd
-    action_options = {
-        "socket": args.tmux_socket,
-        "session": args.tmux_session,
-        "window": acfg.launcher_window,
-        "logs_window": acfg.logs_window,
-        "launch_cmd": launch,
-        "launch_cmd_source": "given with --launch-cmd" if args.launch_cmd else ("from [actions] launch_cmd" if launch else None),
-        "audit_path": acfg.audit_log,
-    }
+    action_options = {"cfg": acfg, "socket": args.tmux_socket, "session": args.tmux_session, "launch_cmd": args.launch_cmd}
     app = RuntopApp(
         layout, interval=args.interval, poll=args.poll, vllm_url=args.vllm_url or None, quit_after=quit_after,
         thresholds=_thresholds(args), read_only=args.read_only or acfg.read_only, action_options=action_options,

@@ -249,24 +249,14 @@ class RuntopApp(App[int]):
         self._plan_action(name)
 
     def _capture_launcher(self) -> list[str]:
-        """The Launcher pane's last lines (read-only: allowed even with --read-only)."""
-        from runtop.sources.tmux import Tmux
-
-        opts = self.action_options
-        tmux = opts.get("tmux") or Tmux(opts.get("socket"))
-        pids = [p for ps in (self.monitor.state.processes or {}).values() for p in ps]
-        pane = tmux.launcher_pane(opts.get("window", "Launcher"), opts.get("session"), pids)
-        return tmux.capture(pane, 60)
+        """The Launcher pane's last lines (reading: allowed even with --read-only)."""
+        ctx = self._action_context()
+        return ctx.tmux.capture(ctx.pane(), 60)
 
     def _action_context(self):
         from runtop.actions import Context
-        from runtop.sources.tmux import Tmux
 
-        opts = dict(self.action_options)
-        tmux = opts.pop("tmux", None) or Tmux(opts.pop("socket", None))
-        state = self.monitor.state
-        logs = [f.path for f in state.files.values() if f.kind == "log"]
-        return Context(state=state, run_root=state.path, tmux=tmux, read_only=self.read_only, log_paths=logs, **opts)
+        return Context.for_run(self.monitor.state, read_only=self.read_only, **self.action_options)
 
     @work(thread=True, group="actions", exclusive=True)
     def _plan_action(self, name: str) -> None:
