@@ -10,6 +10,7 @@ each cites the incident that drove it.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -130,7 +131,9 @@ def inference_dead(f: Facts) -> list[Finding]:
     """vLLM stopped while the trainer waits (seed 002): its process gone, or the orchestrator
     retrying `Inference server was not reached`."""
     s = f.state
-    if f.finished() or s.framework != "prime-rl" and "inference" not in (f.alive or {}) and "inference" not in f.missing_roles:
+    # prime-rl always runs vLLM; elsewhere (SkyRL's engines are Ray actors) only once it was seen.
+    expects_inference = s.framework == "prime-rl" or "inference" in (f.alive or {}) or "inference" in f.missing_roles
+    if f.finished() or not expects_inference:
         return []
     alive = f.alive
     others = sorted(r for r, p in (alive or {}).items() if p and r in ("trainer", "orchestrator"))
@@ -156,10 +159,11 @@ def inference_dead(f: Facts) -> list[Finding]:
     return []
 
 
-def _seconds_in(text: str) -> float | None:
-    import re
+AFTER_SECONDS_RE = re.compile(r"after (\d+(?:\.\d+)?) seconds")
 
-    m = re.search(r"after (\d+(?:\.\d+)?) seconds", text)
+
+def _seconds_in(text: str) -> float | None:
+    m = AFTER_SECONDS_RE.search(text)
     return float(m.group(1)) if m else None
 
 

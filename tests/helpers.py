@@ -14,7 +14,7 @@ def events_of(text: str | bytes, role: str = "orchestrator") -> list:
     return parse_records(records, role)
 
 
-def skyrl_events_of(text: str | bytes) -> list:
+def skyrl_events_of(text: str | bytes, batch_rollouts: int | None = None) -> list:
     """SkyRL driver-log text through the reader's path: clean, unglue tqdm frames, group, parse."""
     from runtop.parsers import skyrl
 
@@ -22,7 +22,7 @@ def skyrl_events_of(text: str | bytes) -> list:
     lines = skyrl.split_glued(clean_bytes(data).decode("utf-8", "replace").split("\n"))
     asm = RecordAssembler(skyrl.header)
     records = asm.feed(lines) + asm.flush()
-    return skyrl.SkyrlParser().parse(records)
+    return skyrl.SkyrlParser(batch_rollouts).parse(records)
 
 
 def of_type(events: list, cls: type) -> list:

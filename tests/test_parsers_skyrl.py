@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from runtop.parsers import skyrl
 from runtop.parsers.checkpoints import judge_skyrl
 from runtop.parsers.events import (
     AgentError,
@@ -156,18 +155,12 @@ def test_shell_trace_names_checkpoint_dir_and_batch():
 
 
 def test_agent_rewards_and_batch_progress():
-    p = skyrl.SkyrlParser(batch_rollouts=80)
     text = log("09:08:58", "INFO", "Started: 'generate'")
     for i, (ft, gt) in enumerate([(1.0, 1.0), (0.0, 1.0), (1.0, 0.0)]):
         text += f"{E}ft_reward: {ft}\n{E}gt_reward: {gt}\n{E}rubric_reward: 4.5\n{E}total_reward: {ft + gt + 4.5} (gt={gt} + rubric=4.5 + ft={ft})\n"
         text += log("09:10:00", "INFO", f"Rubric evaluation complete for instance {1234 + i}: total={ft + gt + 4.5}, gt={gt}, rubric=4.5, ft={ft}", "skyrl_agent.rewards:evaluate:77")
     text += f"{E}global_step: 1\n"
-    from runtop.parsers.records import RecordAssembler
-    from runtop.parsers.text import clean_bytes
-
-    lines = skyrl.split_glued(clean_bytes(text.encode()).decode().split("\n"))
-    asm = RecordAssembler(skyrl.header)
-    events = p.parse(asm.feed(lines) + asm.flush())
+    events = skyrl_events_of(text, batch_rollouts=80)
     rewards = of_type(events, AgentReward)
     assert [r.kind for r in rewards[:4]] == ["ft", "gt", "rubric", "total"]
     trajs = of_type(events, Trajectory)

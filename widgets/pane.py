@@ -56,13 +56,9 @@ class Pane(Static):
 
 
 def _height(content: RenderableType) -> int | None:
-    """Lines `content` renders to, when that is plain to see (single-line cells); else None."""
+    """Lines `content` renders to: panes draw one line per row and never wrap (`text-wrap: nowrap`)."""
     if isinstance(content, Text):
         return content.plain.count("\n") + 1
     if isinstance(content, Table):
-        for col in content.columns:
-            for cell in col._cells:
-                if isinstance(cell, Table) or (isinstance(cell, Text) and "\n" in cell.plain):
-                    return None
         return content.row_count + (1 if content.show_header else 0)
     return None

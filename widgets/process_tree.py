@@ -46,6 +46,9 @@ class ProcessTree(Pane):
         t = Table.grid(padding=(0, 1))
         for col, just in (("pid", "right"), ("role", "left"), ("title", "left"), ("st", "left"), ("cpu", "right"), ("rss", "right"), ("age", "right")):
             t.add_column(col, justify=just, no_wrap=True, max_width=title_w if col == "title" else None, overflow="ellipsis")
+        if head:
+            # The missing roles go first, in the title column, so the pane stays one plain table.
+            t.add_row("", "", head, "", "", "", "")
         for p in snap.procs[:MAX_ROWS]:
             bad = p.zombie
             style = "bold red" if bad else ROLE_STYLE.get(p.role or "", "grey62")
@@ -60,14 +63,4 @@ class ProcessTree(Pane):
             )
         if len(snap.procs) > MAX_ROWS:
             t.add_row("", "", Text(f"… {len(snap.procs) - MAX_ROWS} more", style="grey62"), "", "", "", "")
-        if head:
-            # The missing roles go first, in the title column, so the pane stays one plain table.
-            rows = list(zip(*(c._cells for c in t.columns)))
-            out = Table.grid(padding=(0, 1))
-            for c in t.columns:
-                out.add_column(justify=c.justify, no_wrap=True, max_width=c.max_width, overflow="ellipsis")
-            out.add_row("", "", head, "", "", "", "")
-            for r in rows:
-                out.add_row(*r)
-            return out
         return t
