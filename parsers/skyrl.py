@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import posixpath
 import re
 import shlex
 from collections import Counter
@@ -601,8 +602,7 @@ class SkyrlParser:
         if (m := SAVED_RE.search(msg)) is not None:
             step, path = int(m.group(1)), m.group(2)
             out.append(CheckpointSave(TRAINER, step, t))
-            parent = path.rstrip("/").rsplit("/", 1)[0] if "/" in path.rstrip("/") else "."
-            out.append(CheckpointDir(parent, "log: Successfully saved checkpoint"))
+            out.append(CheckpointDir(posixpath.dirname(path.rstrip("/")) or ".", "log: Successfully saved checkpoint"))
             return
         if (m := RESUMING_RE.search(msg)) is not None:
             step = int(m.group(1))
@@ -616,9 +616,9 @@ class SkyrlParser:
             self.next_step = 1
             return
         if (m := LOADING_RE.search(msg)) is not None and msg.startswith("Loading checkpoint"):
-            path = m.group(1).rstrip("/")
-            if "/" in path:
-                out.append(CheckpointDir(path.rsplit("/", 1)[0], "log: Loading checkpoint"))
+            parent = posixpath.dirname(m.group(1).rstrip("/"))
+            if parent:
+                out.append(CheckpointDir(parent, "log: Loading checkpoint"))
             return
         if (m := TOTAL_STEPS_RE.match(msg)) is not None:
             out.append(MaxSteps(int(m.group(1)), "log"))

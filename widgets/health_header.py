@@ -40,10 +40,11 @@ class HealthHeader(Pane):
     def signature(self, view: View) -> object:
         s = view.state
         age = last_write_age(view)
+        eta = s.eta_s()
         return (
             view.verdict.verdict, tuple(view.verdict.reasons), s.run_name, s.layout, s.attempt, s.trainer_step,
             s.orchestrator_step, s.max_steps, s.current_phase(), _age_bucket(age),
-            round(s.backfill_done, 2), s.eta_s() is not None and int(s.eta_s() // 60),
+            round(s.backfill_done, 2), eta is not None and int(eta // 60),
         )
 
     def render_view(self, view: View) -> Text:
