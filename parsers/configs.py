@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
+
+from .numbers import loads
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -41,8 +42,8 @@ def _int(v: object) -> int | None:
 def parse_config(text: str, fmt: str) -> RunConfig | None:
     """`fmt` is "json" or "toml"; None when the text does not parse."""
     try:
-        data = json.loads(text) if fmt == "json" else tomllib.loads(text)
-    except (ValueError, tomllib.TOMLDecodeError):
+        data = loads(text) if fmt == "json" else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError, RecursionError):  # tomllib recurses in Python
         return None
     if not isinstance(data, dict):
         return None

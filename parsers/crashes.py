@@ -10,26 +10,26 @@ from .records import Record
 # The line that ends a Python traceback: `torch.OutOfMemoryError: CUDA out of memory…`,
 # `ray.exceptions.RayTaskError(ActorDiedError): …`, `KeyboardInterrupt`.
 EXC_LINE_RE = re.compile(
-    r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Timeout|Failure|Died)\w*"
-    r"(?:\([\w.]+\))?)(?::\s*(.*))?$"
+    r"(?<![\w.])((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Timeout|Failure|Died)\w*"
+    r"(?:\([\w.]+\))?)(?::\s*(.*))?$", re.ASCII
 )
 
 # (kind, pattern, fatal). Searched in ERROR records, orphan lines and traceback text.
 CRASH_SIGNATURES: list[tuple[str, re.Pattern[str], bool]] = [
-    ("SIGBUS", re.compile(r"SIGBUS received|Fatal Python error: Bus error"), True),
-    ("SIGSEGV", re.compile(r"SIGSEGV received|Fatal Python error: Segmentation fault|Segfault encountered"), True),
-    ("NoSpaceLeft", re.compile(r"No space left on device|\[Errno 28\]"), True),
-    ("NCCLTimeout", re.compile(r"Watchdog caught collective operation timeout|NCCL.{0,80}[Tt]imeout"), True),
-    ("CUDAOutOfMemory", re.compile(r"CUDA out of memory|torch\.OutOfMemoryError"), True),
-    ("EngineDeadError", re.compile(r"EngineDeadError|EngineCore encountered a fatal error"), True),
-    ("WorkerDied", re.compile(r"A worker died or was killed while executing a task"), True),
-    ("ActorDiedError", re.compile(r"ActorDiedError"), True),
-    ("TooManyOpenFiles", re.compile(r"Too many open files"), False),
+    ("SIGBUS", re.compile(r"SIGBUS received|Fatal Python error: Bus error", re.ASCII), True),
+    ("SIGSEGV", re.compile(r"SIGSEGV received|Fatal Python error: Segmentation fault|Segfault encountered", re.ASCII), True),
+    ("NoSpaceLeft", re.compile(r"No space left on device|\[Errno 28\]", re.ASCII), True),
+    ("NCCLTimeout", re.compile(r"Watchdog caught collective operation timeout|NCCL.{0,80}[Tt]imeout", re.ASCII), True),
+    ("CUDAOutOfMemory", re.compile(r"CUDA out of memory|torch\.OutOfMemoryError", re.ASCII), True),
+    ("EngineDeadError", re.compile(r"EngineDeadError|EngineCore encountered a fatal error", re.ASCII), True),
+    ("WorkerDied", re.compile(r"A worker died or was killed while executing a task", re.ASCII), True),
+    ("ActorDiedError", re.compile(r"ActorDiedError", re.ASCII), True),
+    ("TooManyOpenFiles", re.compile(r"Too many open files", re.ASCII), False),
 ]
 
 _QUICK = re.compile(
     r"SIGBUS|SIGSEGV|Fatal Python error|Segfault|No space left|Errno 28|Watchdog|NCCL|out of memory"
-    r"|OutOfMemoryError|EngineDead|EngineCore encountered|worker died|ActorDied|Too many open files"
+    r"|OutOfMemoryError|EngineDead|EngineCore encountered|worker died|ActorDied|Too many open files", re.ASCII
 )
 
 

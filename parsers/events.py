@@ -177,6 +177,18 @@ class Unrecognised:
 
 
 @dataclass(frozen=True, slots=True)
+class Unparsed:
+    """A record or line that made a parser fail: counted and named, never an exception
+    (issue 10: one malformed line used to kill every command on every restart).
+
+    `line` is the number the reader gave the record's first line (0: not known).
+    """
+
+    line: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Phase:
     """SkyRL's timer lines: `Started: 'generate'` / `Finished: 'generate', time cost: 5941.60s`.
 
@@ -290,6 +302,7 @@ Event = (
     | VllmStats
     | Rollout
     | Unrecognised
+    | Unparsed
     | Phase
     | AgentReward
     | Trajectory

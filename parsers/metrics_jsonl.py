@@ -7,10 +7,10 @@ stay apart.
 
 from __future__ import annotations
 
-import json
 import math
 
 from .events import ORCHESTRATOR, TRAINER, Event, StepMetrics, Unrecognised
+from .numbers import loads
 
 ORCH_PREFIXES = ("train/", "progress/", "off_policy/", "eval/", "batch/", "scheduler/", "reward/", "seq_len/", "is_truncated/")
 TRAINER_PREFIXES = ("loss/", "entropy/", "optim/", "perf/", "mismatch_kl/", "system/", "is_masked", "kl_ent_ratio", "masked_")
@@ -44,6 +44,9 @@ TRAINER_KEYS = {
 ORCH_TIME_KEYS = ("time/wait_for_policy", "time/wait_for_ckpt", "time/generate_completions", "time/update_weights")
 TRAINER_TIME_KEYS = ("time/wait_for_batch", "time/forward_backward", "time/broadcast_weights", "time/save_ckpt", "time/load_data")
 
+# A step counter past this is garbage, not a run (and would overflow whoever prints it).
+MAX_STEP = 10**12
+
 
 def _role_of(row: dict) -> str | None:
     for key in row:
@@ -68,7 +71,7 @@ def parse_line(line: str | bytes, source: str = "metrics.jsonl") -> Event | None
     if not line:
         return None
     try:
-        row = json.loads(line)
+        row = loads(line)
     except ValueError:
         return Unrecognised(source, "not JSON")
     if not isinstance(row, dict):
@@ -76,6 +79,8 @@ def parse_line(line: str | bytes, source: str = "metrics.jsonl") -> Event | None
     step = row.get("step")
     if isinstance(step, bool) or not isinstance(step, (int, float)) or (isinstance(step, float) and not math.isfinite(step)):
         return Unrecognised(source, "no integer 'step'")
+    if not 0 <= step < MAX_STEP:
+        return Unrecognised(source, f"'step' out of range: {step!r:.40}")
     role = _role_of(row)
     if role is None:
         return Unrecognised(source, "no known metric keys")

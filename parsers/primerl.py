@@ -26,22 +26,25 @@ from .events import (
     StepMetrics,
     Waiting,
 )
+from .numbers import strict_float, strict_int
 from .records import Record
 from .text import parse_duration, split_fields, to_float
 
-STEP_RE = re.compile(r"Step (\d+)\s*(?:\||$)")
+STEP_RE = re.compile(r"Step (\d+)\s*(?:\||$)", re.ASCII)
 BATCH_RE = re.compile(
-    r"Train batch (\d+)/(\d+)(?: \([\d.]+%\))?(?: \(\+(\d+) buffered\))?(?:; (\d+) inflight)?"
+    r"Train batch (\d+)/(\d+)(?: \([\d.]+%\))?(?: \(\+(\d+) buffered\))?(?:; (\d+) inflight)?", re.ASCII
 )
-MAX_STEPS_RE = re.compile(r"max_steps=(\d+)")
-RESUME_RE = re.compile(r"Resuming (?:training )?from checkpoint (?:at )?step (\d+)")
-SAVE_RE = re.compile(r"Saving checkpoint at step (\d+)")
-TRACE_FAILED_RE = re.compile(r"Trace failed in group \S+ \(([^)]*)\) \W+ ([\w.]+)(?::\s*(.*))?")
-DROPPED_RE = re.compile(r"Dropped (\d+) queued traces")
-EMPTY_BATCH_RE = re.compile(r"Step (\d+): empty train batch")
-ROLLOUT_KV_RE = re.compile(r"(\w+)=(\S+)")
-ACTIVE_TASKS_RE = re.compile(r"Active tasks: (\d+)")
-LAG_RE = re.compile(r"(min|mean|median|p50|p90|p99|max)=([\d.]+)ms")
+MAX_STEPS_RE = re.compile(r"max_steps=(\d+)", re.ASCII)
+RESUME_RE = re.compile(r"Resuming (?:training )?from checkpoint (?:at )?step (\d+)", re.ASCII)
+SAVE_RE = re.compile(r"Saving checkpoint at step (\d+)", re.ASCII)
+TRACE_FAILED_RE = re.compile(r"Trace failed in group \S+ \(([^)]*)\) \W+ ([\w.]+)(?::\s*(.*))?", re.ASCII)
+DROPPED_RE = re.compile(r"Dropped (\d+) queued traces", re.ASCII)
+EMPTY_BATCH_RE = re.compile(r"Step (\d+): empty train batch", re.ASCII)
+# The lookbehinds in this file and skyrl.py start a match only where a word starts: without
+# them `\w+` rescans the rest of a 64 KB word from every position (issue 10: 13 s a line).
+ROLLOUT_KV_RE = re.compile(r"(?<!\w)(\w+)=(\S+)", re.ASCII)
+ACTIVE_TASKS_RE = re.compile(r"Active tasks: (\d+)", re.ASCII)
+LAG_RE = re.compile(r"(min|mean|median|p50|p90|p99|max)=([\d.]+)ms", re.ASCII)
 
 # Step-line field name (lower-case, trailing dots dropped) → canonical metric.
 ORCH_FIELDS = {
@@ -89,10 +92,10 @@ TRUNCATING_STOPS = {
 # One `Key value` / `Key: value` field right after a ` | ` separator (v0.5 used colons).
 # A single findall per line keeps step lines cheap on a GB backfill.
 FIELD_RE = re.compile(
-    r"\|\s*([A-Za-z][A-Za-z.\- ]*?):?\s+([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)(%?)"
+    r"\|\s*([A-Za-z][A-Za-z.\- ]*?):?\s+([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)(%?)", re.ASCII
 )
-TIME_FIELD_RE = re.compile(r"Time:?\s+([^|]+)")
-TRAINABLE_RE = re.compile(r"Trainable:? (\d+)/(\d+)")
+TIME_FIELD_RE = re.compile(r"Time:?\s+([^|]+)", re.ASCII)
+TRAINABLE_RE = re.compile(r"Trainable:? (\d+)/(\d+)", re.ASCII)
 
 
 def _step_line(rec: Record, role_hint: str) -> list[Event]:
@@ -121,9 +124,8 @@ def _step_line(rec: Record, role_hint: str) -> list[Event]:
         k = key.lower()
         if k == "time":
             continue
-        try:
-            num = float(num_text)
-        except ValueError:
+        num = strict_float(num_text)
+        if num is None:
             continue
         name = table.get(k)
         if name is None:
@@ -165,7 +167,7 @@ def _rollout(msg: str, time: str | None) -> Event | None:
         return RolloutStart(rid, time)
     stop = kv.get("stop")
     reward = to_float(kv["reward"]) if "reward" in kv else None
-    turns = int(kv["turns"]) if kv.get("turns", "").isdigit() else None
+    turns = strict_int(kv.get("turns"))
     err = stop if stop and stop not in TRUNCATING_STOPS and stop[:1].isupper() else None
     return RolloutDone(rid, reward, turns, stop, err, time)
 
@@ -263,7 +265,7 @@ def _env_router(rec: Record, t: str | None) -> list[Event]:
         lag: dict[str, float] = {}
         for line in rec.lines():
             if "Server" in line and "Lag:" in line:
-                lag = {k: float(v) for k, v in LAG_RE.findall(line)}
+                lag = {k: v2 for k, v in LAG_RE.findall(line) if (v2 := strict_float(v)) is not None}
                 break
         return [EnvLag(int(m.group(1)) if m else None, lag, t)]
     if "died" in msg and "Worker" in msg:

@@ -14,29 +14,30 @@ does no I/O and never raises.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .numbers import loads
+
 # prime-rl loguru: `14:01:58 SUCCESS Step 1 | …` (level right-aligned to 7).
-PRIME_RE = re.compile(r"(\d{2}:\d{2}:\d{2})\s+(TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s(.*)", re.S)
+PRIME_RE = re.compile(r"(\d{2}:\d{2}:\d{2})\s+(TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s(.*)", re.S | re.ASCII)
 # At DEBUG level loguru adds ` [file.py::123]`.
-DEBUG_SUFFIX_RE = re.compile(r"\s\[[\w./-]+\.py::\d+\]\s*$")
+DEBUG_SUFFIX_RE = re.compile(r"\s\[[\w./-]+\.py::\d+\]\s*$", re.ASCII)
 # torchrun / glog: `E0821 14:05:23.118000 2210431 torch/distributed/…/api.py:882] failed …`
-GLOG_RE = re.compile(r"([IWEF])\d{4} (\d{2}:\d{2}:\d{2})\.\d+\s+\d+\s+[^\]]*\]\s?(.*)", re.S)
+GLOG_RE = re.compile(r"([IWEF])\d{4} (\d{2}:\d{2}:\d{2})\.\d+\s+\d+\s+[^\]]*\]\s?(.*)", re.S | re.ASCII)
 # vLLM: `(APIServer pid=2209876) INFO 08-21 14:01:27 [loggers.py:257] Engine 000: …`
-PROC_PREFIX_RE = re.compile(r"\(([\w.: -]+?) pid=\d+(?:, ip=[\d.]+)?\)\s?")
-VLLM_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d{2}-\d{2} (\d{2}:\d{2}:\d{2})(?:\.\d+)?\s+\[[^\]]*\]\s?(.*)", re.S)
+PROC_PREFIX_RE = re.compile(r"\(([\w.: -]+?) pid=\d+(?:, ip=[\d.]+)?\)\s?", re.ASCII)
+VLLM_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d{2}-\d{2} (\d{2}:\d{2}:\d{2})(?:\.\d+)?\s+\[[^\]]*\]\s?(.*)", re.S | re.ASCII)
 # uvicorn inside vLLM: `INFO:     127.0.0.1:41722 - "GET /health HTTP/1.1" 200 OK`
-UVICORN_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+(.*)", re.S)
+UVICORN_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+(.*)", re.S | re.ASCII)
 # stdlib logging (v0.6 env router) and the Rust vllm-router:
 # `2026-06-25 14:01:33 - verifiers…EnvRouter - INFO - Active tasks: …`
 # `2026-08-21 14:00:03  INFO vllm_router_rs::server: …`
 STDLIB_RE = re.compile(
     r"\d{4}-\d{2}-\d{2}[ T](\d{2}:\d{2}:\d{2})(?:[.,]\d+)?\s+(?:-\s+\S+\s+-\s+)?"
     r"(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:-\s+)?(.*)",
-    re.S,
+    re.S | re.ASCII,
 )
 
 MAX_CONT_HEAD = 40  # continuation lines kept from the start of a record
@@ -57,6 +58,7 @@ class Record:
     _tail: list[str] | None = None
     where: str | None = None  # loguru's `module:function:line`, where the format has it
     repeat: int = 1  # Ray's `[repeated Nx across cluster]` folds N more copies into one line
+    line: int = 0  # number of the record's first line, counted by the assembler from `line_base`
 
     def add(self, line: str) -> None:
         if len(self.cont) < MAX_CONT_HEAD:
@@ -77,7 +79,7 @@ class Record:
 def _json_record(line: str) -> Record | None:
     # prime-rl `--log.json-logging`: {"timestamp", "level", "message", …}
     try:
-        obj = json.loads(line)
+        obj = loads(line)
     except ValueError:
         return None
     if not isinstance(obj, dict) or "message" not in obj or "level" not in obj:
@@ -172,19 +174,24 @@ class RecordAssembler:
     new record even without a header of its own).
     """
 
-    __slots__ = ("_pending", "_header")
+    __slots__ = ("_pending", "_header", "line_base")
 
     def __init__(self, header: HeaderFn | None = None) -> None:
         self._pending: Record | None = None
         self._header = header or _default_header
+        # The number of the next line fed; the reader sets it from the tailer's count so
+        # that a record that cannot be parsed is named by its line (issue 10).
+        self.line_base = 1
 
     def feed(self, lines: list[str]) -> list[Record]:
         out: list[Record] = []
         pending = self._pending
         header = self._header
-        for line in lines:
+        base = self.line_base
+        for i, line in enumerate(lines):
             rec = header(line, pending)
             if rec is not None:
+                rec.line = base + i
                 if pending is not None:
                     out.append(pending)
                 pending = rec
@@ -194,10 +201,11 @@ class RecordAssembler:
                 continue
             line = strip_proc_prefix(line)
             if pending is None:
-                pending = Record("orphan", None, None, line)
+                pending = Record("orphan", None, None, line, line=base + i)
             else:
                 pending.add(line)
         self._pending = pending
+        self.line_base = base + len(lines)
         return out
 
     def flush(self) -> list[Record]:

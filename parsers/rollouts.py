@@ -6,9 +6,9 @@ v0.6: `train_rollouts.jsonl` (flat: `reward`, `is_truncated`, `error`, …).
 
 from __future__ import annotations
 
-import json
 
 from .events import Event, Rollout, Unrecognised
+from .numbers import loads
 from .primerl import TRUNCATING_STOPS
 
 
@@ -102,7 +102,7 @@ def parse_line(line: str | bytes, step: int | None, source: str = "rollouts") ->
     if not line:
         return None
     try:
-        obj = json.loads(line)
+        obj = loads(line)
     except ValueError:
         return Unrecognised(source, "not JSON (cut line?)")
     if not isinstance(obj, dict):

@@ -29,6 +29,7 @@ from collections import Counter
 from . import vllm
 from .crashes import crash_signature, error_notice, exception_of, has_traceback
 from .events import (
+    Unparsed,
     ENV,
     INFERENCE,
     LAUNCHER,
@@ -53,50 +54,51 @@ from .events import (
     StepMetrics,
     Trajectory,
 )
+from .numbers import strict_float, strict_int
 from .records import Record
 from .records import match_header as generic_header
 
 # `(skyrl_entrypoint pid=66570)`, `(MegatronPolicyWorkerBase pid=12, ip=10.0.0.2)`, `(pid=9)`, `(raylet)`.
-RAY_PREFIX_RE = re.compile(r"\(((?:[\w.:\- ]+? )?pid=\d+|raylet)(?:, ip=[\d.]+)?\)\s?")
-REPEATED_RE = re.compile(r"\s*\[repeated (\d+)x across cluster\]")
+RAY_PREFIX_RE = re.compile(r"\(((?:[\w.:\- ]+? )?pid=\d+|raylet)(?:, ip=[\d.]+)?\)\s?", re.ASCII)
+REPEATED_RE = re.compile(r"(?<!\s)\s*\[repeated (\d+)x across cluster\]", re.ASCII)
 # loguru: `2026-02-19 11:00:58.123 | INFO     | skyrl_train.trainer:train:342 - Started: 'step'`
 LOGURU_RE = re.compile(
     r"\d{4}-\d{2}-\d{2}[ T](\d{2}:\d{2}:\d{2})(?:[.,]\d+)?\s*\|\s*"
     r"(TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\|\s*(\S+)\s+-\s?(.*)",
-    re.S,
+    re.S | re.ASCII,
 )
 # An autoretry wrapper: `[2026-02-19 16:44:02] Attempt #2 (Total restarts: 1)`.
-WRAPPER_RE = re.compile(r"\[\d{4}-\d{2}-\d{2}[ T](\d{2}:\d{2}:\d{2})\]\s?(.*)", re.S)
+WRAPPER_RE = re.compile(r"\[\d{4}-\d{2}-\d{2}[ T](\d{2}:\d{2}:\d{2})\]\s?(.*)", re.S | re.ASCII)
 # Bare `print`s and tqdm frames that carry something: each is a record of its own.
 STATEMENT_RE = re.compile(
     r"(?:global_step: \d|(?:ft|gt|rubric|total)_reward: |reward/|avg_final_rewards|\{'|Step \d+:|"
     r"Policy Train epoch|Training Batches Processed|Training exited with code|Attempt #\d|"
-    r"Started: '|Finished: '|Total steps: |Rubric evaluation complete|\*\*\* SIG)"
+    r"Started: '|Finished: '|Total steps: |Rubric evaluation complete|\*\*\* SIG)", re.ASCII
 )
 # Inside a code-execution record (code, then its output) only these strict forms
 # start a record: the output is the model's text and can look like anything.
-AGENT_SAFE_RE = re.compile(r"(?:(?:ft|gt|rubric|total)_reward: [-+\d.eE]+\b|Rubric evaluation complete|global_step: \d+\s*$)")
+AGENT_SAFE_RE = re.compile(r"(?:(?:ft|gt|rubric|total)_reward: [-+\d.eE]+\b|Rubric evaluation complete|global_step: \d+\s*$)", re.ASCII)
 
-TIMER_RE = re.compile(r"(Started|Finished): '([\w.\-/ ]+)'(?:, time cost: ([\d.]+)s)?")
-GLOBAL_STEP_RE = re.compile(r"global_step: (\d+)\s*$")
-REWARD_LINE_RE = re.compile(r"(ft|gt|rubric|total)_reward: ([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan)")
-RUBRIC_RE = re.compile(r"Rubric evaluation complete for instance (\S+?):?\s+(.*)")
-KV_NUM_RE = re.compile(r"([\w/@]+)[:=]\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\b")
-STEP_DUMP_RE = re.compile(r"Step (\d+):\s*(\{.*)?$", re.S)
-POLICY_TQDM_RE = re.compile(r"Policy Train epoch \[(\d+)/(\d+)\]:.*?\|\s*(\d+)/(\d+)(?:\s*\[([^\]]*)\])?")
-POSTFIX_RE = re.compile(r"(\w+)=([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\b")
-BATCHES_RE = re.compile(r"Training Batches Processed:.*?(\d+)/(\d+)")
-TOTAL_STEPS_RE = re.compile(r"Total steps: (\d+)")
-SAVED_RE = re.compile(r"Successfully saved checkpoint for global_step_(\d+) to: (\S+)")
-LOADING_RE = re.compile(r"Loading checkpoint from:? (\S+)")
-RESUMING_RE = re.compile(r"Resuming from global_step:? (\d+)")
-INFRA_RE = re.compile(r"Infrastructure logs will be written to:? (\S+)")
-SLOW_RE = re.compile(r"Code execution took ([\d.]+) seconds")
-TIMEOUT_RE = re.compile(r"Timeout error during execute on attempt (\d+)/(\d+)")
-OVERFLOW_RE = re.compile(r"Context \((\d+) tokens\) exceeded max_prompt_len \((\d+)\)")
-ATTEMPT_RE = re.compile(r"Attempt #(\d+)")
-EXITED_RE = re.compile(r"Training exited with code (-?\d+)(?: after (\d+)s)?")
-RULE_NUMBER_RE = re.compile(r"\bRule (\d)\b")
+TIMER_RE = re.compile(r"(Started|Finished): '([\w.\-/ ]+)'(?:, time cost: ([\d.]+)s)?", re.ASCII)
+GLOBAL_STEP_RE = re.compile(r"global_step: (\d+)\s*$", re.ASCII)
+REWARD_LINE_RE = re.compile(r"(ft|gt|rubric|total)_reward: ([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan)", re.ASCII)
+RUBRIC_RE = re.compile(r"Rubric evaluation complete for instance (\S+?):?\s+(.*)", re.ASCII)
+KV_NUM_RE = re.compile(r"(?<![\w/@])([\w/@]+)[:=]\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\b", re.ASCII)
+STEP_DUMP_RE = re.compile(r"Step (\d+):\s*(\{.*)?$", re.S | re.ASCII)
+POLICY_TQDM_RE = re.compile(r"Policy Train epoch \[(\d+)/(\d+)\]:.*?\|\s*(\d+)/(\d+)(?:\s*\[([^\]]*)\])?", re.ASCII)
+POSTFIX_RE = re.compile(r"(?<!\w)(\w+)=([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\b", re.ASCII)
+BATCHES_RE = re.compile(r"Training Batches Processed:.{0,200}?(\d+)/(\d+)", re.ASCII)
+TOTAL_STEPS_RE = re.compile(r"Total steps: (\d+)", re.ASCII)
+SAVED_RE = re.compile(r"Successfully saved checkpoint for global_step_(\d+) to: (\S+)", re.ASCII)
+LOADING_RE = re.compile(r"Loading checkpoint from:? (\S+)", re.ASCII)
+RESUMING_RE = re.compile(r"Resuming from global_step:? (\d+)", re.ASCII)
+INFRA_RE = re.compile(r"Infrastructure logs will be written to:? (\S+)", re.ASCII)
+SLOW_RE = re.compile(r"Code execution took ([\d.]+) seconds", re.ASCII)
+TIMEOUT_RE = re.compile(r"Timeout error during execute on attempt (\d+)/(\d+)", re.ASCII)
+OVERFLOW_RE = re.compile(r"Context \((\d+) tokens\) exceeded max_prompt_len \((\d+)\)", re.ASCII)
+ATTEMPT_RE = re.compile(r"Attempt #(\d+)", re.ASCII)
+EXITED_RE = re.compile(r"Training exited with code (-?\d+)(?: after (\d+)s)?", re.ASCII)
+RULE_NUMBER_RE = re.compile(r"\bRule (\d)\b", re.ASCII)
 
 # skyrl-agent's eight format rules, by the text of their warning (FORMATS.md).
 FORMAT_RULES: list[tuple[int, str]] = [
@@ -137,14 +139,16 @@ _METHODS = {
     "search", "match", "findall", "sub", "exists", "makedirs", "sleep", "now",
 }
 _MODULES = {"pd", "np", "json", "re", "os", "sys", "math", "time", "random", "collections", "itertools", "datetime", "pandas", "numpy", "str", "self"}
-CALL_RE = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\(")
-STRING_RE = re.compile(r"'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"", re.S)
-DEF_RE = re.compile(r"\bdef\s+\w+\s*\(")
+CALL_RE = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\(", re.ASCII)
+# An unclosed string runs to the end of its line (or text): a match that cannot fail is
+# one that never rescans (a line of `"\\"\\…` was quadratic).
+STRING_RE = re.compile(r"'''.*?(?:'''|\Z)|\"\"\".*?(?:\"\"\"|\Z)|'(?:\\.|[^'\\\n])*(?:'|\\?$)|\"(?:\\.|[^\"\\\n])*(?:\"|\\?$)", re.S | re.M | re.ASCII)
+DEF_RE = re.compile(r"\bdef\s+\w+\s*\(", re.ASCII)
 
 
 # The end of a tqdm frame: `| 80/80 [02:57<00:00,  2.22s/it, pg=-0.402]`. A frame ends in
 # `\r`, not a newline, so the next record can follow it on the same line.
-TQDM_END_RE = re.compile(r"\|\s*\d+/\d+ \[[^\]]*\]")
+TQDM_END_RE = re.compile(r"\|\s*\d+/\d+ \[[^\]]*\]", re.ASCII)
 
 
 def split_glued(lines: list[str]) -> list[str]:
@@ -279,22 +283,21 @@ def _num(v: object) -> float | None:
     if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
         try:
             return float(v)
-        except ValueError:
+        except OverflowError:  # an int past float range (ast.literal_eval reads 10**400)
             return None
+    if isinstance(v, str):
+        return strict_float(v)
     return None
 
 
 def _kv_numbers(text: str) -> dict[str, float]:
     out = {}
     for k, v in KV_NUM_RE.findall(text):
-        try:
-            out[k] = float(v)
-        except ValueError:
-            continue
+        num = strict_float(v)
+        if num is not None:
+            out[k] = num
     return out
 
 
@@ -345,13 +348,13 @@ class SkyrlParser:
     def parse(self, records: list[Record], role: str = TRAINER) -> list[Event]:
         out: list[Event] = []
         for rec in records:
-            if rec.fmt in ("vllm", "uvicorn"):
-                out.extend(vllm.parse_record(rec))
-                continue
             try:
+                if rec.fmt in ("vllm", "uvicorn"):
+                    out.extend(vllm.parse_record(rec))
+                    continue
                 self._record(rec, out)
-            except (ValueError, IndexError, KeyError, OverflowError):  # a garbled line: skip it, keep reading
-                continue
+            except Exception as e:  # noqa: BLE001 - a garbled record is counted and named, the rest is read
+                out.append(Unparsed(rec.line, f"{type(e).__name__}: {str(e)[:120]}"))
         return out
 
     def _record(self, rec: Record, out: list[Event]) -> None:
@@ -667,8 +670,7 @@ def launch_config(cmd: str) -> LaunchConfig | None:
             kv[k.lstrip("+")] = v
 
     def i(key: str) -> int | None:
-        v = kv.get(key, "")
-        return int(v) if v.lstrip("-").isdigit() else None
+        return strict_int(kv.get(key))
 
     batch, n = i("trainer.train_batch_size"), i("generator.n_samples_per_prompt")
     return LaunchConfig(

@@ -8,25 +8,26 @@ from __future__ import annotations
 
 import re
 
-# FORMATS.md: loguru, Ray and vLLM write colour codes into files. The second
-# alternative also catches the odd OSC/charset sequences some tools leave behind.
-ANSI_RE_B = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]")
-# torchrun's per-rank prefix on trainer.log lines: `[trainer0]:`, `[default3]:`.
-TORCHRUN_PREFIX_RE_B = re.compile(rb"(?m)^\[[A-Za-z_]*\d+\]:")
+from .hygiene import redact as redact  # noqa: F401 - the one redaction, re-exported
+from .hygiene import strip_escapes_bytes
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|d|h|m|s)(?![a-z])")
+# torchrun's per-rank prefix on trainer.log lines: `[trainer0]:`, `[default3]:`.
+TORCHRUN_PREFIX_RE_B = re.compile(rb"(?m)^\[[A-Za-z_]*\d+\]:", re.ASCII)
+
+_DURATION_PART = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*(ms|d|h|m|s)(?![a-z])", re.ASCII)
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def clean_bytes(data: bytes) -> bytes:
-    """Strip ANSI codes and torchrun prefixes, and turn `\\r` frames into lines.
+    """Strip escape sequences, controls and torchrun prefixes, and turn `\\r` frames into lines.
 
     Works on whole chunks so the cost is paid at C speed, not once per line.
     tqdm writes `\\r`-separated frames and a record can follow a frame on the
     same physical line: each frame becomes its own line (FORMATS.md).
     """
-    if b"\x1b" in data:
-        data = ANSI_RE_B.sub(b"", data)
+    # FORMATS.md: loguru, Ray and vLLM write colour codes into files; a hostile line can
+    # carry any other escape (issue 10). None of them is stored.
+    data = strip_escapes_bytes(data)
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     if b"]:" in data:
@@ -53,7 +54,7 @@ def parse_duration(text: str) -> float | None:
     return total
 
 
-_NUM_RE = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)", re.I)
+_NUM_RE = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)", re.I | re.ASCII)
 
 
 def first_number(text: str) -> float | None:
@@ -66,7 +67,7 @@ def first_number(text: str) -> float | None:
         return None
 
 
-_VALUE_START = re.compile(r"\s[-+]?(?:\d|\.\d|nan|inf)", re.I)
+_VALUE_START = re.compile(r"\s[-+]?(?:\d|\.\d|nan|inf)", re.I | re.ASCII)
 
 
 def split_fields(body: str) -> list[tuple[str, str]]:
@@ -100,19 +101,3 @@ def split_fields(body: str) -> list[tuple[str, str]]:
 def to_float(value: str) -> float | None:
     """The first number in a field value (`14872 tokens/s`, `87.5%`, `3.00e-06`)."""
     return first_number(value)
-
-
-# `*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*` followed by `=` or `:` (shell
-# traces print `export WANDB_API_KEY=…`). The `\b` after the suffix keeps
-# `max_tokens: 128` readable.
-SECRET_RE = re.compile(
-    r"(?i)\b((?:[A-Z0-9_]*_)?(?:API_KEY|TOKEN|SECRET)\b|[A-Z0-9_]*PASSWORD[A-Z0-9_]*)"
-    r"(\s*[=:]\s*)(['\"]?)([^\s'\"]+)"
-)
-BEARER_RE = re.compile(r"(?i)\b(Bearer\s+)[A-Za-z0-9._~+/=-]+")
-
-
-def redact(text: str) -> str:
-    """Hide the values of `*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*` (FORMATS.md)."""
-    text = SECRET_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}***", text)
-    return BEARER_RE.sub(r"\1***", text)

@@ -6,20 +6,21 @@ import re
 
 from .crashes import crash_signature, error_notice
 from .events import INFERENCE, Event, Notice, VllmStats
+from .numbers import finite, strict_float
 from .records import Record
 
 _STAT_RES = {
-    "prompt_tok_s": re.compile(r"Avg prompt throughput: ([\d.]+)"),
-    "gen_tok_s": re.compile(r"Avg generation throughput: ([\d.]+)"),
-    "running": re.compile(r"Running: (\d+) reqs"),
-    "waiting": re.compile(r"Waiting: (\d+) reqs"),
-    "kv_cache_pct": re.compile(r"(?:GPU )?KV cache usage: ([\d.]+)%"),
-    "prefix_hit_pct": re.compile(r"Prefix cache hit rate: ([\d.]+)%"),
-    "preemptions": re.compile(r"Preemptions: (\d+)"),
+    "prompt_tok_s": re.compile(r"Avg prompt throughput: ([\d.]+)", re.ASCII),
+    "gen_tok_s": re.compile(r"Avg generation throughput: ([\d.]+)", re.ASCII),
+    "running": re.compile(r"Running: (\d+) reqs", re.ASCII),
+    "waiting": re.compile(r"Waiting: (\d+) reqs", re.ASCII),
+    "kv_cache_pct": re.compile(r"(?:GPU )?KV cache usage: ([\d.]+)%", re.ASCII),
+    "prefix_hit_pct": re.compile(r"Prefix cache hit rate: ([\d.]+)%", re.ASCII),
+    "preemptions": re.compile(r"Preemptions: (\d+)", re.ASCII),
 }
-MAX_TOKENS_RE = re.compile(r"'max_tokens' or 'max_completion_tokens' is too large: (\d+)")
-ULIMIT_RE = re.compile(r"Found ulimit of (\d+) and failed to automatically increase")
-HTTP_STATUS_RE = re.compile(r'" (\d{3}) ')
+MAX_TOKENS_RE = re.compile(r"'max_tokens' or 'max_completion_tokens' is too large: (\d+)", re.ASCII)
+ULIMIT_RE = re.compile(r"Found ulimit of (\d+) and failed to automatically increase", re.ASCII)
+HTTP_STATUS_RE = re.compile(r'" (\d{3}) ', re.ASCII)
 
 
 def parse_stats(msg: str, time: str | None) -> VllmStats | None:
@@ -28,11 +29,13 @@ def parse_stats(msg: str, time: str | None) -> VllmStats | None:
     vals: dict[str, float] = {}
     for name, pat in _STAT_RES.items():
         m = pat.search(msg)
-        if m:
-            vals[name] = float(m.group(1))
+        num = strict_float(m.group(1)) if m else None
+        if num is not None:
+            vals[name] = num
 
     def i(name: str) -> int | None:
-        return int(vals[name]) if name in vals else None
+        v = finite(vals.get(name))
+        return int(v) if v is not None else None
 
     return VllmStats(
         running=i("running"),

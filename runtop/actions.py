@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runtop.config import ActionsConfig
+from runtop.outputs import OutputError, append_locked
+from runtop.parsers.hygiene import public
 from runtop.sources.processes import run_processes
 from runtop.sources.tmux import Pane, Tmux, TmuxError, user_and_host
 from runtop.state import RunState
@@ -346,7 +348,7 @@ def dispatch(p: Plan, ctx: Context, *, confirmation: str | None, progress: Calla
                 append_checkin(step.arg, to_markdown(ctx.state))
         outcome = "ok"
         return f"{p.name}: done"
-    except (TmuxError, OSError) as e:
+    except (TmuxError, OSError, OutputError) as e:
         outcome = f"error: {e}"
         raise ActionError(f"{p.name} failed: {e}") from None
     except ActionError as e:
@@ -382,10 +384,15 @@ def audit(ctx: Context, p: Plan, pane: Pane | None, outcome: str) -> None:
         "user": user,
         "host": host,
         "action": p.name,
-        "text": p.text,
+        "text": public(p.text or ""),
         "pane": f"{pane.session}:{pane.window} {pane.pane_id}" if pane else None,
-        "outcome": outcome,
+        "outcome": public(outcome),
     }
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(entry) + "\n")
+    # The run's own audit log must stay inside the run; one the user configured is theirs.
+    inside = None if ctx.audit_path else ctx.run_root
+    try:
+        if inside is not None:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        append_locked(path, json.dumps(entry) + "\n", inside=inside)
+    except (OutputError, OSError) as e:
+        raise ActionError(f"{p.name}: {outcome}, but the audit log was not written: {e}") from None

@@ -14,8 +14,11 @@ import os
 import sys
 import time
 
+import builtins
+
 from runtop import __version__
 from runtop.discovery import DiscoveryError, discover, with_ckpt_dir
+from runtop.parsers.hygiene import public
 
 COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send")
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
@@ -126,6 +129,12 @@ def _ckpt_dir(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ckpt-dir", default=None, metavar="DIR", help="SkyRL: the checkpoint dir (default: the one the log names)")
 
 
+def print(*parts: object, **kw) -> None:  # noqa: A001 - shadows the builtin on purpose
+    """Every line the commands print passes here: run text (a finding, a launch command, an
+    error) loses its controls and secrets (issue 10). What is sent to tmux is not printed."""
+    builtins.print(*(public(str(p)) for p in parts), **kw)
+
+
 def _err(msg: str) -> None:
     print(f"runtop: {msg}", file=sys.stderr)
 
@@ -144,8 +153,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.append:
         from runtop.checkin import append_checkin, status_path
 
+        from runtop.outputs import OutputError
+
         path = status_path(state.path)
-        append_checkin(path, to_markdown(state, verdict))
+        try:
+            append_checkin(path, to_markdown(state, verdict))
+        except OutputError as e:
+            _err(str(e))
+            return EXIT_USAGE
         print(f"runtop: appended a check-in ({verdict.verdict}) to {path}", file=sys.stderr)
     elif args.json:
         write_json(state, sys.stdout, verdict)
@@ -231,6 +246,7 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 def cmd_watch(args: argparse.Namespace) -> int:
     from runtop.checkin import append_checkin, status_path
+    from runtop.outputs import OutputError
     from runtop.parsers.text import parse_duration
     from runtop.report import to_markdown
     from runtop.snapshot import RunJudge, look_at_processes, read_all
@@ -249,19 +265,26 @@ def cmd_watch(args: argparse.Namespace) -> int:
     read_all(reader)
     judge = RunJudge(reader, cfg)
     done = 0
+    failed = False
     next_at = time.monotonic()
     while args.count is None or done < args.count:
         reader.poll(max_bytes=CHUNK_BYTES, rescan_every=args.interval, ckpt_every=max(args.interval, 5.0))
         if time.monotonic() >= next_at:
             look_at_processes(reader)
             verdict = judge.verdict()
-            append_checkin(path, to_markdown(reader.state, verdict))
             done += 1
-            print(f"{time.strftime('%H:%M:%S')} appended a check-in ({verdict.verdict}) to {path}", flush=True)
+            try:
+                append_checkin(path, to_markdown(reader.state, verdict))
+            except OutputError as e:
+                # The watch goes on: the next check-in may find the file writable again.
+                print(f"{time.strftime('%H:%M:%S')} check-in ({verdict.verdict}) NOT written: {e}", flush=True)
+                failed = True
+            else:
+                print(f"{time.strftime('%H:%M:%S')} appended a check-in ({verdict.verdict}) to {path}", flush=True)
             next_at += every
             continue
         time.sleep(min(args.interval, max(0.05, next_at - time.monotonic())))
-    return EXIT_OK
+    return EXIT_USAGE if failed else EXIT_OK
 
 
 def cmd_follow(args: argparse.Namespace) -> int:

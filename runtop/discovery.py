@@ -18,8 +18,8 @@ EXPECTED = (
     "or a single log file"
 )
 ROLE_OF_LOG = {"orchestrator.log": "orchestrator", "trainer.log": "trainer", "inference.log": "inference"}
-_STEP_DIR_RE = re.compile(r"step_(\d+)$")
-_ATTEMPT_RE = re.compile(r"attempt_(\d+)$")
+_STEP_DIR_RE = re.compile(r"step_(\d+)$", re.ASCII)
+_ATTEMPT_RE = re.compile(r"attempt_(\d+)$", re.ASCII)
 # How many recent steps' rollout files are read: they can be GBs each (FORMATS.md).
 ROLLOUT_STEPS = 3
 
@@ -239,9 +239,9 @@ def _sniff(path: str, n: int = 65536) -> str:
 
 _PRIME_SIGNS = re.compile(
     r"\d{2}:\d{2}:\d{2}\S*\s+\S*\s*(?:SUCCESS|INFO|WARNING|ERROR)\S*\s|\[trainer\d+\]:|\(APIServer pid=|"
-    r"Starting orchestrator|rollout (?:start|done): id=|Train batch \d+/\d+"
+    r"Starting orchestrator|rollout (?:start|done): id=|Train batch \d+/\d+", re.ASCII
 )
-_SKYRL_SIGNS = re.compile(r"skyrl_train|skyrl_entrypoint|skyrl-agent|skyrl_agent|Training Batches Processed|global_step: \d")
+_SKYRL_SIGNS = re.compile(r"skyrl_train|skyrl_entrypoint|skyrl-agent|skyrl_agent|Training Batches Processed|global_step: \d", re.ASCII)
 
 
 def _skyrl_layout(path: str) -> RunLayout:

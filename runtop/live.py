@@ -16,6 +16,7 @@ import threading
 import time
 
 from runtop.discovery import RunLayout
+from runtop.parsers.hygiene import public
 from runtop.sources.processes import run_processes
 from runtop.sources.run_reader import RunReader
 from runtop.sources.watch import ChangeWaiter
@@ -155,7 +156,7 @@ def follow(layout: RunLayout, *, interval: float = 2.0, poll: bool = False, dead
                         footer += f" — reading history {bf:.0%}"
                     out.write("\x1b[H\x1b[2J" + to_markdown(live.state, verdict) + "\n" + footer + " — Ctrl-C to quit\n")
                 else:
-                    out.write(_summary_line(live.state, verdict.verdict) + "\n")
+                    out.write(public(_summary_line(live.state, verdict.verdict)) + "\n")
                 out.flush()
                 last_print, dirty = now, False
             live.wait(interval if deadline is None else max(0.05, min(interval, deadline - time.monotonic())))

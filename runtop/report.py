@@ -1,7 +1,8 @@
 """`RunState` → the check-in (STATUS.md shape) and the JSON document of `runtop status`.
 
 Unknown values are `null` (JSON) or "n/a" (markdown), never 0. Every string that
-leaves runtop passes through `redact` (FORMATS.md: shell traces print API keys).
+leaves runtop passes through `public` (FORMATS.md: shell traces print API keys; issue 10:
+escape sequences in logs).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from runtop import __version__
 from runtop.columns import STEP_COLUMNS
 from runtop.units import duration, human_bytes
 from runtop.health import Verdict, judge
-from runtop.parsers.text import redact
+from runtop.parsers.hygiene import public
 from runtop.state import STEP_FIELDS, RunState, StepRow
 
 
@@ -51,13 +52,21 @@ def step_dict(row: StepRow) -> dict[str, Any]:
 
 
 def _redact_all(obj: Any) -> Any:
+    """The JSON boundary (issue 10): strings printable with secrets hidden, keys too;
+    NaN and ±Infinity (a `time/*` key, a rollout score) become null, never a crash."""
     if isinstance(obj, str):
-        return redact(obj)
+        return public(obj)
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _redact_all(v) for k, v in obj.items()}
-    if isinstance(obj, list):
+        return {(public(k) if isinstance(k, str) else k): _redact_all(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
         return [_redact_all(v) for v in obj]
     return obj
+
+
+def _default(obj: Any) -> Any:
+    return _redact_all(list(obj)) if isinstance(obj, (set, frozenset)) else public(str(obj))
 
 
 def _pass_rates(state: RunState) -> dict[str, float]:
@@ -194,6 +203,9 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
                 "restarts": f.restarts,
                 "lines_capped": f.lines_capped,
                 "error": f.error,
+                "unparsed": (
+                    {"count": f.unparsed, "last_line": f.unparsed_line, "reason": f.unparsed_reason} if f.unparsed else None
+                ),
             }
             for f in state.files.values()
         ],
@@ -215,10 +227,10 @@ def write_json(state: RunState, fp, verdict: Verdict | None = None) -> None:
     the state would double the memory of `runtop status --json`.
     """
     doc = to_json(state, verdict, include_steps=False)
-    head = json.dumps(doc, indent=2, allow_nan=False, default=str)
+    head = json.dumps(doc, indent=2, allow_nan=False, default=_default)
     fp.write(head[: head.rfind("}")].rstrip() + ',\n  "steps": [')
     for i, r in enumerate(state.rows()):
-        row = json.dumps(_redact_all(step_dict(r)), allow_nan=False, default=str)
+        row = json.dumps(_redact_all(step_dict(r)), allow_nan=False, default=_default)
         fp.write(("\n    " if i == 0 else ",\n    ") + row)
     fp.write("\n  ]\n}\n")
 
@@ -401,9 +413,14 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
     for f in state.files.values():
         if f.error:
             notes.append(f"cannot read {state.relpath(f.path)}: {f.error}")
+        if f.unparsed:
+            notes.append(
+                f"{f.unparsed} record(s) of {state.relpath(f.path)} could not be parsed and were skipped"
+                f" (last: line {f.unparsed_line}, {f.unparsed_reason})"
+            )
     notes.extend(state.notes)
     for path, why in state.unrecognised.items():
         notes.append(f"not recognised: {state.relpath(path)} ({why})")
     if notes:
         out.append("**Notes**: " + " | ".join(notes))
-    return redact("\n".join(out)) + "\n"
+    return public("\n".join(out)) + "\n"

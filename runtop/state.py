@@ -38,6 +38,7 @@ from runtop.parsers.events import (
     SlowCall,
     StepMetrics,
     Trajectory,
+    Unparsed,
     Unrecognised,
     VllmStats,
     Waiting,
@@ -195,6 +196,10 @@ class FileInfo:
     # The last fatal error in this file, and whether the role kept working after it.
     fatal: ErrorEntry | None = None
     active_after_fatal: bool = False
+    # Records that made a parser fail (issue 10): how many, and the last one's line and reason.
+    unparsed: int = 0
+    unparsed_line: int = 0
+    unparsed_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +356,13 @@ class RunState:
 
     def _on_unrecognised(self, ev: Unrecognised, source: str) -> None:
         self.unrecognised[ev.source] = ev.reason
+
+    def _on_unparsed(self, ev: Unparsed, source: str) -> None:
+        info = self.files.get(source)
+        if info is None:
+            info = self.files[source] = FileInfo(source, "?", "?")
+        info.unparsed += 1
+        info.unparsed_line, info.unparsed_reason = ev.line, ev.reason
 
     def _activity(self, source: str) -> None:
         info = self.files.get(source)
@@ -603,6 +615,7 @@ _HANDLERS = {
     RoleFinished: RunState._on_finished,
     EnvLag: RunState._on_lag,
     Unrecognised: RunState._on_unrecognised,
+    Unparsed: RunState._on_unparsed,
     Phase: RunState._on_phase,
     AgentReward: RunState._on_agent_reward,
     Trajectory: RunState._on_trajectory,

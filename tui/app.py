@@ -19,6 +19,7 @@ from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from runtop.discovery import RunLayout
+from runtop.parsers.hygiene import mask
 from runtop.tui.chart_screen import ChartScreen
 from runtop.tui.confirm_screen import ConfirmScreen
 from runtop.tui.help_screen import HelpScreen
@@ -72,6 +73,11 @@ class RuntopApp(App[int]):
     Screen.-compact LogsPane { display: none; }
     Screen.-compact LogsPane.-slot { display: block; height: 1fr; }
     """
+
+    def notify(self, message: str, *, title: str = "", markup: bool = False, **kw: Any) -> None:  # type: ignore[override]
+        """Every toast shows run text (a finding, an error): controls and secrets masked, and
+        no Rich markup read from it (issue 10)."""
+        super().notify(mask(str(message)), title=mask(str(title)), markup=markup, **kw)
 
     def __init__(
         self,
@@ -306,6 +312,7 @@ class RuntopApp(App[int]):
     @work(thread=True, group="checkin", exclusive=True)
     def _write_checkin(self) -> None:
         from runtop.checkin import append_checkin, status_path
+        from runtop.outputs import OutputError
         from runtop.report import to_markdown
 
         with self.monitor.lock:
@@ -313,7 +320,7 @@ class RuntopApp(App[int]):
             path = status_path(self.monitor.state.path)
         try:
             append_checkin(path, text)
-        except OSError as e:
-            self.call_from_thread(self.notify, f"cannot append to {path}: {e.strerror or e}", severity="error")
+        except (OSError, OutputError) as e:
+            self.call_from_thread(self.notify, f"check-in not written: {e}", severity="error")
             return
         self.call_from_thread(self.notify, f"check-in appended to {path}", timeout=5)

@@ -10,6 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from runtop.actions import Plan
+from runtop.parsers.hygiene import mask
 
 
 class ConfirmScreen(ModalScreen[str | None]):
@@ -33,11 +34,11 @@ class ConfirmScreen(ModalScreen[str | None]):
         with Vertical():
             yield Static(Text.assemble((f"{p.name}", "bold"), f": {p.description}"))
             if p.disabled:
-                yield Static(Text(f"disabled: {p.disabled}", style="bold red"), id="reason")
+                yield Static(Text(mask(f"disabled: {p.disabled}"), style="bold red"), id="reason")
             if p.text:
-                yield Static(Text(p.text), id="text")
+                yield Static(Text(mask(p.text)), id="text")
             for note in p.notes:
-                yield Static(Text(note, style="grey70"))
+                yield Static(Text(mask(note), style="grey70"))
             if p.confirm and not p.disabled:
                 yield Input(placeholder=f"type {p.confirm} to confirm", id="token")
             with Horizontal():

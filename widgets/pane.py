@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from runtop.parsers.hygiene import mask
 from runtop.view import View
 
 
@@ -44,7 +45,7 @@ class Pane(Static):
         if sig == self._sig:
             return False
         self._sig = sig
-        content = self.render_view(view)
+        content = masked(self.render_view(view))
         if isinstance(content, Text):
             content.no_wrap, content.overflow = True, "ellipsis"  # one line per line: the height is known
         height = _height(content)
@@ -53,6 +54,24 @@ class Pane(Static):
         self.update(content, layout=height is None or height != self._height)
         self._height = height
         return True
+
+
+def masked(content: RenderableType) -> RenderableType:
+    """The one chokepoint between run text and the terminal (issue 10): every string a pane
+    shows loses its controls and secrets here, at the same length so styles stay put."""
+    if isinstance(content, str):
+        return mask(content)
+    if isinstance(content, Text):
+        plain = content.plain
+        safe = mask(plain)
+        if safe != plain:
+            content.plain = safe
+        return content
+    if isinstance(content, Table):
+        for col in content.columns:
+            col._cells[:] = [masked(c) for c in col._cells]  # type: ignore[misc]  # Rich keeps cells here
+        return content
+    return content
 
 
 def _height(content: RenderableType) -> int | None:

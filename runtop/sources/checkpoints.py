@@ -6,10 +6,11 @@ import os
 import re
 
 from runtop.parsers.checkpoints import judge_primerl, judge_skyrl
+from runtop.parsers.numbers import strict_int
 from runtop.state import Checkpoint
 
-_STEP_RE = re.compile(r"step_(\d+)$")
-_GLOBAL_STEP_RE = re.compile(r"global_step_(\d+)$")
+_STEP_RE = re.compile(r"step_(\d+)$", re.ASCII)
+_GLOBAL_STEP_RE = re.compile(r"global_step_(\d+)$", re.ASCII)
 LATEST_TXT = "latest_ckpt_global_step.txt"
 MAX_FILES = 20_000  # a sharded checkpoint has thousands of files; stop listing past this
 
@@ -62,7 +63,7 @@ def read_latest_txt(ckpt_dir: str) -> int | None:
             text = f.read(64).strip()
     except OSError:
         return None
-    return int(text) if text.isdigit() else None
+    return strict_int(text)
 
 
 def scan_skyrl(ckpt_dir: str) -> dict[int, Checkpoint]:

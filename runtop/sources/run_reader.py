@@ -14,7 +14,7 @@ import time
 from runtop.discovery import RunLayout, Tracked, rescan
 from runtop.parsers import metrics_jsonl, rollouts
 from runtop.parsers.configs import RunConfig, merge, parse_config
-from runtop.parsers.events import StepMetrics
+from runtop.parsers.events import Event, StepMetrics, Unparsed
 from runtop.parsers.logs import parse_records
 from runtop.parsers.records import RecordAssembler
 from runtop.parsers.skim import skim
@@ -28,7 +28,7 @@ MAX_LINE = {"log": 64 * 1024, "metrics": 1 << 20, "rollouts": 32 << 20, "config"
 
 
 class _Followed:
-    __slots__ = ("tracked", "tailer", "assembler", "skyrl", "last_metric_step", "last_time")
+    __slots__ = ("tracked", "tailer", "assembler", "skyrl", "last_metric_step", "last_time", "approximate")
 
     def __init__(self, tracked: Tracked) -> None:
         self.tracked = tracked
@@ -39,6 +39,7 @@ class _Followed:
         self.skyrl: SkyrlParser | None = None
         self.last_metric_step: dict[str, int] = {}
         self.last_time: str | None = None
+        self.approximate = False  # the last read skipped noise lines: its line numbers are near, not exact
         self.reset()
 
     def reset(self, batch_rollouts: int | None = None) -> None:
@@ -235,6 +236,7 @@ class RunReader:
     def _read(self, f: _Followed, max_bytes: int | None) -> bool:
         info = self.state.files[f.tracked.path]
         res = f.tailer.read(max_bytes)
+        f.approximate = res.skimmed > 0
         info.size, info.mtime, info.bytes_read = f.tailer.size, f.tailer.mtime, f.tailer.offset
         info.lines_capped, info.restarts = f.tailer.capped, f.tailer.restarts
         info.error = res.error
@@ -248,28 +250,43 @@ class RunReader:
         kind = f.tracked.kind
         if kind == "log":
             lines = split_glued(res.lines) if f.skyrl is not None else res.lines
+            f.assembler.line_base = res.first_line
             records = f.assembler.feed(lines)
             if res.eof:
                 records += f.assembler.flush()
             self._fold_records(f, records)
         elif kind == "metrics":
-            self._fold_metrics(f, res.lines)
+            self._fold_metrics(f, res.lines, res.first_line)
         else:
-            apply = self.state.apply
             step = f.tracked.step
-            for line in res.lines:
-                ev = rollouts.parse_line(line, step, f.tracked.path)
+            path = f.tracked.path
+            for n, line in enumerate(res.lines, res.first_line):
+                try:
+                    ev = rollouts.parse_line(line, step, path)
+                except Exception as e:  # noqa: BLE001 - a bad line is counted and named (issue 10)
+                    ev = Unparsed(n, f"{type(e).__name__}: {str(e)[:120]}")
                 if ev is not None:
-                    apply(ev, f.tracked.path)
+                    self._apply(f, ev, n)
         return bool(res.lines) or bool(res.restarted)
+
+    def _apply(self, f: _Followed, ev: Event, line: int = 0) -> None:
+        """Fold one event into the state; an event the state cannot fold is counted, not raised."""
+        path = f.tracked.path
+        try:
+            if isinstance(ev, Unparsed) and (f.tailer.start_offset or f.approximate):
+                where = f"counted from byte {f.tailer.start_offset}" if f.tailer.start_offset else ""
+                where += ("; " if where else "") + ("near: progress lines were skipped" if f.approximate else "")
+                ev = Unparsed(ev.line, f"{ev.reason} (line {where})")
+            self.state.apply(ev, path)
+        except Exception as e:  # noqa: BLE001 - the last guard between one bad line and a dead monitor
+            self.state.apply(Unparsed(getattr(ev, "line", line), f"{type(e).__name__} folding {type(ev).__name__}: {str(e)[:120]}"), path)
 
     def _fold_records(self, f: _Followed, records: list) -> None:
         if not records:
             return
-        apply = self.state.apply
-        path = f.tracked.path
         for ev in f.parse(records):
-            apply(ev, path)
+            self._apply(f, ev)
+        path = f.tracked.path
         self._keep_tail(f, records)
         for rec in reversed(records):
             if rec.time:
@@ -305,12 +322,14 @@ class RunReader:
         self.state.log_tail.extend(lines)
         self.state.log_seq += len(lines)
 
-    def _fold_metrics(self, f: _Followed, lines: list[str]) -> None:
-        apply = self.state.apply
+    def _fold_metrics(self, f: _Followed, lines: list[str], first_line: int = 1) -> None:
         path = f.tracked.path
         last = f.last_metric_step
-        for line in lines:
-            ev = metrics_jsonl.parse_line(line, path)
+        for n, line in enumerate(lines, first_line):
+            try:
+                ev = metrics_jsonl.parse_line(line, path)
+            except Exception as e:  # noqa: BLE001 - a bad row is counted and named (issue 10)
+                ev = Unparsed(n, f"{type(e).__name__}: {str(e)[:120]}")
             if ev is None:
                 continue
             if isinstance(ev, StepMetrics):
@@ -319,7 +338,7 @@ class RunReader:
                     # The step counter went back: a relaunch appended to the same file.
                     self.state.new_attempt(f"metrics.jsonl {ev.role} steps went back from {prev} to {ev.step}")
                 last[ev.role] = ev.step
-            apply(ev, path)
+            self._apply(f, ev, n)
 
 
 def _resolve(path: str, root: str, *, want_dir: bool = True) -> str | None:

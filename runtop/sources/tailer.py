@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from runtop.parsers.hygiene import UNSAFE_RE
 from runtop.parsers.text import clean_bytes
 
 DEFAULT_MAX_LINE = 64 * 1024
@@ -31,6 +32,8 @@ class TailRead:
     error: str | None = None
     eof: bool = True
     bytes: int = 0
+    first_line: int = 1  # number of the first line handed on (counted from `start_offset`)
+    skimmed: int = 0  # lines the prefilter dropped: line numbers after them are approximate
 
 
 class FileTailer:
@@ -58,6 +61,8 @@ class FileTailer:
         self._skipping = False  # inside an over-long line: drop bytes up to the next newline
         self._skip_first = False  # started mid-file: drop the first (partial) line
         self._was_missing = False
+        self.lines = 0  # physical lines handed on since `start_offset`: names a bad line (issue 10)
+        self.start_offset = 0
 
     # ---- positioning ----------------------------------------------------
     def seek_tail(self, nbytes: int) -> None:
@@ -69,13 +74,13 @@ class FileTailer:
         self.ident = (st.st_dev, st.st_ino)
         self.size = st.st_size
         if st.st_size > nbytes:
-            self.offset = st.st_size - nbytes
+            self.offset = self.start_offset = st.st_size - nbytes
             self._skip_first = True
         self._partial = b""
         self._skipping = False
 
     def _restart(self) -> None:
-        self.offset = 0
+        self.offset = self.start_offset = self.lines = 0
         self._partial = b""
         self._skipping = False
         self._skip_first = False
@@ -84,7 +89,7 @@ class FileTailer:
     # ---- reading --------------------------------------------------------
     def read(self, max_bytes: int | None = None) -> TailRead:
         """Read what is new (at most `max_bytes`, else to the end of the file)."""
-        out = TailRead()
+        out = TailRead(first_line=self.lines + 1)
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
@@ -112,6 +117,7 @@ class FileTailer:
             self._was_missing = False
             self.size = st.st_size
             self.mtime = st.st_mtime
+            out.first_line = self.lines + 1
             if st.st_size == self.offset:
                 return out
             os.lseek(fd, self.offset, os.SEEK_SET)
@@ -123,7 +129,7 @@ class FileTailer:
                 self.offset += len(chunk)
                 budget -= len(chunk)
                 out.bytes += len(chunk)
-                self._feed(chunk, out.lines)
+                self._feed(chunk, out)
             out.eof = self.offset >= st.st_size
         except OSError as e:
             out.error = f"{self.path}: {e.strerror or e}"
@@ -131,7 +137,8 @@ class FileTailer:
             os.close(fd)
         return out
 
-    def _feed(self, chunk: bytes, lines: list[str]) -> None:
+    def _feed(self, chunk: bytes, out: TailRead) -> None:
+        lines = out.lines
         if self._skip_first:
             nl = chunk.find(b"\n")
             if nl < 0:
@@ -150,33 +157,41 @@ class FileTailer:
             # A tqdm frame ends in `\r`, not a newline: hand it on now, not when the next line comes.
             nl = max(nl, data.rfind(b"\r"))
         if nl < 0:
-            self._hold(data, lines)
+            self._hold(data, out)
             return
         complete, rest = data[: nl + 1], data[nl + 1 :]
         self._partial = b""
-        self._emit(complete, lines)
+        self._emit(complete, out)
         if rest:
-            self._hold(rest, lines)
+            self._hold(rest, out)
 
-    def _hold(self, data: bytes, lines: list[str]) -> None:
+    def _hold(self, data: bytes, out: TailRead) -> None:
         """Keep a partial line, unless it is already over the cap: then emit its head now."""
         if len(data) > self.max_line:
-            self._emit(data[: self.max_line] + b"\n", lines)
+            self._emit(data[: self.max_line] + b"\n", out)
             self.capped += 1
             self._skipping = True
             self._partial = b""
         else:
             self._partial = data
 
-    def _emit(self, complete: bytes, lines: list[str]) -> None:
+    def _emit(self, complete: bytes, out: TailRead) -> None:
+        lines = out.lines
+        n = complete.count(b"\n")
+        self.lines += n
         if self.prefilter is not None:
             # Complete lines in, complete lines out (the filter keeps the final newline).
-            complete = self.prefilter(complete)
+            kept = self.prefilter(complete)
+            if kept is not complete:
+                out.skimmed += n - kept.count(b"\n")
+            complete = kept
             if not complete.strip(b"\n"):
                 return
         if self.clean:
             complete = clean_bytes(complete)
         text = complete.decode("utf-8", "replace")
+        if self.clean and not text.isascii():
+            text = UNSAFE_RE.sub("", text)  # C1 controls and bidi overrides (issue 10)
         new = text.split("\n")
         new.pop()  # the text ends with a newline: the last piece is empty
         cap = self.max_line
