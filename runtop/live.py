@@ -17,7 +17,7 @@ import time
 
 from runtop.discovery import RunLayout
 from runtop.parsers.hygiene import public
-from runtop.sources.processes import run_processes
+from runtop.snapshot import look_at_processes
 from runtop.sources.run_reader import RunReader
 from runtop.sources.watch import ChangeWaiter
 from runtop.state import RunState
@@ -88,9 +88,9 @@ class LiveRun:
         """Read what is new (and take over the backfilled state once it is ready)."""
         changed = False
         if self._ready is not None:
-            procs = self.reader.state.processes
+            old = self.reader.state
             self.reader, self._ready = self._ready, None
-            self.reader.state.processes = procs
+            self.reader.state.processes, self.reader.state.process_denied = old.processes, old.process_denied
             self._backfilling = False
             changed = True
         changed |= self.reader.poll(rescan_every=self.interval, ckpt_every=max(self.interval, 5.0))
@@ -98,9 +98,9 @@ class LiveRun:
         now = time.monotonic()
         if self.processes and now - self._last_procs >= max(self.interval, 2.0):
             self._last_procs = now
-            procs = run_processes(self.layout.root, [t.path for t in self.reader.layout.logs])
-            changed |= procs != self.reader.state.processes
-            self.reader.state.processes = procs
+            before = (self.reader.state.processes, self.reader.state.process_denied)
+            look_at_processes(self.reader)
+            changed |= before != (self.reader.state.processes, self.reader.state.process_denied)
         return changed
 
     def wait(self, timeout: float) -> bool:

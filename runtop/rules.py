@@ -58,6 +58,11 @@ class Facts:
 
     @property
     def alive(self) -> dict[str, list[int]] | None:
+        """role → pids, or None when the process table was not read or cannot be trusted:
+        titled processes runtop may not inspect (another user's) could be this run's, so
+        their absence proves nothing (issue 10)."""
+        if self.state.process_denied:
+            return None
         return self.state.processes
 
     def newest_write(self) -> float | None:
@@ -100,7 +105,10 @@ def crash(f: Facts) -> list[Finding]:
     alive = f.alive or {}
     running = sorted(r for r, pids in alive.items() if pids)
     if not alive.get(first.role):
-        tail = "no run process alive" if not running else f"still running: {', '.join(running)}"
+        if f.alive is None:
+            tail = "its process could not be checked" + (f" ({_denied_text(s)})" if s.process_denied else "")
+        else:
+            tail = "no run process alive" if not running else f"still running: {', '.join(running)}"
         msg = f"{role} died: {first.kind} ({_short(detail, 100)}); {tail}"
         return [Finding("crash", "critical", msg, _where(s, first), first.time, down=True)]
     msg = f"{role} logged a fatal {first.kind} but its process is still alive ({_short(detail, 80)})"
@@ -371,6 +379,24 @@ def environment(f: Facts) -> list[Finding]:
     return out
 
 
+def _denied_text(s: RunState) -> str:
+    return "; ".join(f"{len(roles)} process(es) of {user} cannot be inspected" for user, roles in sorted(s.process_denied.items()))
+
+
+def process_access(f: Facts) -> list[Finding]:
+    """Say what runtop cannot see: another user's titled processes (issue 10)."""
+    s = f.state
+    return [
+        Finding(
+            "process_access", "info",
+            f"cannot inspect {len(roles)} process(es) owned by {user} ({', '.join(sorted(set(roles)))}): "
+            f"run runtop as {user} to tie them to this run; process checks are off meanwhile",
+            "process table",
+        )
+        for user, roles in sorted(s.process_denied.items())
+    ]
+
+
 RULES: list[tuple[str, Callable[[Facts], list[Finding]]]] = [
     ("crash", crash),
     ("inference_dead", inference_dead),
@@ -382,4 +408,5 @@ RULES: list[tuple[str, Callable[[Facts], list[Finding]]]] = [
     ("training_signal", training_signal),
     ("rollout_quality", rollout_quality),
     ("environment", environment),
+    ("process_access", process_access),
 ]

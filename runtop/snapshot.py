@@ -10,7 +10,8 @@ from runtop.discovery import discover, with_ckpt_dir
 from runtop.health import HealthTracker, Verdict
 from runtop.rules import Facts
 from runtop.sources.disk import DiskSampler, core_roots, run_paths
-from runtop.sources.processes import run_processes
+from runtop.sources.deadline import Slow, call_with_deadline
+from runtop.sources.processes import scan_run
 from runtop.sources.run_reader import RunReader
 from runtop.state import RunState
 
@@ -57,8 +58,20 @@ def read_all(reader: RunReader) -> None:
             break  # done, or nothing more could be read (a file vanished): report what we have
 
 
+# A process scan can hang on /proc of a process in D state (NFS): past this, judge without it.
+PROCESS_SCAN_S = 10.0
+
+
 def look_at_processes(reader: RunReader) -> None:
-    reader.state.processes = run_processes(reader.layout.root, [t.path for t in reader.layout.logs])
+    s = reader.state
+    try:
+        s.processes, s.process_denied = call_with_deadline(
+            "process scan", lambda: scan_run(reader.layout.root, [t.path for t in reader.layout.logs]), PROCESS_SCAN_S
+        )
+    except Slow as e:
+        s.processes, s.process_denied = None, {}
+        if str(e) not in s.notes:
+            s.notes.append(str(e))
 
 
 def _read(path: str, *, processes: bool, ckpt_dir: str | None) -> RunReader:

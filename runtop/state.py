@@ -257,6 +257,7 @@ class RunState:
     finished: set[str] = field(default_factory=set)
     unrecognised: dict[str, str] = field(default_factory=dict)
     processes: dict[str, list[int]] | None = None  # role → pids; None = not looked
+    process_denied: dict[str, list[str]] = field(default_factory=dict)  # user → roles runtop may not inspect
     backfill_done: float = 1.0
 
     # ---- attempts -------------------------------------------------------

@@ -103,7 +103,7 @@ async def settle(pilot, timeout: float = 10.0) -> None:
     while time.monotonic() < deadline:
         mon = app.monitor
         with mon.lock:
-            ready = mon.live.reader.done() and all(p.last > float("-inf") for p in mon.probes)
+            ready = mon.live.reader.done() and all(p.last > float("-inf") and not p.waiting for p in mon.probes)
         if ready:
             break
         await asyncio.sleep(0.05)

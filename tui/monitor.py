@@ -24,10 +24,15 @@ from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
 from runtop.actions import ActionError
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot
+from runtop.sources.deadline import Deadline, Slow
 from runtop.sources.tmux import TmuxError
 from runtop.sources.vllm_metrics import DEFAULT_URL, fetch
 from runtop.state import LogLine, RunState
 from runtop.view import SystemView, View
+
+
+# How long one engine step waits for the probes it started (they run in parallel).
+PROBE_WAIT_S = 0.5
 
 
 class Unavailable(Exception):
@@ -36,10 +41,14 @@ class Unavailable(Exception):
 
 
 class Probe:
-    """A callable run at most every `period` seconds; its exception becomes an error line.
+    """A callable run at most every `period` seconds, in a thread of its own with a
+    wall-clock `deadline`; its exception becomes an error line.
 
-    While its source is `Unavailable` (or one of `unavailable`'s exceptions) the probe waits
-    `idle_period` between tries.
+    The engine starts a due probe and collects it later (`collect`): a probe that hangs
+    (a `/metrics` endpoint dripping bytes, a stuck tmux or NVML call) never stalls the
+    reader or the screen (issue 10). Past its deadline it says "slow: gave up after N s"
+    once and backs off to `idle_period`. While its source is `Unavailable` (or one of
+    `unavailable`'s exceptions) the probe waits `idle_period` between tries.
     """
 
     def __init__(
@@ -50,26 +59,63 @@ class Probe:
         *,
         idle_period: float | None = None,
         unavailable: tuple[type[Exception], ...] = (),
+        deadline: float | None = None,
     ) -> None:
         self.name, self.period, self.fn = name, period, fn
         self.idle_period = idle_period if idle_period is not None else period
         self.unavailable = (Unavailable, *unavailable)
         self.last = float("-inf")
         self._wait = period
+        self._call: Deadline[object] = Deadline(f"{name} probe", fn, deadline if deadline is not None else max(5.0, 2 * period))
+        self._pending = False
+        self._slow_said = False
+
+    @property
+    def waiting(self) -> bool:
+        """A call has started and not been collected."""
+        return self._pending
 
     def due(self, now: float) -> bool:
-        return now - self.last >= self._wait
+        return not self._pending and now - self.last >= self._wait
 
-    def run(self, now: float) -> tuple[object | None, str | None]:
+    def start(self, now: float) -> None:
         self.last = now
         self._wait = self.period
+        self._pending = True
+        self._slow_said = False
+        self._call.start()
+
+    def collect(self, wait: float = 0.0) -> tuple[bool, object | None, str | None]:
+        """(news, value, error): news is False while the call runs within its deadline."""
+        if not self._pending:
+            return False, None, None
         try:
-            return self.fn(), None
+            done, value = self._call.result(wait)
+        except Slow as e:
+            self._wait = self.idle_period  # back off: the next try comes after the stuck one ends
+            if self._slow_said:
+                return False, None, None
+            self._slow_said = True
+            return True, None, str(e)
         except self.unavailable as e:
+            self._pending = False
             self._wait = self.idle_period
-            return None, str(e)
+            return True, None, str(e)
         except Exception as e:  # noqa: BLE001 - one failing source never takes the app down (issue 4)
-            return None, f"{self.name} probe failed: {type(e).__name__}: {e}"
+            self._pending = False
+            return True, None, f"{self.name} probe failed: {type(e).__name__}: {e}"
+        if not done:
+            return False, None, None
+        self._pending = False
+        return True, value, None
+
+    def run(self, now: float) -> tuple[object | None, str | None]:
+        """Start and wait for one call (tests, and callers with nothing else to do)."""
+        self.start(now)
+        while True:
+            news, value, error = self.collect(0.05)
+            if news or not self._pending:
+                return value, error
 
 
 class Monitor:
@@ -151,10 +197,16 @@ class Monitor:
         with self.lock:
             changed |= self.live.step()
         now = time.monotonic()
+        started = [p for p in self.probes if p.due(now)]
+        for probe in started:
+            probe.start(now)
+        # Fast probes answer within this step; a slow one is collected on a later step.
+        budget = time.monotonic() + PROBE_WAIT_S
         for probe in self.probes:
-            if not probe.due(now):
+            wait = max(0.0, budget - time.monotonic()) if probe in started else 0.0
+            news, value, error = probe.collect(wait)
+            if not news:
                 continue
-            value, error = probe.run(now)
             with self.lock:
                 self._store(probe.name, value, error)
             changed = True
@@ -162,6 +214,7 @@ class Monitor:
             with self.lock:
                 if self.system.procs is not None and self.system.procs.error is None:
                     self.state.processes = self.system.procs.roles()
+                    self.state.process_denied = dict(self.system.procs.denied)
                 self.verdict = self.health.evaluate(self.facts())
                 self.new_findings.extend(self.verdict.new)
         return changed

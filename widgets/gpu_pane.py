@@ -7,7 +7,7 @@ from rich.text import Text
 
 from runtop.view import View
 from runtop.widgets.pane import Pane
-from runtop.widgets.render import bar, human_bytes
+from runtop.widgets.render import age, bar, human_bytes
 
 
 class GpuPane(Pane):
@@ -34,7 +34,13 @@ class GpuPane(Pane):
         t = Table.grid(padding=(0, 1))
         for _ in range(6):
             t.add_column(no_wrap=True)
+        if err:
+            # A slow or failing probe keeps its last reading on screen, marked as such (issue 10).
+            t.add_row("!", Text(f"{err}; showing the reading of {age(view.now - g.taken_at)} ago", style="yellow"), "", "", "", "")
         for d in g.gpus:
+            if d.error:
+                t.add_row(f"{d.index}", Text(d.error, style="bold red"), "", "", "", "")
+                continue
             util = d.util_pct
             mem = (d.mem_used / d.mem_total) if d.mem_used is not None and d.mem_total else None
             holders = sorted({roles.get(p.pid) or f"pid {p.pid}" for p in d.processes})

@@ -19,9 +19,12 @@ class InferencePane(Pane):
         http = view.system.vllm_http
         stats, label = (http, f"from {view.system.vllm_url}") if http is not None else (view.state.vllm, None)
         if stats is not None and label is None:
-            label = f"from the log's stat line at {stats.time or '?'} ({view.system.errors.get('vllm') or 'no /metrics'})"
+            err = view.system.errors.get("vllm")
+            why = f"/metrics {err}: {view.system.vllm_url}" if err else "no /metrics"
+            label = f"from the log's stat line at {stats.time or '?'} ({why})"
         if stats is None:
-            return Text(view.system.errors.get("vllm") or "no vLLM numbers yet", style="grey62")
+            err = view.system.errors.get("vllm")
+            return Text(f"/metrics {err}: {view.system.vllm_url}" if err else "no vLLM numbers yet", style="grey62")
         out = Text()
         out.append(f"running {stats.running if stats.running is not None else 'n/a'}  ")
         out.append(f"waiting {stats.waiting if stats.waiting is not None else 'n/a'}  ", "yellow" if stats.waiting else "")

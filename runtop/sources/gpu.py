@@ -32,6 +32,7 @@ class GpuReading:
     temp_c: float | None
     power_w: float | None
     processes: tuple[GpuProcess, ...] = ()
+    error: str | None = None  # this device could not be read (NVMLError_GpuIsLost, …); the others still are
 
 
 @dataclass
@@ -76,7 +77,11 @@ class NvmlProbe:
             return GpuSnapshot(driver=driver, error="NVML found no GPU", taken_at=now)
         gpus = []
         for i in range(count):
-            h = nv.nvmlDeviceGetHandleByIndex(i)
+            try:
+                h = nv.nvmlDeviceGetHandleByIndex(i)
+            except Exception as e:  # noqa: BLE001 - a lost GPU (issue 10): say so on its row, read the rest
+                gpus.append(GpuReading(i, f"GPU {i}", None, None, None, None, None, error=f"NVML: {_nvml_text(e)}"))
+                continue
             gpus.append(
                 GpuReading(
                     index=i,
@@ -115,7 +120,7 @@ def snapshot_from_dict(d: dict) -> GpuSnapshot:
         gpus.append(
             GpuReading(
                 int(g["index"]), str(g.get("name", "GPU")), g.get("util_pct"), g.get("mem_used"), g.get("mem_total"),
-                g.get("temp_c"), g.get("power_w"), procs,
+                g.get("temp_c"), g.get("power_w"), procs, g.get("error"),
             )
         )
     return GpuSnapshot(gpus, d.get("driver"), d.get("error"), float(d.get("taken_at") or 0.0))

@@ -84,6 +84,7 @@ class ProcessSnapshot:
     procs: list[ProcInfo] = field(default_factory=list)  # tree order: parents before children
     missing: list[str] = field(default_factory=list)  # expected roles with no live process
     zombie_roles: list[str] = field(default_factory=list)
+    denied: dict[str, list[str]] = field(default_factory=dict)  # user → roles that could not be inspected
     error: str | None = None
     taken_at: float = 0.0
 
@@ -115,9 +116,12 @@ def _details(p: psutil.Process, pid: int, ctime: float, run_dir: str, named: re.
         try:
             cwd = p.cwd()
             mine = cwd == run_dir or cwd.startswith(run_dir + os.sep)
+        except psutil.AccessDenied:
+            # Another user's titled process: it may be this run's, and runtop cannot tell.
+            # Saying so beats calling it absent (issue 10: 76 of 77 denied read as Down).
+            info["denied"] = _owner(p)
         except (psutil.Error, OSError):
-            # Another user's process (AccessDenied) or one that just exited: not ours to judge.
-            mine = False
+            mine = False  # exited between the listing and the read
     driver = False
     if not mine and logs and ("skyrl" in cmd or cmd.startswith(("bash", "python", "sh "))):
         mine = _writes_to(pid, logs)
@@ -125,6 +129,27 @@ def _details(p: psutil.Process, pid: int, ctime: float, run_dir: str, named: re.
             driver = True
             role = role or "launcher"
     return info, role, mine, driver
+
+
+def _owner(p: psutil.Process) -> str:
+    try:
+        return p.username()
+    except (psutil.Error, KeyError, OSError):
+        try:
+            return str(p.uids().real)
+        except (psutil.Error, OSError):
+            return "another user"
+
+
+def denied_roles(scanned: list[tuple[psutil.Process, dict, str | None, bool]], own: dict) -> dict[str, list[str]]:
+    """user → roles of the titled processes runtop could not inspect (and so could not tie
+    to this run or rule out)."""
+    out: dict[str, list[str]] = {}
+    for _p, info, role, _mine in scanned:
+        user = info.get("denied")
+        if user and role and info["pid"] not in own:
+            out.setdefault(user, []).append(role)
+    return out
 
 
 def _scan(run_dir: str, logs: set[str], cache: dict | None = None) -> list[tuple[psutil.Process, dict, str | None, bool]]:
@@ -189,12 +214,18 @@ def _own(scanned: list[tuple[psutil.Process, dict, str | None, bool]]) -> dict[i
 
 def run_processes(run_dir: str, logs: list[str] | None = None) -> dict[str, list[int]]:
     """role → pids of the run's live processes (zombies are not alive)."""
-    own = _own(_scan(run_dir, {os.path.realpath(p) for p in logs or ()}))
+    return scan_run(run_dir, logs)[0]
+
+
+def scan_run(run_dir: str, logs: list[str] | None = None) -> tuple[dict[str, list[int]], dict[str, list[str]]]:
+    """(role → pids of the run's live processes, user → roles runtop could not inspect)."""
+    scanned = _scan(run_dir, {os.path.realpath(p) for p in logs or ()})
+    own = _own(scanned)
     out: dict[str, list[int]] = {}
     for pid, (_p, info, role) in own.items():
         if role and info.get("status") != psutil.STATUS_ZOMBIE:
             out.setdefault(role, []).append(pid)
-    return out
+    return out, denied_roles(scanned, own)
 
 
 class ProcessSampler:
@@ -218,7 +249,8 @@ class ProcessSampler:
 
     def sample(self, finished: bool = False) -> ProcessSnapshot:
         try:
-            own = _own(_scan(self.run_dir, self.logs, self._details))
+            scanned = _scan(self.run_dir, self.logs, self._details)
+            own = _own(scanned)
         except (psutil.Error, OSError) as e:
             return ProcessSnapshot(error=f"process scan failed: {e}", taken_at=time.time())
         keep: dict[tuple[int, float], psutil.Process] = {}
@@ -243,14 +275,15 @@ class ProcessSampler:
             title = info.get("cmd") or info.get("name") or "?"
             rows[pid] = ProcInfo(pid, key[1], info.get("ppid") or 0, title[:200], role, status, cpu, rss)
         self._procs = keep
-        snap = ProcessSnapshot(procs=_tree_order(rows), taken_at=time.time())
+        snap = ProcessSnapshot(procs=_tree_order(rows), denied=denied_roles(scanned, own), taken_at=time.time())
         alive = snap.roles()
         zombies = sorted({p.role for p in rows.values() if p.role and p.zombie and p.role not in alive})
         if alive:
             self.seen_roles.update(alive)
             self.seen_roles.update(EXPECTED_ROLES.get(self.framework, ()))
         if not finished:
-            snap.missing = sorted(r for r in self.seen_roles - set(alive) - {"ray"} if r not in zombies)
+            hidden = {r for roles in snap.denied.values() for r in roles}
+            snap.missing = sorted(r for r in self.seen_roles - set(alive) - {"ray"} - hidden if r not in zombies)
             snap.zombie_roles = zombies
         return snap
 

@@ -14,6 +14,10 @@ from dataclasses import dataclass
 import psutil
 
 
+# A tmux that hangs (a wedged server) must not hold the caller: 3 s, then a one-line error.
+TIMEOUT_S = 3.0
+
+
 class TmuxError(Exception):
     """tmux is missing, or a session, window or pane is not there; one line."""
 
@@ -36,8 +40,11 @@ class Tmux:
             raise TmuxError("tmux is not installed")
         argv = [self.binary, *(["-L", self.socket] if self.socket else []), *args]
         try:
-            r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired) as e:
+            # errors=replace: a window named with byte 0xff must not fail every action (issue 10).
+            r = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise TmuxError(f"tmux {args[0]} slow: gave up after {TIMEOUT_S:g} s") from None
+        except OSError as e:
             raise TmuxError(f"tmux {args[0]} failed: {e}") from None
         if check and r.returncode != 0:
             msg = (r.stderr or r.stdout).strip().splitlines()

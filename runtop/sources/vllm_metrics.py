@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.client
+import time
 import urllib.error
 import urllib.request
 
@@ -48,18 +50,40 @@ def parse_metrics(text: str) -> VllmStats | None:
     )
 
 
-def fetch(url: str = DEFAULT_URL, timeout: float = 1.0) -> tuple[VllmStats | None, str | None]:
-    """(stats, None) or (None, why not): unreachable, not vLLM, or bad text."""
+MAX_BODY = 4 << 20
+
+
+def fetch(url: str = DEFAULT_URL, timeout: float = 1.0, total: float = 3.0) -> tuple[VllmStats | None, str | None]:
+    """(stats, None) or (None, why not): unreachable, slow, not vLLM, or bad text.
+
+    `timeout` bounds each socket wait; `total` bounds the whole body: an endpoint that
+    drips a byte every 0.5 s never times out a single read (issue 10).
+    """
+    t0 = time.monotonic()
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - a URL the user gave
-            text = resp.read(4 << 20).decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError, ValueError) as e:
+            parts: list[bytes] = []
+            size = 0
+            while size < MAX_BODY:
+                if time.monotonic() - t0 > total:
+                    return None, f"slow: gave up after {total:g} s ({size} bytes of the answer so far)"
+                chunk = resp.read1(65536)
+                if not chunk:
+                    break
+                parts.append(chunk)
+                size += len(chunk)
+            text = b"".join(parts).decode("utf-8", "replace")
+    except TimeoutError:
+        return None, f"slow: gave up after {timeout:g} s without a byte"
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as e:
         reason = getattr(e, "reason", e)
-        return None, f"{url} unreachable: {reason}"
+        if isinstance(reason, TimeoutError):
+            return None, f"slow: gave up after {timeout:g} s without an answer"
+        return None, f"unreachable: {reason}"
     try:
         stats = parse_metrics(text)
     except ValueError as e:
-        return None, f"{url}: {e}"
+        return None, str(e)
     if stats is None:
-        return None, f"{url} answers but has no vllm:* metrics"
+        return None, "answers but has no vllm:* metrics"
     return stats, None
