@@ -189,6 +189,9 @@ class RunReader:
             return
         if fresh.attempt_dir and self.layout.attempt_dir and fresh.attempt_dir != self.layout.attempt_dir:
             for path in [p for p, f in self._followed.items() if f.tracked.kind == "log"]:
+                # `logs/latest` moved on within one poll: the old attempt's last lines (its
+                # traceback, often) are read before it leaves (issue 10).
+                self._read(self._followed[path], None)
                 self._drop(path)
             self.state.new_attempt(f"logs/latest → attempt_{fresh.attempt}", number=fresh.attempt)
         self.layout = fresh
@@ -240,34 +243,43 @@ class RunReader:
         info.size, info.mtime, info.bytes_read = f.tailer.size, f.tailer.mtime, f.tailer.offset
         info.lines_capped, info.restarts = f.tailer.capped, f.tailer.restarts
         info.error = res.error
+        if res.drained:
+            # The last lines of the file before it was rotated or replaced: still the old context.
+            self._fold_lines(f, res.drained, 0, eof=True)
         if res.restarted:
-            f.reset(self.state.batch_rollouts)
-            info.fatal, info.active_after_fatal = None, False
             if f.tracked.kind == "log":
-                self.state.new_attempt(f"{os.path.basename(f.tracked.path)} was {res.restarted}")
+                self._fold_records(f, f.assembler.flush())
+            f.reset(self.state.batch_rollouts)
+            if res.restarted != "rotated":  # logrotate moving the log aside is no relaunch
+                info.fatal, info.active_after_fatal = None, False
+                if f.tracked.kind == "log":
+                    self.state.new_attempt(f"{os.path.basename(f.tracked.path)} was {res.restarted}")
         if not res.lines:
-            return bool(res.restarted)
+            return bool(res.restarted) or bool(res.drained)
+        self._fold_lines(f, res.lines, res.first_line, eof=res.eof)
+        return True
+
+    def _fold_lines(self, f: _Followed, lines: list[str], first_line: int, *, eof: bool) -> None:
         kind = f.tracked.kind
         if kind == "log":
-            lines = split_glued(res.lines) if f.skyrl is not None else res.lines
-            f.assembler.line_base = res.first_line
+            lines = split_glued(lines) if f.skyrl is not None else lines
+            f.assembler.line_base = first_line
             records = f.assembler.feed(lines)
-            if res.eof:
+            if eof:
                 records += f.assembler.flush()
             self._fold_records(f, records)
         elif kind == "metrics":
-            self._fold_metrics(f, res.lines, res.first_line)
+            self._fold_metrics(f, lines, first_line)
         else:
             step = f.tracked.step
             path = f.tracked.path
-            for n, line in enumerate(res.lines, res.first_line):
+            for n, line in enumerate(lines, first_line):
                 try:
                     ev = rollouts.parse_line(line, step, path)
                 except Exception as e:  # noqa: BLE001 - a bad line is counted and named (issue 10)
                     ev = Unparsed(n, f"{type(e).__name__}: {str(e)[:120]}")
                 if ev is not None:
                     self._apply(f, ev, n)
-        return bool(res.lines) or bool(res.restarted)
 
     def _apply(self, f: _Followed, ev: Event, line: int = 0) -> None:
         """Fold one event into the state; an event the state cannot fold is counted, not raised."""

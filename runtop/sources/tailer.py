@@ -4,16 +4,22 @@
   newline arrives.
 - A line longer than `max_line` keeps its first `max_line` characters; the rest is
   counted (`capped`) and dropped, so a 2 GB line costs 64 KiB of memory.
-- Truncation (size < offset) and replacement (a new inode: log rotation, `mv`, or
-  `logs/latest` pointing at a new attempt) start a new read from the top and are
-  reported as a restart so the run state opens a new attempt instead of mixing
-  two runs' steps.
+- Truncation (size < offset, or first bytes that changed under us) and replacement
+  (a new inode: `mv`, or `logs/latest` pointing at a new attempt) start a new read
+  from the top and are reported as a restart so the run state opens a new attempt
+  instead of mixing two runs' steps.
+- Rotation loses nothing (issue 10): a file renamed aside (`trainer.log.1`) is read to
+  its end before the new one, and followed a while longer for a writer that has not
+  reopened its log; after copytruncate the unread lines are read from the copy; a file
+  rewritten as old-plus-new (same first bytes, same bytes before our offset) goes on
+  where it was instead of being read twice.
 - A deleted file is reported missing; when it comes back it is read from the top.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -22,16 +28,33 @@ from runtop.parsers.text import clean_bytes
 
 DEFAULT_MAX_LINE = 64 * 1024
 DEFAULT_CHUNK = 1 << 20
+HEAD_BYTES = 256
+TAIL_BYTES = 256
+# How long a file rotated away is still read: a writer appends to it until it reopens its log.
+ROTATED_GRACE_S = 30.0
+
+
+@dataclass
+class _Rotated:
+    path: str
+    ident: tuple[int, int]
+    offset: int
+    partial: bytes
+    skipping: bool
+    until: float
 
 
 @dataclass
 class TailRead:
     lines: list[str] = field(default_factory=list)
-    restarted: str | None = None  # "truncated", "replaced", "recreated"
+    # "truncated", "replaced", "recreated": a new file (a new attempt); "rotated": the same
+    # log, moved aside by logrotate (its rest is in `drained`).
+    restarted: str | None = None
     missing: bool = False
     error: str | None = None
     eof: bool = True
     bytes: int = 0
+    drained: list[str] = field(default_factory=list)  # the previous file's last lines (before `lines`)
     first_line: int = 1  # number of the first line handed on (counted from `start_offset`)
     skimmed: int = 0  # lines the prefilter dropped: line numbers after them are approximate
 
@@ -63,6 +86,9 @@ class FileTailer:
         self._was_missing = False
         self.lines = 0  # physical lines handed on since `start_offset`: names a bad line (issue 10)
         self.start_offset = 0
+        self._head = b""  # the file's first bytes: a rewrite under us changes them
+        self._seen_tail = b""  # the last bytes read: a rewrite that kept them continues the file
+        self._rotated: _Rotated | None = None
 
     # ---- positioning ----------------------------------------------------
     def seek_tail(self, nbytes: int) -> None:
@@ -84,17 +110,26 @@ class FileTailer:
         self._partial = b""
         self._skipping = False
         self._skip_first = False
+        self._head = b""
+        self._seen_tail = b""
         self.restarts += 1
 
     # ---- reading --------------------------------------------------------
     def read(self, max_bytes: int | None = None) -> TailRead:
-        """Read what is new (at most `max_bytes`, else to the end of the file)."""
+        """Read what is new (at most `max_bytes`, else to the end of the file).
+
+        Lines of the file we were reading that arrive after it was rotated away (renamed,
+        copied and truncated, still written by a late writer) come first, in `drained`.
+        """
         out = TailRead(first_line=self.lines + 1)
+        if self._rotated is not None:
+            self._drain_rotated(out)
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
-            if self.ident is not None:
+            if self.ident is not None and not self._was_missing:
                 self._was_missing = True
+                self._follow_rotated(out)  # renamed away and not yet recreated: read its rest
             out.missing = True
             return out
         except OSError as e:
@@ -105,19 +140,22 @@ class FileTailer:
             ident = (st.st_dev, st.st_ino)
             if self._was_missing:
                 # Seen gone, now back: a new file even if the filesystem reused the inode number.
-                out.restarted = "recreated"
+                out.restarted = "rotated" if self._rotated is not None else "recreated"
                 self._restart()
             elif self.ident is not None and ident != self.ident:
-                out.restarted = "replaced"
-                self._restart()
-            elif st.st_size < self.offset:
-                out.restarted = "truncated"
+                self._switch(fd, st, out)
+            elif st.st_size < self.offset or not self._same_head(fd):
+                # Truncated, or rewritten in place (copytruncate racing the poll: the file
+                # can be longer than our offset again by the time we look).
+                out.restarted = "rotated" if self._drain_copy(out) else "truncated"
                 self._restart()
             self.ident = ident
             self._was_missing = False
             self.size = st.st_size
             self.mtime = st.st_mtime
             out.first_line = self.lines + 1
+            if len(self._head) < HEAD_BYTES and st.st_size > len(self._head):
+                self._head = os.pread(fd, HEAD_BYTES, 0)
             if st.st_size == self.offset:
                 return out
             os.lseek(fd, self.offset, os.SEEK_SET)
@@ -129,6 +167,7 @@ class FileTailer:
                 self.offset += len(chunk)
                 budget -= len(chunk)
                 out.bytes += len(chunk)
+                self._seen_tail = (self._seen_tail + chunk[-TAIL_BYTES:])[-TAIL_BYTES:]
                 self._feed(chunk, out)
             out.eof = self.offset >= st.st_size
         except OSError as e:
@@ -136,6 +175,103 @@ class FileTailer:
         finally:
             os.close(fd)
         return out
+
+    # ---- rotation and replacement (issue 10: follow without loss) ----------
+    def _same_head(self, fd: int) -> bool:
+        """The first bytes are the ones we read: the file was not rewritten under us."""
+        if not self._head:
+            return True
+        return os.pread(fd, len(self._head), 0) == self._head
+
+    def _switch(self, fd: int, st: os.stat_result, out: TailRead) -> None:
+        """The path names another file now. Three cases, told apart by content:
+        rotated away (the old file lives on under a sibling name: read its rest first),
+        rewritten as old-plus-new (same head, same bytes before our offset: go on), or a
+        new file (start over)."""
+        if self._follow_rotated(out):
+            out.restarted = "rotated"
+            self._restart()
+            return
+        if self._continues(fd, st):
+            return  # the same content at the same offsets: nothing to re-read, no new attempt
+        out.restarted = "replaced"
+        self._restart()
+
+    def _continues(self, fd: int, st: os.stat_result) -> bool:
+        if not self._head or st.st_size < self.offset:
+            return False
+        if os.pread(fd, len(self._head), 0) != self._head:
+            return False
+        n = len(self._seen_tail)
+        return n == 0 or os.pread(fd, n, self.offset - n) == self._seen_tail
+
+    def _siblings(self) -> list[str]:
+        """Rotated names of this file: `trainer.log.1`, `trainer.log-20261123`, `trainer.log.1.gz`."""
+        d, base = os.path.split(self.path)
+        try:
+            names = os.listdir(d or ".")
+        except OSError:
+            return []
+        return [os.path.join(d, n) for n in names if n.startswith(base) and n != base and not n.endswith((".gz", ".xz", ".zst", ".bz2"))]
+
+    def _follow_rotated(self, out: TailRead) -> bool:
+        """Find the file we were reading under a rotated name (same inode); read its rest and
+        keep following it for `ROTATED_GRACE_S` (a writer that has not reopened its log yet)."""
+        if self.ident is None:
+            return False
+        for cand in self._siblings():
+            try:
+                st = os.stat(cand)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == self.ident:
+                self._rotated = _Rotated(cand, self.ident, self.offset, self._partial, self._skipping, time.monotonic() + ROTATED_GRACE_S)
+                self._drain_rotated(out)
+                return True
+        return False
+
+    def _drain_copy(self, out: TailRead) -> bool:
+        """copytruncate: the lines we had not read went to a copy whose head is ours."""
+        if not self._head:
+            return False
+        for cand in self._siblings():
+            try:
+                st = os.stat(cand)
+                if (st.st_dev, st.st_ino) == self.ident or st.st_size < self.offset:
+                    continue
+                with open(cand, "rb") as f:
+                    if f.read(len(self._head)) != self._head:
+                        continue
+            except OSError:
+                continue
+            self._rotated = _Rotated(cand, (st.st_dev, st.st_ino), self.offset, self._partial, self._skipping, time.monotonic())
+            self._drain_rotated(out)
+            return True
+        return False
+
+    def _drain_rotated(self, out: TailRead) -> None:
+        """Read what is new in the rotated file into `out.drained`; forget it after its grace."""
+        r = self._rotated
+        assert r is not None
+        saved = (self._partial, self._skipping, self._skip_first)
+        self._partial, self._skipping, self._skip_first = r.partial, r.skipping, False
+        sink = TailRead()
+        try:
+            with open(r.path, "rb") as f:
+                st = os.fstat(f.fileno())
+                if (st.st_dev, st.st_ino) == r.ident and st.st_size > r.offset:
+                    f.seek(r.offset)
+                    while chunk := f.read(self.chunk_size):
+                        r.offset += len(chunk)
+                        self._feed(chunk, sink)
+        except OSError:
+            r.until = 0.0  # gone (compressed, deleted): nothing more to read from it
+        r.partial, r.skipping = self._partial, self._skipping
+        self._partial, self._skipping, self._skip_first = saved
+        out.drained.extend(sink.lines)
+        out.skimmed += sink.skimmed
+        if time.monotonic() >= r.until:
+            self._rotated = None
 
     def _feed(self, chunk: bytes, out: TailRead) -> None:
         lines = out.lines
