@@ -39,8 +39,25 @@ def _int(v: object) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+# tomllib is quadratic in the number of parts of a dotted key (`a.a.a.…`: 1.5 s for a 64 KB
+# line, issue 10); no real config nests keys this deep.
+MAX_KEY_DOTS = 64
+
+
+def _dotted_too_deep(text: str) -> bool:
+    in_multiline = False
+    for line in text.split("\n"):
+        if not in_multiline and line.partition("=")[0].count(".") > MAX_KEY_DOTS:
+            return True
+        if (line.count('"""') + line.count("'''")) % 2:
+            in_multiline = not in_multiline
+    return False
+
+
 def parse_config(text: str, fmt: str) -> RunConfig | None:
     """`fmt` is "json" or "toml"; None when the text does not parse."""
+    if fmt != "json" and _dotted_too_deep(text):
+        return None
     try:
         data = loads(text) if fmt == "json" else tomllib.loads(text)
     except (ValueError, tomllib.TOMLDecodeError, RecursionError):  # tomllib recurses in Python

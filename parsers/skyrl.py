@@ -24,6 +24,7 @@ import builtins
 import posixpath
 import re
 import shlex
+import warnings
 from collections import Counter
 
 from . import vllm
@@ -85,9 +86,9 @@ REWARD_LINE_RE = re.compile(r"(ft|gt|rubric|total)_reward: ([-+]?(?:\d+(?:\.\d*)
 RUBRIC_RE = re.compile(r"Rubric evaluation complete for instance (\S+?):?\s+(.*)", re.ASCII)
 KV_NUM_RE = re.compile(r"(?<![\w/@])([\w/@]+)[:=]\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\b", re.ASCII)
 STEP_DUMP_RE = re.compile(r"Step (\d+):\s*(\{.*)?$", re.S | re.ASCII)
-POLICY_TQDM_RE = re.compile(r"Policy Train epoch \[(\d+)/(\d+)\]:.*?\|\s*(\d+)/(\d+)(?:\s*\[([^\]]*)\])?", re.ASCII)
+POLICY_TQDM_RE = re.compile(r"Policy Train epoch \[(\d{1,12})/(\d{1,12})\]:.{0,400}?\|\s*(\d{1,12})/(\d{1,12})(?:\s*\[([^\]]*)\])?", re.ASCII)
 POSTFIX_RE = re.compile(r"(?<!\w)(\w+)=([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\b", re.ASCII)
-BATCHES_RE = re.compile(r"Training Batches Processed:.{0,200}?(\d+)/(\d+)", re.ASCII)
+BATCHES_RE = re.compile(r"Training Batches Processed:.{0,200}?(?<!\d)(\d{1,12})/(\d{1,12})", re.ASCII)
 TOTAL_STEPS_RE = re.compile(r"Total steps: (\d+)", re.ASCII)
 SAVED_RE = re.compile(r"Successfully saved checkpoint for global_step_(\d+) to: (\S+)", re.ASCII)
 LOADING_RE = re.compile(r"Loading checkpoint from:? (\S+)", re.ASCII)
@@ -273,7 +274,11 @@ def _literal_dict(text: str) -> dict | None:
     if not text.startswith("{") or len(text) > MAX_DICT_CHARS:
         return None
     try:
-        obj = ast.literal_eval(text)  # never eval: the log is data
+        with warnings.catch_warnings():
+            # `'\c'` in a logged dict is an invalid escape: Python would print a warning on
+            # stderr, over the TUI's screen. The value is still read.
+            warnings.simplefilter("ignore")
+            obj = ast.literal_eval(text)  # never eval: the log is data
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
@@ -443,7 +448,7 @@ class SkyrlParser:
                     out.append(BatchProgress(0, self.batch_rollouts, None, None, t))
             out.append(Phase(name, True, t))
             return
-        dur = float(m.group(3)) if m.group(3) else None
+        dur = strict_float(m.group(3))
         out.append(Phase(name, False, t, dur))
         if dur is None:
             return
@@ -581,13 +586,13 @@ class SkyrlParser:
         n = rec.repeat
         if msg.startswith("Code execution took"):
             m = SLOW_RE.match(msg)
-            if m:
+            if m and strict_float(m.group(1)) is not None:
                 code: list[str] = []
                 for line in lines:
                     if line.strip().startswith("Output:"):
                         break
                     code.append(line)
-                out.append(SlowCall(float(m.group(1)), called_functions("\n".join(code)), t))
+                out.append(SlowCall(strict_float(m.group(1)) or 0.0, called_functions("\n".join(code)), t))
             self._agent_traceback(rec, lines, t, out)
             return
         if msg.startswith("Timeout error during execute"):
