@@ -213,3 +213,38 @@ def test_an_audit_log_dir_symlinked_out_of_the_run_is_refused(sample_run, tmp_pa
     with pytest.raises(ActionError, match="outside"):
         audit(ctx, Plan(name="stop", description="", text=f"echo {SECRETS['sk']}"), None, "ok")
     assert not list(outside.iterdir())
+
+
+# ---- the TUI ---------------------------------------------------------------------------
+async def test_the_tui_shows_no_escape_and_no_secret_and_toasts_masked(sample_run, tmp_path):
+    """Every hostile line at once, plus a crash whose message carries a key: the screen,
+    every pane zoomed in turn, and the toast show none of them raw."""
+    from tests.screen_text import screen_text
+    from tests.test_tui import BIG
+    from tests.tui_helpers import make_app, settle
+
+    root = hostile_copy(sample_run, tmp_path, LOG, "".join(c[2] for c in CASES if c[1] == LOG))
+    with open(os.path.join(root, INF), "a", encoding="utf-8") as f:
+        f.write("".join(c[2] for c in CASES if c[1] == INF))
+    app = make_app(root, fixed=False, processes=False, disks=False, interval=0.2)
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        with open(os.path.join(root, TRAINER), "a", encoding="utf-8") as f:
+            f.write(
+                f"14:20:00   ERROR Fatal error in train\nTraceback (most recent call last):\n"
+                f"RuntimeError: upload failed for token {SECRETS['hf']} \x1b]52;c;ZXZpbA==\x07\n"
+            )
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if any("RuntimeError" in n.message for n in app._notifications):
+                break
+        texts = [screen_text(app)]
+        for key in "123456789":
+            await pilot.press(key)
+            await pilot.pause(0.05)
+            texts.append(screen_text(app))
+            await pilot.press(key)
+        toasts = [n.message + n.title for n in app._notifications]
+        assert any("RuntimeError" in t for t in toasts), "the crash was toasted"
+        for text in texts + toasts:
+            assert_clean(text)

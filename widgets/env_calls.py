@@ -12,6 +12,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from runtop.view import View
+from runtop.widgets.pane import masked
 from runtop.widgets.render import duration
 
 
@@ -58,7 +59,7 @@ class EnvCalls(Vertical):
         errs = {k: v for k, v in s.rollouts.by_error.items()}
         if errs:
             summary.append("\nenv error types: " + ", ".join(f"{k}×{v}" for k, v in sorted(errs.items(), key=lambda kv: -kv[1])[:4]), "grey70")
-        self.query_one("#env-summary", Static).update(summary)
+        self.query_one("#env-summary", Static).update(masked(summary))
         table = self.query_one(DataTable)
         for name, fc in sorted(sc.by_function.items(), key=lambda kv: -kv[1].count)[:50]:
             values = (

@@ -16,6 +16,7 @@ from textual.widgets import Input, Static
 
 from runtop.state import LogLine
 from runtop.view import View
+from runtop.widgets.pane import masked
 from runtop.widgets.render import scroll_bindings
 
 LEVELS = ("ALL", "INFO", "WARNING", "ERROR")
@@ -96,7 +97,7 @@ class LogsPane(Vertical):
             out.append(t)
         if not out:
             out = [Text("no log lines" + (" match" if self.level or self.query_text else " yet"), style="italic grey62")]
-        view.update(Text("\n", no_wrap=True).join(out), layout=False)
+        view.update(masked(Text("\n", no_wrap=True).join(out)), layout=False)
 
     def update_view(self, view: View) -> bool:
         state = view.state

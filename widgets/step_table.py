@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from runtop.columns import STEP_COLUMNS
 from runtop.view import View
+from runtop.widgets.pane import masked
 from runtop.widgets.render import num, scroll_bindings
 
 # (header, column, width): fixed widths, so a refresh formats strings instead of measuring a table.
@@ -51,7 +52,7 @@ class StepTable(Static, can_focus=True):
             return False
         self._sig = sig
         self._view = view
-        self.update(self._render_table(view), layout=False)
+        self.update(masked(self._render_table(view)), layout=False)
         return True
 
     def _render_table(self, view: View) -> Text:

@@ -274,7 +274,6 @@ class FileTailer:
             self._rotated = None
 
     def _feed(self, chunk: bytes, out: TailRead) -> None:
-        lines = out.lines
         if self._skip_first:
             nl = chunk.find(b"\n")
             if nl < 0:
