@@ -1,6 +1,6 @@
 """`runtop` command line. Headless paths never import Textual.
 
-Exit codes: 0 ok; 2 a path runtop cannot read (one line on stderr, never a
+Exit codes: 0 ok; 2 a path runtop cannot read or write (one line on stderr, never a
 traceback); 130 interrupted; 70 an internal error (one line; RUNTOP_DEBUG=1 shows
 the traceback). `runtop check` has its own: 0 Healthy (or nothing to judge yet),
 1 Degraded, 2 Down, 3 cannot read the run or the config. `runtop send` exits 4 in
@@ -312,6 +312,10 @@ def _run_tui(layout, args: argparse.Namespace, deadline: float | None = None) ->
         thresholds=_thresholds(args), read_only=args.read_only or acfg.read_only, action_options=action_options,
     )
     app.run()
+    if app.return_code:
+        # Textual has shown what failed above; the shell must see it too (issue 10).
+        _err(f"the TUI stopped on an internal error (exit {app.return_code}); `runtop status PATH` still reads the run")
+        return EXIT_INTERNAL
     return EXIT_OK
 
 

@@ -248,3 +248,20 @@ async def test_the_tui_shows_no_escape_and_no_secret_and_toasts_masked(sample_ru
         assert any("RuntimeError" in t for t in toasts), "the crash was toasted"
         for text in texts + toasts:
             assert_clean(text)
+
+
+def test_a_tui_that_crashes_exits_non_zero(sample_run, monkeypatch, capsys):
+    from runtop import cli
+    from runtop.discovery import discover
+    from runtop.tui import app as appmod
+
+    real_run = appmod.RuntopApp.run
+
+    def boom(self) -> None:
+        raise RuntimeError("a bug in a pane")
+
+    monkeypatch.setattr(appmod.RuntopApp, "on_mount", boom)
+    monkeypatch.setattr(appmod.RuntopApp, "run", lambda self, **kw: real_run(self, headless=True))
+    args = cli.build_parser().parse_args(["tui", sample_run])
+    assert cli._run_tui(discover(sample_run), args) == cli.EXIT_INTERNAL
+    assert "the TUI stopped on an internal error" in capsys.readouterr().err
