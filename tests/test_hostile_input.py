@@ -265,3 +265,13 @@ def test_a_tui_that_crashes_exits_non_zero(sample_run, monkeypatch, capsys):
     args = cli.build_parser().parse_args(["tui", sample_run])
     assert cli._run_tui(discover(sample_run), args) == cli.EXIT_INTERNAL
     assert "the TUI stopped on an internal error" in capsys.readouterr().err
+
+
+def test_runtop_actions_shows_the_launch_command_redacted(sample_run):
+    key = SECRETS["sk"]
+    code, out = run_cli(
+        "actions", sample_run, "--tmux-socket", f"runtop-none-{os.getpid()}",
+        "--launch-cmd", f"WANDB_API_KEY={SECRETS['wandb']} uv run rl @ configs/rl.toml --api-key {key}",
+    )
+    assert code == 0 and "would send: WANDB_API_KEY=*** uv run rl @ configs/rl.toml --api-key ***" in out
+    assert_clean(out)

@@ -9,8 +9,8 @@ from runtop.parsers.checkpoints import judge_primerl, judge_skyrl
 from runtop.parsers.numbers import strict_int
 from runtop.state import Checkpoint
 
-_STEP_RE = re.compile(r"step_(\d+)$", re.ASCII)
-_GLOBAL_STEP_RE = re.compile(r"global_step_(\d+)$", re.ASCII)
+_STEP_RE = re.compile(r"step_(\d{1,12})\Z", re.ASCII)  # not `$`: it allows a trailing newline (`step_9\n`)
+_GLOBAL_STEP_RE = re.compile(r"global_step_(\d{1,12})\Z", re.ASCII)
 LATEST_TXT = "latest_ckpt_global_step.txt"
 MAX_FILES = 20_000  # a sharded checkpoint has thousands of files; stop listing past this
 
