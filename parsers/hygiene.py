@@ -17,6 +17,7 @@ Every pattern is linear in the line's length (tests/test_regex_linear.py).
 
 from __future__ import annotations
 
+import functools
 import re
 
 # ---- escapes and controls ------------------------------------------------------
@@ -129,6 +130,17 @@ def redact(text: str) -> str:
 
 def public(text: str) -> str:
     """What may be written anywhere a person reads: printable, secrets hidden."""
+    if len(text) <= _SHORT:
+        return _public_short(text)
+    return redact(printable(text))
+
+
+# JSON keys and step-table labels repeat tens of thousands of times in one `status --json`.
+_SHORT = 96
+
+
+@functools.lru_cache(maxsize=8192)
+def _public_short(text: str) -> str:
     return redact(printable(text))
 
 

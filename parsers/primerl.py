@@ -124,9 +124,9 @@ def _step_line(rec: Record, role_hint: str) -> list[Event]:
         k = key.lower()
         if k == "time":
             continue
-        num = strict_float(num_text)
-        if num is None:
-            continue
+        # FIELD_RE admits only ASCII decimal forms, which `float` always reads (no digit
+        # limit, unlike `int`); the hot path of a GB backfill skips the second check.
+        num = float(num_text)
         name = table.get(k)
         if name is None:
             if k not in ("trainable", "step"):

@@ -32,7 +32,8 @@ def step_dict(row: StepRow) -> dict[str, Any]:
     d: dict[str, Any] = {"step": row.step, "attempt": row.attempt}
     for name in STEP_FIELDS:
         d[name] = _num(row.value(name))
-    d["phases_s"] = dict(row.phases_s)
+    # Keys that come from a run's files are made public here, so a row needs no second walk.
+    d["phases_s"] = {public(k): _num(v) for k, v in row.phases_s.items()}
     d["orchestrator_step_time_s"] = _num(row.orchestrator.get("step_time_s"))
     for name in ("truncated", "error_rate", "reward_all", "turns"):
         d[name] = _num(row.orchestrator.get(name))
@@ -43,7 +44,7 @@ def step_dict(row: StepRow) -> dict[str, Any]:
     for key, origin in row.origin.items():
         origins.setdefault(key.split(".", 1)[0], set()).add(origin)
     d["origin"] = {role: "+".join(sorted(o)) for role, o in sorted(origins.items())}
-    extra = {k: v for k, v in row.extra.items() if _num(v) is not None}
+    extra = {public(k): v for k, v in row.extra.items() if _num(v) is not None}
     if extra:
         d["extra"] = extra
     if row.superseded:
@@ -230,7 +231,7 @@ def write_json(state: RunState, fp, verdict: Verdict | None = None) -> None:
     head = json.dumps(doc, indent=2, allow_nan=False, default=_default)
     fp.write(head[: head.rfind("}")].rstrip() + ',\n  "steps": [')
     for i, r in enumerate(state.rows()):
-        row = json.dumps(_redact_all(step_dict(r)), allow_nan=False, default=_default)
+        row = json.dumps(step_dict(r), allow_nan=False, default=_default)
         fp.write(("\n    " if i == 0 else ",\n    ") + row)
     fp.write("\n  ]\n}\n")
 
