@@ -141,3 +141,51 @@ def test_a_reused_pid_is_a_new_process(tmp_path):
     finally:
         newcomer.kill()
         newcomer.wait()
+
+
+# ---- ownership by identity (issue 11) ----------------------------------------------------
+ARGV_ONLY = "import sys, time; time.sleep(120)"
+
+
+def test_a_run_with_the_same_name_elsewhere_is_not_this_run(tmp_path):
+    """`…/xa/outputs/my-run` and `…/xb/outputs/my-run`: a basename proves nothing."""
+    a = tmp_path / "xa" / "outputs" / "my-run"
+    b = tmp_path / "xb" / "outputs" / "my-run"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    theirs = subprocess.Popen([sys.executable, "-c", LAUNCHER, TITLED, *ROLES], cwd=b)
+    # Named by a relative path from its own cwd: proof that it is B's, not A's.
+    by_argv = subprocess.Popen([sys.executable, "-c", ARGV_ONLY, "--output-dir", "outputs/my-run"], cwd=tmp_path / "xb")
+    try:
+        sample_until(ProcessSampler(str(b)), lambda s: {"inference", "orchestrator", "trainer"} <= set(s.roles()))
+        mine = ProcessSampler(str(a)).sample()
+        assert mine.procs == [] and mine.roles() == {}
+        pids_b = {p.pid for p in ProcessSampler(str(b)).sample().procs}
+        assert by_argv.pid in pids_b and theirs.pid in pids_b
+    finally:
+        kill_tree(theirs)
+        by_argv.kill()
+        by_argv.wait()
+
+
+def test_a_tmux_server_or_shell_naming_the_run_is_not_the_run(tmp_path):
+    """`tmux new-session "runtop RUN"` and `bash -c '… RUN …'` mention the run dir; neither
+    they nor the panes under them belong to it."""
+    run = tmp_path / "outputs" / "my-run"
+    run.mkdir(parents=True)
+    shell = subprocess.Popen(["bash", "-c", f"sleep 120; echo {run}"])
+    child = None
+    try:
+        time.sleep(0.2)
+        child = psutil.Process(shell.pid).children()
+        snap = ProcessSampler(str(run)).sample()
+        assert shell.pid not in {p.pid for p in snap.procs}
+        assert not ({c.pid for c in child} & {p.pid for p in snap.procs})
+    finally:
+        shell.kill()
+        shell.wait()
+        for c in child or []:
+            try:
+                c.kill()
+            except psutil.Error:
+                continue

@@ -9,7 +9,6 @@ nvitop does, so a PID the kernel reuses is a new process, never the old one.
 from __future__ import annotations
 
 import os
-import re
 import time
 from dataclasses import dataclass, field
 
@@ -104,24 +103,63 @@ YOUNG_S = 30.0
 _DETAILS = ["ppid", "name", "cmdline", "status"]
 
 
-def _details(p: psutil.Process, pid: int, ctime: float, run_dir: str, named: re.Pattern[str], logs: set[str]) -> tuple[dict, str | None, bool, bool]:
+# Programs that are never part of a run because an argument names it: a tmux server or
+# client started with `runtop RUN`, a shell running `bash -c "… RUN …"`, runtop itself
+# (issue 11: the whole tmux server was claimed, with every pane under it).
+NEVER_BY_ARGV = {"tmux", "screen", "bash", "sh", "zsh", "fish", "dash", "ksh", "tcsh", "csh", "login", "sshd", "runtop", "watch", "less", "tail", "vim", "nvim"}
+
+
+def _inside(path: str, run_dir: str) -> bool:
+    return path == run_dir or path.startswith(run_dir + os.sep)
+
+
+def _names_run(argv: list[str], cwd: str | None, run_dir: str) -> bool:
+    """An argument that resolves (realpath, relative ones from the process's cwd) to the run
+    dir or a file inside it: `--output-dir outputs/my-run`, `--output-dir=/abs/my-run`,
+    `trainer.ckpt_path=…`. A basename or a substring never counts (issue 11:
+    `…/xa/outputs/my-run` is not `…/xb/outputs/my-run`)."""
+    for word in argv[1:]:
+        for cand in (word, word.partition("=")[2]):
+            if not cand or "/" not in cand and cand != os.path.basename(run_dir):
+                continue
+            if not os.path.isabs(cand):
+                if cwd is None:
+                    continue
+                cand = os.path.join(cwd, cand)
+            if _inside(os.path.realpath(cand), run_dir):
+                return True
+    return False
+
+
+def _program(argv: list[str], name: str) -> str:
+    first = os.path.basename(argv[0]) if argv else name
+    return first.split(":", 1)[0].strip().lstrip("-")  # `-bash` (login shell), `tmux: server`
+
+
+def _details(p: psutil.Process, pid: int, ctime: float, run_dir: str, logs: set[str]) -> tuple[dict, str | None, bool, bool]:
     """(info, role, belongs, is this run's SkyRL driver) for one process."""
     info = p.as_dict(_DETAILS)
     info["pid"], info["create_time"] = pid, ctime
-    cmd = " ".join(info.get("cmdline") or []).strip()
+    argv = info.get("cmdline") or []
+    cmd = " ".join(argv).strip()
     info["cmd"] = cmd
     role = role_of(info.get("name") or "", cmd)
-    mine = run_dir in cmd or bool(named.search(cmd))
-    if not mine and role is not None and info.get("status") != psutil.STATUS_ZOMBIE:
-        try:
-            cwd = p.cwd()
-            mine = cwd == run_dir or cwd.startswith(run_dir + os.sep)
-        except psutil.AccessDenied:
-            # Another user's titled process: it may be this run's, and runtop cannot tell.
-            # Saying so beats calling it absent (issue 10: 76 of 77 denied read as Down).
+    cwd: str | None = None
+    try:
+        cwd = p.cwd() if info.get("status") != psutil.STATUS_ZOMBIE else None
+    except psutil.AccessDenied:
+        # Another user's process: it may be this run's, and runtop cannot tell. For a
+        # titled one, saying so beats calling it absent (issue 10: 76 of 77 denied read as Down).
+        if role is not None:
             info["denied"] = _owner(p)
-        except (psutil.Error, OSError):
-            mine = False  # exited between the listing and the read
+    except (psutil.Error, OSError):
+        cwd = None  # exited between the listing and the read
+    program = _program(argv, info.get("name") or "")
+    mine = False
+    if program not in NEVER_BY_ARGV and os.path.basename(run_dir) in cmd:  # a cheap test first, the proof next
+        mine = _names_run(argv, cwd, run_dir)
+    if not mine and role is not None and cwd is not None:
+        mine = _inside(os.path.realpath(cwd), run_dir)
     driver = False
     if not mine and logs and ("skyrl" in cmd or cmd.startswith(("bash", "python", "sh "))):
         mine = _writes_to(pid, logs)
@@ -159,23 +197,27 @@ def _scan(run_dir: str, logs: set[str], cache: dict | None = None) -> list[tuple
     until its details expire: listing PIDs costs a tenth of reading every command line.
     """
     run_dir = os.path.realpath(run_dir)
-    # `uv run rl … --output-dir outputs/<name>`: the run's name as a whole path component.
-    named = re.compile(rf"(?:^|[\s=/]){re.escape(os.path.basename(run_dir))}(?:/|\s|$)")
     me = os.getpid()
+    # runtop and what started it (the shell, the tmux pane) are never the run's.
+    mine_not = {me}
+    try:
+        mine_not.update(a.pid for a in psutil.Process(me).parents())
+    except psutil.Error:
+        pass
     now = time.time()
     out = []
     driver_alive = False
     seen: set[tuple[int, float]] = set()
     for p in psutil.process_iter(["pid", "create_time"]):
         pid, ctime = p.info["pid"], p.info.get("create_time") or 0.0
-        if pid == me:
+        if pid in mine_not:
             continue
         key = (pid, ctime)
         seen.add(key)
         entry = cache.get(key) if cache is not None else None
         if entry is None or (now - entry[4] > DETAILS_TTL_S) or (now - ctime < YOUNG_S):
             try:
-                info, role, mine, driver = _details(p, pid, ctime, run_dir, named, logs)
+                info, role, mine, driver = _details(p, pid, ctime, run_dir, logs)
             except (psutil.Error, OSError):
                 continue  # gone between the listing and the read
             entry = (info, role, mine, driver, now)
