@@ -27,18 +27,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runtop.config import ActionsConfig
-from runtop.outputs import OutputError, append_locked
+from runtop.outputs import OutputError, append_locked, open_append
 from runtop.parsers.hygiene import public
 from runtop.sources.processes import run_processes
 from runtop.sources.tmux import Pane, Tmux, TmuxError, user_and_host
 from runtop.state import RunState
 
 # Plain words, flags, `key=value`, paths and quotes; a redirect may end the line (`&> logs/x.log`).
-SAFE_WORDS_RE = re.compile(r"^[\w@%+=:,./'\"\- ]+$")
+# ASCII only (issue 11): no NEL, NBSP, ideographic space or look-alike digits in what is typed.
+SAFE_WORDS_RE = re.compile(r"^[\w@%+=:,./'\"\- ]+$", re.ASCII)
 REDIRECT_RE = re.compile(r"(\s+(?:\d?>>?|&>>?)\s*[\w./-]+(?:\s+2>&1)?)+\s*$")
-LAUNCH_HINT_RE = re.compile(r"(?:^|\s)((?:uv run )?rl(?: |$).*|(?:uv run )?python3? -m skyrl\S*.*|bash \S+\.sh.*)$")
-RUN_NAME_RE = re.compile(r"^[\w.\-]+$")
-PROMPT_RE = re.compile(r"^.*?[$#] (?=\S)")
+# A launch command: optional `VAR=value` assignments, then the launcher itself, from the
+# first word on (issue 11: `echo "waiting for rl trainer"` is no launch of `rl`).
+LAUNCH_HINT_RE = re.compile(
+    r"^((?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*(?:(?:uv run )?rl(?: |$).*|(?:uv run )?python3? -m skyrl\S*.*|bash \S+\.sh.*))$",
+    re.ASCII,
+)
+RUN_NAME_RE = re.compile(r"^[\w.][\w.\-]*$", re.ASCII)  # never a flag: `--resume` is no run name
+# A shell prompt that ends in `$ ` or `# ` (bash, zsh's `%` too): only a line that starts with
+# one is something the user typed; any other line is output (issue 11: a line the run
+# printed, `[info] next: bash evil.sh`, was taken as the launch command).
+PROMPT_RE = re.compile(r"^[^\s$#%]{0,200}(?:\s[^$#%]{0,80})?[$#%] (?=\S)", re.ASCII)
 
 
 class ActionError(Exception):
@@ -138,9 +147,13 @@ def check_command(cmd: str) -> str:
     """The launch command if it is plain words, flags and a trailing redirect; else ActionError."""
     if any(ord(c) < 32 or ord(c) == 127 for c in cmd):
         raise ActionError("the launch command contains control characters")
+    if not cmd.isascii():
+        # NEL, NBSP, ideographic space, Arabic-Indic digits: what the user reads is not what bash runs.
+        bad = " ".join(sorted({f"U+{ord(c):04X}" for c in cmd if not c.isascii()}))
+        raise ActionError(f"the launch command has non-ASCII characters runtop will not send ({bad})")
     body = REDIRECT_RE.sub("", cmd).strip()
     if not body or not SAFE_WORDS_RE.match(body):
-        bad = sorted({c for c in body if not re.match(r"[\w@%+=:,./'\"\- ]", c)})
+        bad = sorted({c for c in body if not re.match(r"[\w@%+=:,./'\"\- ]", c, re.ASCII)})
         raise ActionError(f"the launch command has shell syntax runtop will not send ({' '.join(bad) or 'empty'}): {cmd[:120]}")
     try:
         shlex.split(body)
@@ -151,6 +164,9 @@ def check_command(cmd: str) -> str:
 
 def complete_step(state: RunState) -> tuple[int, str]:
     """(step, path) of the last complete checkpoint, validated; else ActionError saying why."""
+    ambiguous = [c for c in state.checkpoints.values() if c.reason.startswith("ambiguous:")]
+    if ambiguous:
+        raise ActionError(f"checkpoint dirs are ambiguous ({ambiguous[0].reason}): rename or remove one, then resume")
     ck = state.last_complete_checkpoint()
     if ck is None:
         partial = sorted(state.checkpoints)
@@ -209,12 +225,16 @@ def resume_command(state: RunState, base: str, step: int, ckpt_path: str) -> str
 
 
 def launch_from_pane(lines: list[str]) -> str | None:
-    """The newest line in the Launcher pane that looks like a launch command (prompt removed)."""
+    """The newest command typed at a shell prompt in the Launcher pane that is a launch
+    command, with the `VAR=value` assignments typed before it (`CUDA_VISIBLE_DEVICES=0,1
+    uv run rl …`). Output lines are never read as commands."""
     for line in reversed(lines):
-        text = PROMPT_RE.sub("", line.strip(), count=1) if "$ " in line or "# " in line else line.strip()
-        m = LAUNCH_HINT_RE.search(text)
-        if m:
-            return m.group(1).strip()
+        m = PROMPT_RE.match(line.strip())
+        if not m:
+            continue
+        cmd = LAUNCH_HINT_RE.match(line.strip()[m.end() :].strip())
+        if cmd:
+            return cmd.group(1).strip()
     return None
 
 
@@ -328,7 +348,24 @@ def dispatch(p: Plan, ctx: Context, *, confirmation: str | None, progress: Calla
         _busy.add(p.name)
     outcome = "error"
     pane: Pane | None = None
+    lock_fd: int | None = None
+    audited = False
     try:
+        # One dispatch at a time for this run, across processes (issue 11: two `runtop send`s
+        # at once merged into one line), and the audit entry on disk before any key goes.
+        lock_fd = _lock(ctx)
+        sends_keys = any(s.kind in ("keys", "interrupt") for s in p.steps)
+        if sends_keys:
+            try:
+                pane = ctx.pane()
+            except ActionError:
+                pane = None
+        try:
+            audit(ctx, p, pane, "sending")
+            audited = True
+        except ActionError as e:
+            outcome = "not sent: the audit log cannot be written"
+            raise ActionError(f"{p.name}: nothing sent, the audit log cannot be written ({e})") from None
         for step in p.steps:
             if step.kind == "keys":
                 pane = ctx.pane()
@@ -357,7 +394,37 @@ def dispatch(p: Plan, ctx: Context, *, confirmation: str | None, progress: Calla
     finally:
         with _busy_lock:
             _busy.discard(p.name)
-        audit(ctx, p, pane, outcome)
+        if lock_fd is not None:
+            try:
+                if audited:
+                    audit(ctx, p, pane, outcome)
+            finally:
+                os.close(lock_fd)  # releases the flock
+
+
+LOCK_WAIT_S = 10.0
+
+
+def _lock(ctx: Context) -> int:
+    """An exclusive `flock` on `RUN/.runtop/dispatch.lock`, waited for up to LOCK_WAIT_S."""
+    import fcntl
+
+    d = os.path.join(ctx.run_root, ".runtop")
+    try:
+        os.makedirs(d, exist_ok=True)
+        fd = open_append(os.path.join(d, "dispatch.lock"), inside=ctx.run_root)
+    except (OSError, OutputError) as e:
+        raise ActionError(f"nothing sent: cannot take the dispatch lock ({e})") from None
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise ActionError(f"nothing sent: another runtop has been sending to this run for {LOCK_WAIT_S:g} s") from None
+            time.sleep(0.05)
 
 
 def _wait_gone(ctx: Context, timeout: float, progress: Callable[[str], None] | None) -> None:
@@ -376,16 +443,21 @@ def _wait_gone(ctx: Context, timeout: float, progress: Callable[[str], None] | N
 
 
 def audit(ctx: Context, p: Plan, pane: Pane | None, outcome: str) -> None:
-    """One JSON line per dispatch: time, user, host, action, exact text, pane, outcome."""
+    """A JSON line: time, user, host, run, action, exact text, pane and its shell, outcome.
+    A dispatch writes two with the same `id`: `sending` (fsynced before any key goes),
+    then its outcome. `json.dumps` escapes newlines, so no text can split or forge a line."""
     path = ctx.audit_path or os.path.join(ctx.run_root, ".runtop", "audit.log")
     user, host = user_and_host()
     entry = {
         "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "user": user,
         "host": host,
+        "id": f"{os.getpid():x}-{id(p):x}",
         "action": p.name,
+        "run": ctx.run_root,
         "text": public(p.text or ""),
         "pane": f"{pane.session}:{pane.window} {pane.pane_id}" if pane else None,
+        "shell_pid": pane.pid if pane else None,
         "outcome": public(outcome),
     }
     # The run's own audit log must stay inside the run; one the user configured is theirs.

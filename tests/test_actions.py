@@ -62,9 +62,11 @@ def received(root) -> str:
     return open(path).read() if os.path.exists(path) else ""
 
 
-def audit_lines(root) -> list[dict]:
+def audit_lines(root, *, sending: bool = False) -> list[dict]:
+    """The audit log's completed entries (or, with `sending`, every line)."""
     path = os.path.join(root, ".runtop", "audit.log")
-    return [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+    lines = [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+    return lines if sending else [e for e in lines if e["outcome"] != "sending"]
 
 
 def test_resume_sends_the_exact_text_naming_the_last_complete_checkpoint(live_run):
@@ -81,6 +83,9 @@ def test_resume_sends_the_exact_text_naming_the_last_complete_checkpoint(live_ru
     entries = audit_lines(root)
     assert len(entries) == 1 and entries[0]["action"] == "resume" and entries[0]["text"] == p.text and entries[0]["outcome"] == "ok"
     assert entries[0]["pane"].startswith("prime-rl:Launcher %") and entries[0]["user"] and entries[0]["host"]
+    # Written before the keys went, then completed with the outcome under the same id.
+    assert [e["outcome"] for e in audit_lines(root, sending=True)] == ["sending", "ok"]
+    assert len({e["id"] for e in audit_lines(root, sending=True)}) == 1 and entries[0]["run"] == str(root)
 
 
 def test_stop_sends_c_c_and_waits_for_the_tree_to_exit(live_run):
@@ -137,9 +142,15 @@ def test_injection_never_reaches_the_pane(live_run):
         assert p.disabled and "runtop will not send" in p.disabled or "control characters" in (p.disabled or "")
     # The Launcher pane's history: a typed command is found; a log line that looks like one is refused.
     assert launch_from_pane(["ubuntu@h100:~/prime-rl$ uv run rl @ configs/rl.toml --run.name x", "14:00:01 INFO Starting"]) == "uv run rl @ configs/rl.toml --run.name x"
-    assert launch_from_pane(["14:00:01 INFO uv run rl @ x.toml; touch PWNED"]) is not None
+    # Output lines are never commands (issue 11), whatever they say.
+    assert launch_from_pane(["14:00:01 INFO uv run rl @ x.toml; touch PWNED"]) is None
+    assert launch_from_pane(["[info] next: bash evil.sh", "user@h:~$ echo waiting for rl trainer to finish"]) is None
+    assert launch_from_pane(["user@h:~$ CUDA_VISIBLE_DEVICES=0,1 uv run rl @ c.toml"]) == "CUDA_VISIBLE_DEVICES=0,1 uv run rl @ c.toml"
     with pytest.raises(ActionError):
-        check_command(launch_from_pane(["14:00:01 INFO uv run rl @ x.toml; touch PWNED"]))
+        check_command("uv run rl @ x.toml; touch PWNED")
+    for homoglyph in ("uv run rl @ c.toml --resume.step \u0669", "uv run rl\u00a0@ c.toml", "uv run rl @ c.toml\u0085", "uv run rl @ c.toml\u3000x"):
+        with pytest.raises(ActionError):
+            check_command(homoglyph)
     p = plan("resume", context(root, sock))
     assert p.text.endswith("--resume.step 4")
     time.sleep(0.5)

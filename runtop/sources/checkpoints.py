@@ -53,8 +53,23 @@ def scan_primerl(roots: list[tuple[str, str | None]]) -> dict[int, Checkpoint]:
                 if os.path.isdir(orch):
                     _listing(orch, "", files)
             verdict = judge_primerl(files)
-            out[step] = Checkpoint(step, path, verdict.complete, verdict.reason, sum(files.values()))
+            _put(out, Checkpoint(step, path, verdict.complete, verdict.reason, sum(files.values())))
     return out
+
+
+AMBIGUOUS = "ambiguous:"
+
+
+def _put(out: dict[int, Checkpoint], ck: Checkpoint) -> None:
+    """Two directories naming one step (`step_9`, `step_09`) are neither trusted: a resume by
+    number could load either (issue 11). Both show, marked; resume is disabled."""
+    prev = out.get(ck.step)
+    if prev is None:
+        out[ck.step] = ck
+        return
+    names = sorted({os.path.basename(prev.path), os.path.basename(ck.path)})
+    reason = f"{AMBIGUOUS} {' and '.join(names)} both name step {ck.step}"
+    out[ck.step] = Checkpoint(ck.step, min(prev.path, ck.path), False, reason, prev.bytes + ck.bytes)
 
 
 def read_latest_txt(ckpt_dir: str) -> int | None:
@@ -83,5 +98,5 @@ def scan_skyrl(ckpt_dir: str) -> dict[int, Checkpoint]:
         files: dict[str, int] = {}
         _listing(path, "", files)
         verdict = judge_skyrl(step, files, latest)
-        out[step] = Checkpoint(step, path, verdict.complete, verdict.reason, sum(files.values()))
+        _put(out, Checkpoint(step, path, verdict.complete, verdict.reason, sum(files.values())))
     return out

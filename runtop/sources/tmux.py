@@ -95,9 +95,9 @@ class Tmux:
         return launcher[0]
 
     def send_literal(self, pane: Pane, text: str) -> None:
-        """The exact text, as typed (`send-keys -l`), then Enter as a key of its own."""
-        self._run("send-keys", "-t", pane.pane_id, "-l", "--", text)
-        self._run("send-keys", "-t", pane.pane_id, "Enter")
+        """The exact text, as typed (`send-keys -l`), then Enter, in one tmux command list:
+        two senders can no longer merge their lines between the text and its Enter (issue 11)."""
+        self._run("send-keys", "-t", pane.pane_id, "-l", "--", text, ";", "send-keys", "-t", pane.pane_id, "Enter")
 
     def send_interrupt(self, pane: Pane) -> None:
         self._run("send-keys", "-t", pane.pane_id, "C-c")
