@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import psutil
+
 from runtop.config import ActionsConfig
 from runtop.outputs import OutputError, append_locked, open_append
 from runtop.parsers.hygiene import public
@@ -60,7 +62,7 @@ class ReadOnly(ActionError):
 
 @dataclass
 class Step:
-    kind: str  # "keys" | "interrupt" | "wait_gone" | "select_window" | "checkin"
+    kind: str  # "keys" | "interrupt" | "wait_gone" | "wait_prompt" | "select_window" | "checkin"
     arg: str = ""
 
 
@@ -89,8 +91,10 @@ class Context:
     audit_path: str | None = None
     log_paths: list[str] = field(default_factory=list)
     stop_timeout_s: float = 60.0
+    target: str | None = None  # --tmux-target: the user's explicit choice of pane
     _pane: Pane | None = None
     _pane_error: str | None = None
+    pane_proof: str = ""
 
     @classmethod
     def for_run(
@@ -103,6 +107,7 @@ class Context:
         session: str | None = None,
         launch_cmd: str | None = None,
         read_only: bool = False,
+        target: str | None = None,
     ) -> Context:
         """The context for a run, from `[actions]` and the command line (given values win)."""
         cfg = cfg or ActionsConfig()
@@ -119,18 +124,42 @@ class Context:
             read_only=read_only or cfg.read_only,
             audit_path=cfg.audit_log,
             log_paths=[f.path for f in state.files.values() if f.kind == "log"],
+            target=target or cfg.tmux_target,
         )
 
+    def live_pids(self) -> list[int]:
+        return [p for role, pids in (self.state.processes or {}).items() if role != "ray" for p in pids]
+
     def pane(self) -> Pane:
+        """The Launcher pane, proven (issue 11): the pane the user named (`--tmux-target`);
+        else the pane whose shell started the run's live processes; else the pane recorded
+        in `.runtop/launch.json` while the run lived, if that same shell is still there;
+        else the `--tmux-session` the user named. Nothing else is guessed."""
         if self._pane is None and self._pane_error is None:
-            pids = [p for pids in (self.state.processes or {}).values() for p in pids]
             try:
-                self._pane = self.tmux.launcher_pane(self.window, self.session, pids)
+                self._pane, self.pane_proof = self._find_pane()
             except TmuxError as e:
                 self._pane_error = str(e)
         if self._pane is None:
             raise ActionError(self._pane_error or "no Launcher pane")
         return self._pane
+
+    def _find_pane(self) -> tuple[Pane, str]:
+        if self.target:
+            return self.tmux.resolve_target(self.target), "named with --tmux-target"
+        pids = self.live_pids()
+        if pids:
+            pane = self.tmux.launcher_pane(self.window, self.session, pids)
+            if self.session is None or pane.pid in _ancestor_pids(pids):
+                record_pane(self.run_root, pane)
+                return pane, "its shell started the run's processes"
+            return pane, f"in the session you named ({self.session})"
+        recorded = recorded_pane(self.run_root)
+        if recorded is not None:
+            live = self.tmux.pane(recorded["pane_id"])
+            if live is not None and live.pid == recorded.get("shell_pid"):
+                return live, "recorded in .runtop/launch.json while the run's processes lived in it"
+        return self.tmux.launcher_pane(self.window, self.session, None), f"in the session you named ({self.session})"
 
 
 @dataclass(frozen=True)
@@ -140,6 +169,49 @@ class ActionSpec:
     description: str
     destructive: bool
     build: Callable[[Context], Plan]
+
+
+def _ancestor_pids(pids: list[int]) -> set[int]:
+    out: set[int] = set()
+    for pid in pids:
+        try:
+            out.update(p.pid for p in psutil.Process(pid).parents())
+        except psutil.Error:
+            continue
+    return out
+
+
+LAUNCH_JSON = "launch.json"
+
+
+def record_pane(run_root: str, pane: Pane) -> None:
+    """Remember the pane proven to run this run, for after its processes are gone."""
+    d = os.path.join(run_root, ".runtop")
+    entry = {"pane_id": pane.pane_id, "shell_pid": pane.pid, "session": pane.session, "window": pane.window, "run": run_root}
+    try:
+        os.makedirs(d, exist_ok=True)
+        if not _inside(d, run_root):
+            return
+        tmp = os.path.join(d, f".{LAUNCH_JSON}.{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w") as f:
+            json.dump(entry, f)
+        os.replace(tmp, os.path.join(d, LAUNCH_JSON))
+    except OSError:
+        return  # not recorded: after the run dies, the pane must be named (said then)
+
+
+def recorded_pane(run_root: str) -> dict | None:
+    path = os.path.join(run_root, ".runtop", LAUNCH_JSON)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd) as f:
+            data = json.loads(f.read(4096))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("run") != run_root or not isinstance(data.get("pane_id"), str):
+        return None
+    return data
 
 
 # ---- validation ------------------------------------------------------------------------
@@ -250,7 +322,22 @@ def resolve_launch_cmd(ctx: Context) -> str:
 
 
 # ---- the actions -----------------------------------------------------------------------
-def _resume_plan(ctx: Context) -> Plan:
+def _alive(ctx: Context) -> dict[str, list[int]]:
+    return {r: p for r, p in run_processes(ctx.run_root, ctx.log_paths).items() if p and r != "ray"}
+
+
+def _target_note(ctx: Context) -> str:
+    pane = ctx.pane()
+    return f"target: {pane.target}; {ctx.pane_proof}"
+
+
+def _resume_plan(ctx: Context, *, after_stop: bool = False) -> Plan:
+    if not after_stop:
+        alive = _alive(ctx)
+        if alive:
+            # A resume typed while the launcher runs sits in its tty and runs by itself when
+            # it exits, minutes later (issue 11).
+            raise ActionError(f"the run is still running ({', '.join(sorted(alive))}): stop it first (X), or restart (T)")
     step, path = complete_step(ctx.state)
     ckpt_root = os.path.dirname(path)
     if ctx.state.framework != "skyrl" and not _inside(path, ctx.run_root):
@@ -267,27 +354,34 @@ def _resume_plan(ctx: Context) -> Plan:
     notes = [why, f"launch command {ctx.launch_cmd_source or 'given'}"]
     p = Plan("resume", "resume from the last complete checkpoint", text, [Step("keys", text)], confirm=str(step), notes=notes)
     try:
-        ctx.pane()
+        p.notes.append(_target_note(ctx))
     except ActionError as e:
-        p.disabled = str(e)  # the text is still shown: what would be sent, once tmux is there
+        p.disabled = str(e)  # the text is still shown: what would be sent, once the pane is proven
     return p
 
 
 def _stop_plan(ctx: Context) -> Plan:
-    ctx.pane()
+    note = _target_note(ctx)
+    if not _alive(ctx):
+        raise ActionError("the run has no live process to stop")
     return Plan(
         "stop",
         "send C-c to the Launcher, then wait until the run's processes are gone",
         "C-c",
         [Step("interrupt"), Step("wait_gone", str(ctx.stop_timeout_s))],
         confirm="stop",
+        notes=[note],
     )
 
 
 def _restart_plan(ctx: Context) -> Plan:
-    resume = _resume_plan(ctx)
     stop = _stop_plan(ctx)
-    return Plan("restart", "stop, then resume from the last complete checkpoint", f"C-c, then: {resume.text}", stop.steps + resume.steps, confirm=resume.confirm, notes=resume.notes)
+    resume = _resume_plan(ctx, after_stop=True)
+    if resume.disabled:
+        raise ActionError(resume.disabled)
+    # After C-c: the processes gone and the shell back at its prompt, then the resume.
+    steps = [*stop.steps, Step("wait_prompt", "15"), *resume.steps]
+    return Plan("restart", "stop, then resume from the last complete checkpoint", f"C-c, then: {resume.text}", steps, confirm=resume.confirm, notes=resume.notes)
 
 
 def _logs_plan(ctx: Context) -> Plan:
@@ -368,8 +462,12 @@ def dispatch(p: Plan, ctx: Context, *, confirmation: str | None, progress: Calla
             raise ActionError(f"{p.name}: nothing sent, the audit log cannot be written ({e})") from None
         for step in p.steps:
             if step.kind == "keys":
-                pane = ctx.pane()
+                pane = _idle_pane(ctx)
+                if p.name == "resume" and _alive(ctx):
+                    raise ActionError("the run is still running: stop it first")
                 ctx.tmux.send_literal(pane, step.arg)
+            elif step.kind == "wait_prompt":
+                _wait_prompt(ctx, float(step.arg), progress)
             elif step.kind == "interrupt":
                 pane = ctx.pane()
                 ctx.tmux.send_interrupt(pane)
@@ -425,6 +523,32 @@ def _lock(ctx: Context) -> int:
                 os.close(fd)
                 raise ActionError(f"nothing sent: another runtop has been sending to this run for {LOCK_WAIT_S:g} s") from None
             time.sleep(0.05)
+
+
+def _idle_pane(ctx: Context) -> Pane:
+    """The proven pane, as it is now: the same shell, at its prompt (issue 11: text typed
+    while a program runs in the foreground goes to that program, or waits in the tty)."""
+    proven = ctx.pane()
+    now = ctx.tmux.pane(proven.pane_id)
+    if now is None or now.pid != proven.pid:
+        raise ActionError(f"the Launcher pane {proven.pane_id} is gone or has another shell now: nothing typed")
+    if not now.at_prompt:
+        raise ActionError(f"the Launcher pane is running {now.command or 'a program'}, not a shell prompt: nothing typed")
+    return now
+
+
+def _wait_prompt(ctx: Context, timeout: float, progress: Callable[[str], None] | None) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            _idle_pane(ctx)
+            return
+        except ActionError as e:
+            if time.monotonic() > deadline:
+                raise ActionError(f"the shell prompt did not come back within {timeout:.0f}s: {e}") from None
+        if progress:
+            progress("waiting for the shell prompt")
+        time.sleep(0.3)
 
 
 def _wait_gone(ctx: Context, timeout: float, progress: Callable[[str], None] | None) -> None:

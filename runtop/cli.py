@@ -36,6 +36,10 @@ def _config(p: argparse.ArgumentParser) -> None:
 def _tmux_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tmux-session", default=None, metavar="NAME", help="the run's tmux session (default: found from its processes)")
     p.add_argument("--tmux-socket", default=None, metavar="NAME", help="tmux's -L server name")
+    p.add_argument(
+        "--tmux-target", default=None, metavar="SESSION:WINDOW.PANE",
+        help="the run's Launcher pane, named by you (default: the pane whose shell started the run's processes)",
+    )
     p.add_argument("--launch-cmd", default=None, metavar="CMD", help="the run's launch command (default: [actions] launch_cmd, else the Launcher pane's history)")
 
 
@@ -195,6 +199,7 @@ def _action_context(args: argparse.Namespace):
         cfg=load_actions(args.config),
         socket=args.tmux_socket,
         session=args.tmux_session,
+        target=args.tmux_target,
         launch_cmd=args.launch_cmd,
         read_only=args.read_only,
     )
@@ -306,7 +311,9 @@ def _run_tui(layout, args: argparse.Namespace, deadline: float | None = None) ->
 
     acfg = load_actions(args.config)
     quit_after = max(0.1, deadline - time.monotonic()) if deadline is not None else None
-    action_options = {"cfg": acfg, "socket": args.tmux_socket, "session": args.tmux_session, "launch_cmd": args.launch_cmd}
+    action_options = {
+        "cfg": acfg, "socket": args.tmux_socket, "session": args.tmux_session, "launch_cmd": args.launch_cmd, "target": args.tmux_target,
+    }
     app = RuntopApp(
         layout, interval=args.interval, poll=args.poll, vllm_url=args.vllm_url or None, quit_after=quit_after,
         thresholds=_thresholds(args), read_only=args.read_only or acfg.read_only, action_options=action_options,

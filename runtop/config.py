@@ -101,6 +101,7 @@ class ActionsConfig:
     logs_window: str = "Logs"
     read_only: bool = False
     audit_log: str | None = None
+    tmux_target: str | None = None  # `SESSION:WINDOW.PANE`: the Launcher pane, named by the user
 
 
 def load_actions(path: str | None = None) -> ActionsConfig:

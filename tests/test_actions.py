@@ -36,20 +36,48 @@ def wait_for(pred, timeout: float = 15.0):
         time.sleep(0.1)
 
 
+def shell_rc(tmp_path) -> str:
+    """A bash whose `uv` is the fake launcher: `uv run rl …` typed at its prompt is recorded
+    in `launched.txt` (in the cwd) and starts the fake titled tree in the foreground, as
+    `uv run rl` does. With NOLAUNCH set it only records."""
+    rc = tmp_path / "bashrc"
+    rc.write_text(f"PS1='$ '\nuv() {{ echo \"uv $*\" >> launched.txt; [ -n \"$NOLAUNCH\" ] || {sys.executable} {FAKE}; }}\n")
+    return f"bash --noprofile --rcfile {rc} -i"
+
+
+def start_run(sock: str, session: str, root, tmp_path) -> None:
+    tmux(sock, "new-session", "-d", "-s", session, "-n", "Launcher", "-x", "200", "-y", "50", "-c", str(root), shell_rc(tmp_path))
+    tmux(sock, "new-window", "-d", "-t", session, "-n", "Logs")
+    assert wait_for(lambda: "$" in tmux(sock, "capture-pane", "-p", "-t", f"{session}:Launcher")), "no prompt"
+    tmux(sock, "send-keys", "-t", f"{session}:Launcher", LAUNCH, "Enter")
+    assert wait_for(lambda: {"launcher", "trainer", "orchestrator", "inference"} <= set(run_processes(str(root)))), "fake tree did not start"
+
+
 @pytest.fixture
 def live_run(tmp_path):
     """A run whose step_6 save is partial (2 and 4 complete), and a tmux session `prime-rl`
-    with a Launcher window running the fake launcher in the run dir, and a Logs window."""
+    whose Launcher window is a shell where `uv run rl …` was typed (the fake launcher tree
+    runs in the foreground, in the run dir), and a Logs window."""
     root = tmp_path / "outputs" / "reverse-text"
     Simulator(str(root), scenario="partial-checkpoint", max_steps=20).run()
     sock = f"runtop-test-{uuid.uuid4().hex[:8]}"
-    tmux(sock, "new-session", "-d", "-s", "prime-rl", "-n", "Launcher", "-x", "200", "-y", "50", "-c", str(root), f"{sys.executable} {FAKE}")
-    tmux(sock, "new-window", "-d", "-t", "prime-rl", "-n", "Logs")
     try:
-        assert wait_for(lambda: {"launcher", "trainer", "orchestrator", "inference"} <= set(run_processes(str(root)))), "fake tree did not start"
+        start_run(sock, "prime-rl", root, tmp_path)
         yield root, sock
     finally:
         subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
+
+
+def launched(root) -> list[str]:
+    """Every launch command the Launcher's shell ran (the fixture's own first)."""
+    path = os.path.join(root, "launched.txt")
+    return open(path).read().splitlines() if os.path.exists(path) else []
+
+
+def stop_run(root, sock: str) -> None:
+    ctx = context(root, sock)
+    dispatch(plan("stop", ctx), ctx, confirmation="stop")
+    assert wait_for(lambda: "$" in tmux(sock, "capture-pane", "-p", "-t", "prime-rl:Launcher").rstrip().splitlines()[-1])
 
 
 def context(root, sock: str, **kw) -> Context:
@@ -69,23 +97,32 @@ def audit_lines(root, *, sending: bool = False) -> list[dict]:
     return lines if sending else [e for e in lines if e["outcome"] != "sending"]
 
 
+def test_resume_is_refused_while_the_run_lives(live_run):
+    root, sock = live_run
+    p = plan("resume", context(root, sock))
+    assert p.disabled and "the run is still running" in p.disabled and "stop it first" in p.disabled
+
+
 def test_resume_sends_the_exact_text_naming_the_last_complete_checkpoint(live_run):
     root, sock = live_run
+    stop_run(root, sock)
     ctx = context(root, sock)
     p = plan("resume", ctx)
-    assert p.disabled is None and p.confirm == "4"
+    assert p.disabled is None and p.confirm == "4", p.disabled
+    assert any("recorded in .runtop/launch.json" in n for n in p.notes) and any("prime-rl:0.0 (%0" in n for n in p.notes)
     assert p.text == "uv run rl @ configs/rl.toml --run.name reverse-text --resume.step 4"
     assert "step 6 is incomplete" in p.notes[0]  # why not 6: prime-rl's bare --resume would pick it
     with pytest.raises(ActionError, match="confirmation"):
         dispatch(p, ctx, confirmation="6")
     assert dispatch(p, ctx, confirmation="4") == "resume: done"
-    assert wait_for(lambda: received(root) == p.text + "\n")
-    entries = audit_lines(root)
+    assert wait_for(lambda: launched(root)[-1:] == [p.text])
+    assert received(root) == "", "nothing was typed into a running launcher"
+    entries = audit_lines(root)[1:]  # the first is the stop
     assert len(entries) == 1 and entries[0]["action"] == "resume" and entries[0]["text"] == p.text and entries[0]["outcome"] == "ok"
     assert entries[0]["pane"].startswith("prime-rl:Launcher %") and entries[0]["user"] and entries[0]["host"]
     # Written before the keys went, then completed with the outcome under the same id.
-    assert [e["outcome"] for e in audit_lines(root, sending=True)] == ["sending", "ok"]
-    assert len({e["id"] for e in audit_lines(root, sending=True)}) == 1 and entries[0]["run"] == str(root)
+    assert [e["outcome"] for e in audit_lines(root, sending=True)][2:] == ["sending", "ok"]
+    assert len({e["id"] for e in audit_lines(root, sending=True)[2:]}) == 1 and entries[0]["run"] == str(root)
 
 
 def test_stop_sends_c_c_and_waits_for_the_tree_to_exit(live_run):
@@ -102,13 +139,17 @@ def test_stop_sends_c_c_and_waits_for_the_tree_to_exit(live_run):
 def test_headless_actions_and_send(live_run):
     root, sock = live_run
     r = subprocess.run([sys.executable, "-m", "runtop", "actions", str(root), "--tmux-socket", sock, "--launch-cmd", LAUNCH], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0 and "--resume.step 4" in r.stdout and "disabled" not in r.stdout.split("checkin")[0]
+    assert r.returncode == 0 and "the run is still running" in r.stdout.split("\nstop ")[0]
+    assert "target: prime-rl:0.0" in r.stdout.split("\nstop ")[1]
+    r = subprocess.run([sys.executable, "-m", "runtop", "send", "stop", str(root), "--yes", "--tmux-socket", sock], capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stderr
+    assert wait_for(lambda: "$" in tmux(sock, "capture-pane", "-p", "-t", "prime-rl:Launcher").rstrip().splitlines()[-1])
     r = subprocess.run([sys.executable, "-m", "runtop", "send", "resume", str(root), "--tmux-socket", sock, "--launch-cmd", LAUNCH], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and "add --yes" in r.stderr and received(root) == ""
+    assert r.returncode == 2 and "add --yes" in r.stderr and len(launched(root)) == 1
     r = subprocess.run([sys.executable, "-m", "runtop", "send", "resume", str(root), "--yes", "--tmux-socket", sock, "--launch-cmd", LAUNCH], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert wait_for(lambda: "--resume.step 4" in received(root))
-    assert len(audit_lines(root)) == 1
+    assert wait_for(lambda: launched(root)[-1].endswith("--resume.step 4"))
+    assert [e["action"] for e in audit_lines(root)] == ["stop", "resume"]
 
 
 def test_read_only_blocks_every_path(live_run):
@@ -131,6 +172,7 @@ def test_read_only_blocks_every_path(live_run):
 
 def test_injection_never_reaches_the_pane(live_run):
     root, sock = live_run
+    stop_run(root, sock)
     # A crafted checkpoint dir: not a step, so never named.
     os.makedirs(root / "checkpoints" / "step_9; touch PWNED" / "trainer")
     # A crafted run name, and crafted launch commands.
@@ -154,13 +196,17 @@ def test_injection_never_reaches_the_pane(live_run):
     p = plan("resume", context(root, sock))
     assert p.text.endswith("--resume.step 4")
     time.sleep(0.5)
-    assert received(root) == "" and not os.path.exists(root / "PWNED")
+    assert received(root) == "" and len(launched(root)) == 1 and not os.path.exists(root / "PWNED")
 
 
 def test_no_tmux_no_session_no_window_are_disabled_with_a_reason(live_run, monkeypatch):
     root, sock = live_run
     assert "no tmux session 'nope'" in plan("stop", context(root, sock, session="nope")).disabled
-    assert "has no 'Driver' window" in plan("stop", context(root, sock, window="Driver")).disabled
+    # A dead run with nothing recorded: no pane is guessed, whatever window is called Launcher.
+    stop_run(root, sock)
+    os.unlink(root / ".runtop" / "launch.json")
+    assert "cannot prove which tmux pane launched this run" in plan("resume", context(root, sock)).disabled
+    assert "has no 'Driver' window" in plan("resume", context(root, sock, session="prime-rl", window="Driver")).disabled
     assert "no tmux server is running" in plan("stop", context(root, "runtop-test-absent")).disabled
     monkeypatch.setenv("PATH", "/nonexistent")
     assert "tmux is not installed" in plan("stop", context(root, sock)).disabled
@@ -171,6 +217,7 @@ async def test_tui_resume_shows_the_text_cancel_first_then_typed_confirmation(li
     from tests.tui_helpers import make_app, settle
 
     root, sock = live_run
+    stop_run(root, sock)
     app = make_app(str(root), fixed=False, processes=False, disks=False, interval=0.3)
     app.action_options = {"tmux": Tmux(sock), "launch_cmd": LAUNCH}
     async with app.run_test(size=(200, 50)) as pilot:
@@ -185,7 +232,7 @@ async def test_tui_resume_shows_the_text_cancel_first_then_typed_confirmation(li
         assert app.focused.id == "cancel"
         await pilot.press("enter")  # Enter on the open modal is Cancel
         await pilot.pause(0.3)
-        assert not isinstance(app.screen, ConfirmScreen) and received(root) == ""
+        assert not isinstance(app.screen, ConfirmScreen) and len(launched(root)) == 1
         await pilot.press("R")
         for _ in range(50):
             await pilot.pause(0.1)
@@ -193,8 +240,8 @@ async def test_tui_resume_shows_the_text_cancel_first_then_typed_confirmation(li
                 break
         app.screen.query_one("#token").focus()
         await pilot.press("4", "enter")
-        assert wait_for(lambda: received(root).strip().endswith("--resume.step 4"), 10)
-        assert [e["action"] for e in audit_lines(root)] == ["resume"]
+        assert wait_for(lambda: launched(root)[-1].endswith("--resume.step 4"), 10)
+        assert [e["action"] for e in audit_lines(root)] == ["stop", "resume"]
 
 
 async def test_tui_read_only_has_no_action_keys(live_run):

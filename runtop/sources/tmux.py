@@ -27,7 +27,23 @@ class Pane:
     session: str
     window: str
     pane_id: str  # `%12`: an exact target, never a name that could match something else
-    pid: int
+    pid: int  # the pane's shell
+    command: str = ""  # its foreground program (`#{pane_current_command}`)
+    path: str = ""  # its working directory
+    index: str = ""  # `window.pane` indexes, for showing `session:window.pane`
+
+    @property
+    def target(self) -> str:
+        return f"{self.session}:{self.index or self.window} ({self.pane_id}, shell pid {self.pid}, cwd {self.path or '?'})"
+
+    @property
+    def at_prompt(self) -> bool:
+        """The shell itself is in the foreground: typed text goes to its prompt, not to a program."""
+        return os.path.basename(self.command).lstrip("-") in SHELLS
+
+
+SHELLS = {"bash", "zsh", "fish", "sh", "dash", "ksh", "tcsh", "csh", "mksh", "ash", "busybox", "nu", "xonsh", "elvish"}
+FORMAT = "#{session_name}\t#{window_name}\t#{pane_id}\t#{pane_pid}\t#{pane_current_command}\t#{pane_current_path}\t#{window_index}.#{pane_index}"
 
 
 class Tmux:
@@ -53,7 +69,7 @@ class Tmux:
 
     def panes(self) -> list[Pane]:
         try:
-            out = self._run("list-panes", "-a", "-F", "#{session_name}\t#{window_name}\t#{pane_id}\t#{pane_pid}")
+            out = self._run("list-panes", "-a", "-F", FORMAT)
         except TmuxError as e:
             if "no server running" in str(e) or "error connecting" in str(e):
                 raise TmuxError("no tmux server is running" + (f" on socket {self.socket!r}" if self.socket else "")) from None
@@ -61,31 +77,47 @@ class Tmux:
         panes = []
         for line in out.splitlines():
             parts = line.split("\t")
-            if len(parts) == 4 and parts[3].isdigit():
-                panes.append(Pane(parts[0], parts[1], parts[2], int(parts[3])))
+            if len(parts) == 7 and parts[3].isascii() and parts[3].isdigit():
+                panes.append(Pane(parts[0], parts[1], parts[2], int(parts[3]), parts[4], parts[5], parts[6]))
         return panes
 
+    def pane(self, pane_id: str) -> Pane | None:
+        return next((p for p in self.panes() if p.pane_id == pane_id), None)
+
+    def resolve_target(self, target: str) -> Pane:
+        """`--tmux-target SESSION:WINDOW.PANE` (or `%12`): the pane the user named."""
+        try:
+            out = self._run("display-message", "-p", "-t", target, FORMAT).strip()
+        except TmuxError as e:
+            raise TmuxError(f"--tmux-target {target!r}: {str(e).split(': ', 1)[-1]}") from None
+        parts = out.split("\t")
+        if len(parts) != 7 or not parts[3].isdigit():
+            raise TmuxError(f"--tmux-target {target!r} names no pane")
+        return Pane(parts[0], parts[1], parts[2], int(parts[3]), parts[4], parts[5], parts[6])
+
     def launcher_pane(self, window: str = "Launcher", session: str | None = None, run_pids: list[int] | None = None) -> Pane:
-        """The Launcher window's pane: in `session`, or in the session whose pane is an ancestor
-        of one of the run's processes (the shell that started `uv run rl`)."""
+        """The pane whose shell is an ancestor of one of the run's live processes (the shell
+        that started `uv run rl`), proven by the process tree; or, with `session` given by
+        the user, that session's `window`. Never "the only Launcher window" (issue 11:
+        that typed into another run's pane)."""
         panes = self.panes()
-        if session is None and run_pids:
+        if run_pids:
             ancestors: set[int] = set()
             for pid in run_pids:
                 try:
                     ancestors.update(p.pid for p in psutil.Process(pid).parents())
                 except psutil.Error:
                     continue
-            owners = {p.session for p in panes if p.pid in ancestors}
+            owners = [p for p in panes if p.pid in ancestors and (session is None or p.session == session)]
             if len(owners) == 1:
-                session = owners.pop()
+                return owners[0]
+            if len(owners) > 1:
+                raise TmuxError(f"the run's processes descend from {len(owners)} panes ({', '.join(p.target for p in owners)}): give --tmux-target")
         if session is None:
-            sessions = sorted({p.session for p in panes})
-            with_launcher = sorted({p.session for p in panes if p.window == window})
-            if len(with_launcher) == 1:
-                session = with_launcher[0]
-            else:
-                raise TmuxError(f"which tmux session? give --tmux-session (sessions: {', '.join(sessions) or 'none'})")
+            raise TmuxError(
+                "cannot prove which tmux pane launched this run: no live process of the run descends from a pane"
+                " (and none was recorded while it ran); give --tmux-target SESSION:WINDOW.PANE"
+            )
         in_session = [p for p in panes if p.session == session]
         if not in_session:
             raise TmuxError(f"no tmux session {session!r}")
