@@ -76,3 +76,84 @@ def test_flag_like_run_names_are_refused(live_run):
     ctx = context(root, sock, launch_cmd="uv run rl @ configs/rl.toml")
     ctx.state.run_name = "--resume"
     assert "not a plain name" in plan("resume", ctx).disabled
+
+
+# ---- two runs on one machine (issue 11's first report) ------------------------------------
+@pytest.fixture
+def two_runs(tmp_path):
+    """RUN_A (alive, `xa/outputs/my-run`) and RUN_B (dead, `xb/outputs/my-run`: the same
+    basename), each with its own session and Launcher window, and a third session with an
+    unrelated shell. Only A's pane has a live run under it."""
+    from runtop.simulator.primerl import Simulator
+    from tests.test_actions import shell_rc, start_run
+
+    a = tmp_path / "xa" / "outputs" / "my-run"
+    b = tmp_path / "xb" / "outputs" / "my-run"
+    for root in (a, b):
+        Simulator(str(root), scenario="partial-checkpoint", max_steps=20).run()
+    sock = f"runtop-two-{os.getpid()}-{time.monotonic_ns() % 10**6}"
+    try:
+        start_run(sock, "run-a", a, tmp_path)
+        tmux(sock, "new-session", "-d", "-s", "run-b", "-n", "Launcher", "-c", str(b), shell_rc(tmp_path))
+        tmux(sock, "new-session", "-d", "-s", "scratch", "-n", "Launcher", "-c", str(tmp_path), shell_rc(tmp_path))
+        assert wait_for(lambda: "$" in tmux(sock, "capture-pane", "-p", "-t", "run-b:Launcher"))
+        # B's launch is in its history, with a VAR=value prefix, and it has exited.
+        tmux(sock, "send-keys", "-t", "run-b:Launcher", f"NOLAUNCH=1 CUDA_VISIBLE_DEVICES=0,1 {LAUNCH}", "Enter")
+        assert wait_for(lambda: launched(b))
+        yield a, b, sock
+    finally:
+        subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
+
+
+def test_actions_on_a_dead_run_never_reach_the_live_run_beside_it(two_runs):
+    a, b, sock = two_runs
+    ctx_b = context(b, sock, launch_cmd=None)
+    for name in ("resume", "stop", "restart"):
+        p = plan(name, ctx_b)
+        assert p.disabled, name
+        assert "cannot prove which tmux pane" in p.disabled or "no live process" in p.disabled, p.disabled
+    # A's own actions go to A's pane only, and A's resume is refused while it lives.
+    ctx_a = context(a, sock)
+    stop = plan("stop", ctx_a)
+    assert stop.disabled is None and any("target: run-a:0.0" in n for n in stop.notes)
+    assert "still running" in plan("resume", ctx_a).disabled
+    time.sleep(0.3)
+    assert received(a) == "" and len(launched(a)) == 1 and launched(b) == ["uv " + LAUNCH.removeprefix("uv ")]
+
+
+def test_each_runs_process_pane_holds_its_own_processes_only(two_runs):
+    from runtop.health import judge
+    from runtop.snapshot import read_run
+    from runtop.sources.processes import ProcessSampler
+
+    a, b, sock = two_runs
+    assert ProcessSampler(str(b)).sample().procs == [], "no tmux server, shell or process of A in B's pane"
+    mine_a = ProcessSampler(str(a)).sample()
+    assert {"launcher", "trainer", "orchestrator", "inference"} <= set(mine_a.roles())
+    assert all("tmux" not in p.title and not p.title.startswith("bash") for p in mine_a.procs)
+    # B died of its partial save's cause long ago: its processes are none, whatever A does.
+    state = read_run(str(b))
+    assert state.processes == {} and judge(state).verdict != "Healthy"
+
+
+def test_tmux_target_names_the_pane_and_the_history_keeps_the_var_prefix(two_runs):
+    a, b, sock = two_runs
+    ctx = context(b, sock, launch_cmd=None, target="run-b:Launcher.0")
+    p = plan("resume", ctx)
+    assert p.disabled is None, p.disabled
+    assert p.text == "NOLAUNCH=1 CUDA_VISIBLE_DEVICES=0,1 uv run rl @ configs/rl.toml --run.name reverse-text --resume.step 4"
+    assert any("named with --tmux-target" in n and "run-b:0.0" in n for n in p.notes)
+    dispatch(p, ctx, confirmation="4")
+    assert wait_for(lambda: launched(b)[-1:] == ["uv run rl @ configs/rl.toml --run.name reverse-text --resume.step 4"])
+    assert len(launched(a)) == 1 and received(a) == ""
+
+
+def test_a_pane_running_a_program_is_not_typed_into(two_runs):
+    a, b, sock = two_runs
+    tmux(sock, "send-keys", "-t", "scratch:Launcher", "sleep 30", "Enter")
+    assert wait_for(lambda: "sleep" in tmux(sock, "display", "-p", "-t", "scratch:Launcher", "#{pane_current_command}"))
+    ctx = context(b, sock, target="scratch:Launcher.0")
+    p = plan("resume", ctx)
+    with pytest.raises(ActionError, match="running sleep, not a shell prompt"):
+        dispatch(p, ctx, confirmation=p.confirm)
+    assert [e["outcome"] for e in audit_lines(b)][-1].startswith("error")

@@ -101,6 +101,15 @@ def test_resume_is_refused_while_the_run_lives(live_run):
     root, sock = live_run
     p = plan("resume", context(root, sock))
     assert p.disabled and "the run is still running" in p.disabled and "stop it first" in p.disabled
+    # A plan made when the run was dead is refused at dispatch if it lives again.
+    from runtop.actions import Plan, Step
+
+    text = LAUNCH + " --resume.step 4"
+    p = Plan("resume", "resume", text, [Step("keys", text)], confirm="4")
+    ctx = context(root, sock)
+    with pytest.raises(ActionError, match="not a shell prompt|still running"):
+        dispatch(p, ctx, confirmation=p.confirm)
+    assert received(root) == ""
 
 
 def test_resume_sends_the_exact_text_naming_the_last_complete_checkpoint(live_run):
@@ -258,6 +267,7 @@ async def test_tui_read_only_has_no_action_keys(live_run):
         await pilot.press("R", "X", "T", "s")
         await pilot.pause(0.5)
         assert not isinstance(app.screen, ConfirmScreen)
+        assert any(n.message == "read-only: actions are off" for n in app._notifications)
         app.action_act("resume")  # even called directly
         await pilot.pause(0.5)
         assert not isinstance(app.screen, ConfirmScreen)

@@ -49,6 +49,9 @@ class StateChanged(Message):
         return isinstance(message, StateChanged)
 
 
+READ_ONLY_KEYS = {"R", "X", "T", "O", "s"}
+
+
 class RuntopApp(App[int]):
     TITLE = "runtop"
     BINDINGS = bindings()
@@ -248,6 +251,11 @@ class RuntopApp(App[int]):
             return False
         return True
 
+    def on_key(self, event) -> None:
+        # Read-only hides the action keys; pressing one still gets an answer (issue 11).
+        if self.read_only and event.key in READ_ONLY_KEYS and not self._confirming:
+            self.notify("read-only: actions are off", timeout=4)
+
     def action_act(self, name: str) -> None:
         if self.read_only or self._confirming:
             return
@@ -274,6 +282,10 @@ class RuntopApp(App[int]):
             p = plan(name, ctx)
         except ActionError as e:
             self.call_from_thread(self._done, f"{name}: {e}", True)
+            return
+        if p.disabled:
+            # A disabled action says why in a toast, not in an empty modal (issue 11).
+            self.call_from_thread(self._done, f"{name} is disabled: {p.disabled}", True)
             return
         self.call_from_thread(self._confirm, p, ctx)
 
