@@ -462,6 +462,8 @@ def dispatch(p: Plan, ctx: Context, *, confirmation: str | None, progress: Calla
             raise ActionError(f"{p.name}: nothing sent, the audit log cannot be written ({e})") from None
         for step in p.steps:
             if step.kind == "keys":
+                if p.name in ("resume", "restart"):
+                    _same_step(ctx, p)
                 pane = _idle_pane(ctx)
                 if p.name == "resume" and _alive(ctx):
                     raise ActionError("the run is still running: stop it first")
@@ -523,6 +525,28 @@ def _lock(ctx: Context) -> int:
                 os.close(fd)
                 raise ActionError(f"nothing sent: another runtop has been sending to this run for {LOCK_WAIT_S:g} s") from None
             time.sleep(0.05)
+
+
+def _same_step(ctx: Context, p: Plan) -> None:
+    """What was confirmed is what is sent (issue 11): the checkpoints are listed again from
+    disk, and if the last complete one is not the step the user confirmed, nothing goes."""
+    from runtop.discovery import DiscoveryError, discover
+    from runtop.sources.checkpoints import scan_primerl, scan_skyrl
+
+    planned = ctx.state.checkpoints.get(int(p.confirm)) if p.confirm and p.confirm.isdigit() else None
+    try:
+        if ctx.state.framework == "skyrl":
+            fresh = scan_skyrl(os.path.dirname(planned.path)) if planned else {}
+        else:
+            fresh = scan_primerl(discover(ctx.run_root).checkpoint_roots)
+    except (OSError, DiscoveryError) as e:
+        raise ActionError(f"nothing sent: cannot list the checkpoints again ({e})") from None
+    try:
+        step, _path = complete_step(RunState(path=ctx.run_root, framework=ctx.state.framework, checkpoints=fresh))
+    except ActionError as e:
+        raise ActionError(f"nothing sent: {e}") from None
+    if str(step) != p.confirm:
+        raise ActionError(f"nothing sent: the last complete checkpoint is now step {step}, not the confirmed {p.confirm}; plan the resume again")
 
 
 def _idle_pane(ctx: Context) -> Pane:

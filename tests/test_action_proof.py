@@ -157,3 +157,21 @@ def test_a_pane_running_a_program_is_not_typed_into(two_runs):
     with pytest.raises(ActionError, match="running sleep, not a shell prompt"):
         dispatch(p, ctx, confirmation=p.confirm)
     assert [e["outcome"] for e in audit_lines(b)][-1].startswith("error")
+
+
+def test_a_step_that_changes_between_plan_and_dispatch_sends_nothing(live_run):
+    root, sock = live_run
+    stop_run(root, sock)
+    ctx = context(root, sock)
+    p = plan("resume", ctx)
+    assert p.confirm == "4"
+    # A save completes while the modal is open: step 8 is now the last complete one.
+    good = root / "checkpoints" / "step_8"
+    os.makedirs(good / "trainer")
+    (good / "trainer" / ".metadata").write_text("x")
+    os.makedirs(good / "orchestrator")
+    (good / "orchestrator" / "progress.pt").write_text("x")
+    with pytest.raises(ActionError, match="now step 8, not the confirmed 4"):
+        dispatch(p, ctx, confirmation="4")
+    time.sleep(0.3)
+    assert len(launched(root)) == 1
