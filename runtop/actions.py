@@ -151,7 +151,7 @@ class Context:
         if pids:
             pane = self.tmux.launcher_pane(self.window, self.session, pids)
             if self.session is None or pane.pid in _ancestor_pids(pids):
-                record_pane(self.run_root, pane)
+                record_pane(self.run_root, pane, launcher_argv(pane, pids))
                 return pane, "its shell started the run's processes"
             return pane, f"in the session you named ({self.session})"
         recorded = recorded_pane(self.run_root)
@@ -184,10 +184,37 @@ def _ancestor_pids(pids: list[int]) -> set[int]:
 LAUNCH_JSON = "launch.json"
 
 
-def record_pane(run_root: str, pane: Pane) -> None:
-    """Remember the pane proven to run this run, for after its processes are gone."""
+def launcher_argv(pane: Pane, pids: list[int]) -> list[str] | None:
+    """The command the pane's shell started for this run: its child on the way down to the
+    run's processes (`uv run rl @ …`, argv intact: setproctitle renames only the deeper ones)."""
+    for pid in pids:
+        try:
+            chain = [psutil.Process(pid), *psutil.Process(pid).parents()]
+        except psutil.Error:
+            continue
+        for i, proc in enumerate(chain[1:], 1):
+            if proc.pid == pane.pid:
+                try:
+                    argv = chain[i - 1].cmdline()
+                except psutil.Error:
+                    return None
+                if not argv or "::" in argv[0]:
+                    return None  # retitled by setproctitle: its argv is a title, not a command
+                return argv
+    return None
+
+
+def record_pane(run_root: str, pane: Pane, argv: list[str] | None = None) -> None:
+    """Remember the pane proven to run this run, and the command its shell started, for
+    after the run's processes are gone."""
     d = os.path.join(run_root, ".runtop")
     entry = {"pane_id": pane.pane_id, "shell_pid": pane.pid, "session": pane.session, "window": pane.window, "run": run_root}
+    if argv:
+        entry["argv"] = argv
+    else:
+        old = recorded_pane(run_root)
+        if old and old.get("shell_pid") == pane.pid and isinstance(old.get("argv"), list):
+            entry["argv"] = old["argv"]
     try:
         os.makedirs(d, exist_ok=True)
         if not _inside(d, run_root):
@@ -311,13 +338,31 @@ def launch_from_pane(lines: list[str]) -> str | None:
 
 
 def resolve_launch_cmd(ctx: Context) -> str:
+    """`--launch-cmd` / `[actions] launch_cmd`; else what the proven pane's shell typed at its
+    prompt (history lines that end with the launcher's own argv win: they carry the
+    `VAR=value` assignments typed before it); else the launcher's argv (live, or recorded in
+    `.runtop/launch.json`); else the newest launch typed at that prompt."""
     if ctx.launch_cmd:
         return check_command(ctx.launch_cmd)
-    lines = ctx.tmux.capture(ctx.pane(), 400)
+    pane = ctx.pane()
+    pids = ctx.live_pids()
+    argv = launcher_argv(pane, pids) if pids else None
+    if argv is None:
+        rec = recorded_pane(ctx.run_root)
+        if rec and rec.get("pane_id") == pane.pane_id and rec.get("shell_pid") == pane.pid and isinstance(rec.get("argv"), list):
+            argv = [str(a) for a in rec["argv"]]
+    lines = ctx.tmux.capture(pane, 400)
     found = launch_from_pane(lines)
+    if argv:
+        typed = shlex.join(argv)
+        if found is not None and (found == typed or found.endswith(" " + typed)):
+            ctx.launch_cmd, ctx.launch_cmd_source = check_command(found), "typed at the Launcher's prompt, matching the launcher process's argv"
+        else:
+            ctx.launch_cmd, ctx.launch_cmd_source = check_command(typed), "the launcher process's argv (VAR=value assignments typed before it are not known: give --launch-cmd if there were any)"
+        return ctx.launch_cmd
     if found is None:
         raise ActionError("no launch command: give --launch-cmd or [actions] launch_cmd (none found in the Launcher pane)")
-    ctx.launch_cmd, ctx.launch_cmd_source = check_command(found), "read from the Launcher pane's history"
+    ctx.launch_cmd, ctx.launch_cmd_source = check_command(found), "read from the Launcher pane's history (a line typed at its prompt)"
     return ctx.launch_cmd
 
 
