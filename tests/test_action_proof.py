@@ -96,7 +96,8 @@ def two_runs(tmp_path):
         start_run(sock, "run-a", a, tmp_path)
         tmux(sock, "new-session", "-d", "-s", "run-b", "-n", "Launcher", "-c", str(b), shell_rc(tmp_path))
         tmux(sock, "new-session", "-d", "-s", "scratch", "-n", "Launcher", "-c", str(tmp_path), shell_rc(tmp_path))
-        assert wait_for(lambda: "$" in tmux(sock, "capture-pane", "-p", "-t", "run-b:Launcher"))
+        assert wait_for(lambda: "$" in tmux(sock, "capture-pane", "-p", "-t", "run-b:Launcher")), (
+            tmux(sock, "capture-pane", "-p", "-t", "run-b:Launcher"), tmux(sock, "list-panes", "-a", "-F", "#{session_name} #{pane_pid} #{pane_current_command} #{pane_dead}"))
         # B's launch is in its history, with a VAR=value prefix, and it has exited.
         tmux(sock, "send-keys", "-t", "run-b:Launcher", f"NOLAUNCH=1 CUDA_VISIBLE_DEVICES=0,1 {LAUNCH}", "Enter")
         assert wait_for(lambda: launched(b))

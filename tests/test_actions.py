@@ -41,6 +41,8 @@ def shell_rc(tmp_path) -> str:
     in `launched.txt` (in the cwd) and starts the fake titled tree in the foreground, as
     `uv run rl` does. With NOLAUNCH set it only records."""
     rc = tmp_path / "bashrc"
+    if rc.exists():
+        return f"bash --noprofile --rcfile {rc} -i"  # never rewritten: a starting shell may be reading it
     rc.write_text(f"PS1='$ '\nuv() {{ echo \"uv $*\" >> launched.txt; [ -n \"$NOLAUNCH\" ] || {sys.executable} {FAKE}; }}\n")
     return f"bash --noprofile --rcfile {rc} -i"
 
