@@ -79,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("action", help="resume, stop, restart, open-logs, checkin")
     se.add_argument("path")
     se.add_argument("--yes", action="store_true", help="confirm: without it nothing is sent")
+    se.add_argument("--step", type=int, default=None, metavar="N", help="resume/restart: send only if N is still the last complete checkpoint")
     _ckpt_dir(se)
     _config(se)
     _tmux_opts(se)
@@ -235,10 +236,15 @@ def cmd_send(args: argparse.Namespace) -> int:
         if p.disabled:
             _err(f"{p.name} is disabled: {p.disabled}")
             return EXIT_USAGE
+        if args.step is not None and p.confirm != str(args.step):
+            _err(f"not sent: --step {args.step} is not the last complete checkpoint of this run ({p.confirm or 'none'}); {p.name} would send: {p.text}")
+            return EXIT_USAGE
         if not args.yes:
             _err(f"not sent: add --yes to send exactly this: {p.text}")
             return EXIT_USAGE
-        print(f"sending {p.name}: {p.text}", file=sys.stderr)
+        step = f" (step {p.confirm})" if p.name in ("resume", "restart") else ""
+        where = f" to {ctx.pane().target}" if any(s.kind in ("keys", "interrupt") for s in p.steps) else ""
+        print(f"sending {p.name}{step}{where}: {p.text}", file=sys.stderr)
         print(dispatch(p, ctx, confirmation=p.confirm, progress=lambda m: print(f"  {m}", file=sys.stderr)))
     except ReadOnly as e:
         _err(str(e))

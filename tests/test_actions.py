@@ -157,8 +157,11 @@ def test_headless_actions_and_send(live_run):
     assert wait_for(lambda: "$" in tmux(sock, "capture-pane", "-p", "-t", "prime-rl:Launcher").rstrip().splitlines()[-1])
     r = subprocess.run([sys.executable, "-m", "runtop", "send", "resume", str(root), "--tmux-socket", sock, "--launch-cmd", LAUNCH], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "add --yes" in r.stderr and len(launched(root)) == 1
-    r = subprocess.run([sys.executable, "-m", "runtop", "send", "resume", str(root), "--yes", "--tmux-socket", sock, "--launch-cmd", LAUNCH], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, "-m", "runtop", "send", "resume", str(root), "--yes", "--step", "6", "--tmux-socket", sock, "--launch-cmd", LAUNCH], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--step 6 is not the last complete checkpoint" in r.stderr and len(launched(root)) == 1
+    r = subprocess.run([sys.executable, "-m", "runtop", "send", "resume", str(root), "--yes", "--step", "4", "--tmux-socket", sock, "--launch-cmd", LAUNCH], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
+    assert "sending resume (step 4) to prime-rl:0.0" in r.stderr
     assert wait_for(lambda: launched(root)[-1].endswith("--resume.step 4"))
     assert [e["action"] for e in audit_lines(root)] == ["stop", "resume"]
 
@@ -240,8 +243,8 @@ async def test_tui_resume_shows_the_text_cancel_first_then_typed_confirmation(li
                 break
         screen = app.screen
         assert isinstance(screen, ConfirmScreen) and screen.plan.text.endswith("--resume.step 4")
-        assert app.focused.id == "cancel"
-        await pilot.press("enter")  # Enter on the open modal is Cancel
+        assert app.focused.id == "token"  # the typed token goes to the input
+        await pilot.press("enter")  # Enter with no token cancels
         await pilot.pause(0.3)
         assert not isinstance(app.screen, ConfirmScreen) and len(launched(root)) == 1
         await pilot.press("R")
@@ -249,7 +252,14 @@ async def test_tui_resume_shows_the_text_cancel_first_then_typed_confirmation(li
             await pilot.pause(0.1)
             if isinstance(app.screen, ConfirmScreen):
                 break
-        app.screen.query_one("#token").focus()
+        await pilot.press("6", "enter")  # a wrong token cancels too
+        await pilot.pause(0.3)
+        assert not isinstance(app.screen, ConfirmScreen) and len(launched(root)) == 1
+        await pilot.press("R")
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if isinstance(app.screen, ConfirmScreen):
+                break
         await pilot.press("4", "enter")
         assert wait_for(lambda: launched(root)[-1].endswith("--resume.step 4"), 10)
         assert [e["action"] for e in audit_lines(root)] == ["stop", "resume"]

@@ -1,5 +1,9 @@
-"""The confirmation modal: the exact text that will be sent, Cancel focused; a destructive
-action also needs its token typed (the step number, or `stop`)."""
+"""The confirmation modal: the exact text that will be sent and where it goes.
+
+A destructive action needs its token typed (the step number, or `stop`): the focus is in
+that input, Enter with the right token sends, and Enter with an empty or wrong one, or
+Esc, cancels (issue 11: the token was typed into a focused Cancel button). A
+non-destructive one opens with Cancel focused, so Enter on a fresh modal never sends."""
 
 from __future__ import annotations
 
@@ -47,14 +51,17 @@ class ConfirmScreen(ModalScreen[str | None]):
                     yield Button("Send", id="send", variant="warning", disabled=bool(p.confirm))
 
     def on_mount(self) -> None:
-        self.query_one("#cancel", Button).focus()  # Enter on an open modal never sends
+        if self.plan.confirm and not self.plan.disabled:
+            self.query_one("#token", Input).focus()
+        else:
+            self.query_one("#cancel", Button).focus()  # Enter on an open modal never sends
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.query_one("#send", Button).disabled = event.value.strip() != self.plan.confirm
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.value.strip() == self.plan.confirm:
-            self.dismiss(event.value.strip())
+        token = event.value.strip()
+        self.dismiss(token if token == self.plan.confirm else None)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "send":
