@@ -184,6 +184,35 @@ def _ancestor_pids(pids: list[int]) -> set[int]:
 LAUNCH_JSON = "launch.json"
 
 
+# Variables people put before a launch (`CUDA_VISIBLE_DEVICES=0,1 uv run rl …`). Only these
+# are inferred from the launcher's environment: rc files and conda change PATH and set
+# dozens of others after the shell starts, which no one typed.
+ASSIGN_NAME_RE = re.compile(
+    r"(?:CUDA_[A-Z_]+|NCCL_[A-Z0-9_]+|NVIDIA_[A-Z_]+|VLLM_[A-Z0-9_]+|TORCH_[A-Z0-9_]+|PYTORCH_[A-Z_]+|HF_[A-Z_]+"
+    r"|WANDB_[A-Z_]+|RAY_[A-Z_]+|PRIME_[A-Z_]+|SKYRL_[A-Z_]+|OMP_NUM_THREADS|TOKENIZERS_PARALLELISM|UV_[A-Z_]+)\Z",
+    re.ASCII,
+)
+
+
+ASSIGN_WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=", re.ASCII)
+
+
+def _assignments(child: psutil.Process, shell: psutil.Process) -> list[str]:
+    """`VAR=value` words the user typed before the launcher (`CUDA_VISIBLE_DEVICES=0,1 uv run
+    rl …`): what the child's environment has that its shell's does not. A variable the user
+    exported in that shell after it started shows too; typing it again changes nothing."""
+    try:
+        mine, theirs = child.environ(), shell.environ()
+    except psutil.Error:
+        return []
+    out = []
+    for k, v in sorted(mine.items()):
+        if theirs.get(k) == v or not ASSIGN_NAME_RE.match(k):
+            continue
+        out.append(f"{k}={v}")
+    return out
+
+
 def launcher_argv(pane: Pane, pids: list[int]) -> list[str] | None:
     """The command the pane's shell started for this run: its child on the way down to the
     run's processes (`uv run rl @ …`, argv intact: setproctitle renames only the deeper ones)."""
@@ -200,7 +229,7 @@ def launcher_argv(pane: Pane, pids: list[int]) -> list[str] | None:
                     return None
                 if not argv or "::" in argv[0]:
                     return None  # retitled by setproctitle: its argv is a title, not a command
-                return argv
+                return _assignments(chain[i - 1], chain[i]) + argv
     return None
 
 
@@ -355,10 +384,14 @@ def resolve_launch_cmd(ctx: Context) -> str:
     found = launch_from_pane(lines)
     if argv:
         typed = shlex.join(argv)
-        if found is not None and (found == typed or found.endswith(" " + typed)):
+        n = 0
+        while n < len(argv) and ASSIGN_WORD_RE.match(argv[n]):
+            n += 1  # the inferred `VAR=value` words lead; the command itself follows
+        bare = shlex.join(argv[n:])
+        if found is not None and (found == typed or found == bare or found.endswith(" " + bare)):
             ctx.launch_cmd, ctx.launch_cmd_source = check_command(found), "typed at the Launcher's prompt, matching the launcher process's argv"
         else:
-            ctx.launch_cmd, ctx.launch_cmd_source = check_command(typed), "the launcher process's argv (VAR=value assignments typed before it are not known: give --launch-cmd if there were any)"
+            ctx.launch_cmd, ctx.launch_cmd_source = check_command(typed), "the launcher process's argv and the launch variables of its environment (give --launch-cmd to change it)"
         return ctx.launch_cmd
     if found is None:
         raise ActionError("no launch command: give --launch-cmd or [actions] launch_cmd (none found in the Launcher pane)")

@@ -134,7 +134,8 @@ def test_each_runs_process_pane_holds_its_own_processes_only(two_runs):
     assert all("tmux" not in p.title and not p.title.startswith("bash") for p in mine_a.procs)
     # B died of its partial save's cause long ago: its processes are none, whatever A does.
     state = read_run(str(b))
-    assert state.processes == {} and judge(state).verdict != "Healthy"
+    v = judge(state)
+    assert state.processes == {} and v.verdict == "Down" and "no run process alive" in v.reasons[0], v.reasons
 
 
 def test_tmux_target_names_the_pane_and_the_history_keeps_the_var_prefix(two_runs):
@@ -176,3 +177,22 @@ def test_a_step_that_changes_between_plan_and_dispatch_sends_nothing(live_run):
         dispatch(p, ctx, confirmation="4")
     time.sleep(0.3)
     assert len(launched(root)) == 1
+
+
+def test_the_launchers_argv_and_its_launch_variables_make_the_launch_command(tmp_path):
+    """A real launcher started from a shell with `CUDA_VISIBLE_DEVICES=0,1` before it: the
+    pane's history is gone (cleared), the argv and environment still say what ran."""
+    from runtop.actions import launcher_argv
+    from runtop.sources.tmux import Pane
+
+    shell = subprocess.Popen(["bash", "-c", f"CUDA_VISIBLE_DEVICES=0,1 {sys.executable} -c 'import time; time.sleep(30)' --output-dir x; true"])
+    try:
+        assert wait_for(lambda: __import__("psutil").Process(shell.pid).children())
+        child = __import__("psutil").Process(shell.pid).children()[0]
+        argv = launcher_argv(Pane("s", "Launcher", "%0", shell.pid, "bash"), [child.pid])
+        assert argv == ["CUDA_VISIBLE_DEVICES=0,1", sys.executable, "-c", "import time; time.sleep(30)", "--output-dir", "x"]
+    finally:
+        for c in __import__("psutil").Process(shell.pid).children():
+            c.kill()
+        shell.kill()
+        shell.wait()

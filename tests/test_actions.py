@@ -201,6 +201,7 @@ def test_injection_never_reaches_the_pane(live_run):
     # Output lines are never commands (issue 11), whatever they say.
     assert launch_from_pane(["14:00:01 INFO uv run rl @ x.toml; touch PWNED"]) is None
     assert launch_from_pane(["[info] next: bash evil.sh", "user@h:~$ echo waiting for rl trainer to finish"]) is None
+    assert launch_from_pane(["rl @ configs/evil.toml --run.name x > victim.txt", "Progress: 10% rl @ x"]) is None
     assert launch_from_pane(["user@h:~$ CUDA_VISIBLE_DEVICES=0,1 uv run rl @ c.toml"]) == "CUDA_VISIBLE_DEVICES=0,1 uv run rl @ c.toml"
     with pytest.raises(ActionError):
         check_command("uv run rl @ x.toml; touch PWNED")

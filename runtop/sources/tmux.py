@@ -143,8 +143,11 @@ class Tmux:
 
 
 def user_and_host() -> tuple[str, str]:
+    """The user's name (the audit log names people, not uids) and the host."""
+    import pwd
+
     try:
-        user = os.getlogin()
-    except OSError:
-        user = os.environ.get("USER") or str(os.getuid())
+        user = pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        user = os.environ.get("USER") or f"uid {os.getuid()}"
     return user, os.uname().nodename
