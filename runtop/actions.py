@@ -360,6 +360,9 @@ def launch_from_pane(lines: list[str]) -> str | None:
         m = PROMPT_RE.match(line.strip())
         if not m:
             continue
+        head = re.sub(r"^\([^)]*\)\s*", "", m.group(0)[:-2]).strip()  # `(venv) ` goes first
+        if head and not any(c in head for c in "@~/"):
+            continue  # `Progress: 10% …` is output, not a prompt (`user@host:~/dir$`, `/work#`, `$`)
         cmd = LAUNCH_HINT_RE.match(line.strip()[m.end() :].strip())
         if cmd:
             return cmd.group(1).strip()
