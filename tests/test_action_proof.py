@@ -196,3 +196,14 @@ def test_the_launchers_argv_and_its_launch_variables_make_the_launch_command(tmp
             c.kill()
         shell.kill()
         shell.wait()
+
+
+def test_restart_stops_waits_for_the_prompt_then_resumes(live_run):
+    root, sock = live_run
+    ctx = context(root, sock)
+    p = plan("restart", ctx)
+    assert p.disabled is None and p.confirm == "4" and p.text == f"C-c, then: {LAUNCH} --resume.step 4"
+    seen: list[str] = []
+    assert dispatch(p, ctx, confirmation="4", progress=seen.append) == "restart: done"
+    assert wait_for(lambda: launched(root)[-1:] == [f"{LAUNCH} --resume.step 4"])
+    assert "the run's processes are gone" in seen and received(root) == ""
