@@ -16,40 +16,24 @@ disabled), shown in full, and *dispatched* only with confirmation:
 
 from __future__ import annotations
 
-import datetime as _dt
-import json
 import os
 import re
 import shlex
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import psutil
 
 from runtop.config import ActionsConfig
-from runtop.outputs import OutputError, append_locked, open_append
-from runtop.parsers.hygiene import public
-from runtop.sources.processes import run_processes
-from runtop.sources.tmux import Pane, Tmux, TmuxError, user_and_host
+from runtop.launcher import ASSIGN_WORD_RE, launch_from_pane, launcher_argv, record_pane, recorded_pane
+from runtop.sources.processes import ancestor_pids, run_processes
+from runtop.sources.tmux import Pane, Tmux, TmuxError
 from runtop.state import RunState
 
 # Plain words, flags, `key=value`, paths and quotes; a redirect may end the line (`&> logs/x.log`).
 # ASCII only (issue 11): no NEL, NBSP, ideographic space or look-alike digits in what is typed.
 SAFE_WORDS_RE = re.compile(r"^[\w@%+=:,./'\"\- ]+$", re.ASCII)
 REDIRECT_RE = re.compile(r"(\s+(?:\d?>>?|&>>?)\s*[\w./-]+(?:\s+2>&1)?)+\s*$")
-# A launch command: optional `VAR=value` assignments, then the launcher itself, from the
-# first word on (issue 11: `echo "waiting for rl trainer"` is no launch of `rl`).
-LAUNCH_HINT_RE = re.compile(
-    r"^((?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*(?:(?:uv run )?rl(?: |$).*|(?:uv run )?python3? -m skyrl\S*.*|bash \S+\.sh.*))$",
-    re.ASCII,
-)
 RUN_NAME_RE = re.compile(r"^[\w.][\w.\-]*$", re.ASCII)  # never a flag: `--resume` is no run name
-# A shell prompt that ends in `$ ` or `# ` (bash, zsh's `%` too): only a line that starts with
-# one is something the user typed; any other line is output (issue 11: a line the run
-# printed, `[info] next: bash evil.sh`, was taken as the launch command).
-PROMPT_RE = re.compile(r"^[^\s$#%]{0,200}(?:\s[^$#%]{0,80})?[$#%] (?=\S)", re.ASCII)
 
 
 class ActionError(Exception):
@@ -150,7 +134,7 @@ class Context:
         pids = self.live_pids()
         if pids:
             pane = self.tmux.launcher_pane(self.window, self.session, pids)
-            if self.session is None or pane.pid in _ancestor_pids(pids):
+            if self.session is None or pane.pid in ancestor_pids(pids):
                 record_pane(self.run_root, pane, launcher_argv(pane, pids))
                 return pane, "its shell started the run's processes"
             return pane, f"in the session you named ({self.session})"
@@ -169,105 +153,6 @@ class ActionSpec:
     description: str
     destructive: bool
     build: Callable[[Context], Plan]
-
-
-def _ancestor_pids(pids: list[int]) -> set[int]:
-    out: set[int] = set()
-    for pid in pids:
-        try:
-            out.update(p.pid for p in psutil.Process(pid).parents())
-        except psutil.Error:
-            continue
-    return out
-
-
-LAUNCH_JSON = "launch.json"
-
-
-# Variables people put before a launch (`CUDA_VISIBLE_DEVICES=0,1 uv run rl …`). Only these
-# are inferred from the launcher's environment: rc files and conda change PATH and set
-# dozens of others after the shell starts, which no one typed.
-ASSIGN_NAME_RE = re.compile(
-    r"(?:CUDA_[A-Z_]+|NCCL_[A-Z0-9_]+|NVIDIA_[A-Z_]+|VLLM_[A-Z0-9_]+|TORCH_[A-Z0-9_]+|PYTORCH_[A-Z_]+|HF_[A-Z_]+"
-    r"|WANDB_[A-Z_]+|RAY_[A-Z_]+|PRIME_[A-Z_]+|SKYRL_[A-Z_]+|OMP_NUM_THREADS|TOKENIZERS_PARALLELISM|UV_[A-Z_]+)\Z",
-    re.ASCII,
-)
-
-
-ASSIGN_WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=", re.ASCII)
-
-
-def _assignments(child: psutil.Process, shell: psutil.Process) -> list[str]:
-    """`VAR=value` words the user typed before the launcher (`CUDA_VISIBLE_DEVICES=0,1 uv run
-    rl …`): what the child's environment has that its shell's does not. A variable the user
-    exported in that shell after it started shows too; typing it again changes nothing."""
-    try:
-        mine, theirs = child.environ(), shell.environ()
-    except psutil.Error:
-        return []
-    out = []
-    for k, v in sorted(mine.items()):
-        if theirs.get(k) == v or not ASSIGN_NAME_RE.match(k):
-            continue
-        out.append(f"{k}={v}")
-    return out
-
-
-def launcher_argv(pane: Pane, pids: list[int]) -> list[str] | None:
-    """The command the pane's shell started for this run: its child on the way down to the
-    run's processes (`uv run rl @ …`, argv intact: setproctitle renames only the deeper ones)."""
-    for pid in pids:
-        try:
-            chain = [psutil.Process(pid), *psutil.Process(pid).parents()]
-        except psutil.Error:
-            continue
-        for i, proc in enumerate(chain[1:], 1):
-            if proc.pid == pane.pid:
-                try:
-                    argv = chain[i - 1].cmdline()
-                except psutil.Error:
-                    return None
-                if not argv or "::" in argv[0]:
-                    return None  # retitled by setproctitle: its argv is a title, not a command
-                return _assignments(chain[i - 1], chain[i]) + argv
-    return None
-
-
-def record_pane(run_root: str, pane: Pane, argv: list[str] | None = None) -> None:
-    """Remember the pane proven to run this run, and the command its shell started, for
-    after the run's processes are gone."""
-    d = os.path.join(run_root, ".runtop")
-    entry = {"pane_id": pane.pane_id, "shell_pid": pane.pid, "session": pane.session, "window": pane.window, "run": run_root}
-    if argv:
-        entry["argv"] = argv
-    else:
-        old = recorded_pane(run_root)
-        if old and old.get("shell_pid") == pane.pid and isinstance(old.get("argv"), list):
-            entry["argv"] = old["argv"]
-    try:
-        os.makedirs(d, exist_ok=True)
-        if not _inside(d, run_root):
-            return
-        tmp = os.path.join(d, f".{LAUNCH_JSON}.{os.getpid()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "w") as f:
-            json.dump(entry, f)
-        os.replace(tmp, os.path.join(d, LAUNCH_JSON))
-    except OSError:
-        return  # not recorded: after the run dies, the pane must be named (said then)
-
-
-def recorded_pane(run_root: str) -> dict | None:
-    path = os.path.join(run_root, ".runtop", LAUNCH_JSON)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd) as f:
-            data = json.loads(f.read(4096))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("run") != run_root or not isinstance(data.get("pane_id"), str):
-        return None
-    return data
 
 
 # ---- validation ------------------------------------------------------------------------
@@ -352,23 +237,6 @@ def resume_command(state: RunState, base: str, step: int, ckpt_path: str) -> str
     return " ".join(shlex.quote(w) for w in words) + redirect
 
 
-def launch_from_pane(lines: list[str]) -> str | None:
-    """The newest command typed at a shell prompt in the Launcher pane that is a launch
-    command, with the `VAR=value` assignments typed before it (`CUDA_VISIBLE_DEVICES=0,1
-    uv run rl …`). Output lines are never read as commands."""
-    for line in reversed(lines):
-        m = PROMPT_RE.match(line.strip())
-        if not m:
-            continue
-        head = re.sub(r"^\([^)]*\)\s*", "", m.group(0)[:-2]).strip()  # `(venv) ` goes first
-        if head and not any(c in head for c in "@~/"):
-            continue  # `Progress: 10% …` is output, not a prompt (`user@host:~/dir$`, `/work#`, `$`)
-        cmd = LAUNCH_HINT_RE.match(line.strip()[m.end() :].strip())
-        if cmd:
-            return cmd.group(1).strip()
-    return None
-
-
 def resolve_launch_cmd(ctx: Context) -> str:
     """`--launch-cmd` / `[actions] launch_cmd`; else what the proven pane's shell typed at its
     prompt (history lines that end with the launcher's own argv win: they carry the
@@ -403,7 +271,7 @@ def resolve_launch_cmd(ctx: Context) -> str:
 
 
 # ---- the actions -----------------------------------------------------------------------
-def _alive(ctx: Context) -> dict[str, list[int]]:
+def alive(ctx: Context) -> dict[str, list[int]]:
     return {r: p for r, p in run_processes(ctx.run_root, ctx.log_paths).items() if p and r != "ray"}
 
 
@@ -414,11 +282,11 @@ def _target_note(ctx: Context) -> str:
 
 def _resume_plan(ctx: Context, *, after_stop: bool = False) -> Plan:
     if not after_stop:
-        alive = _alive(ctx)
-        if alive:
+        running = alive(ctx)
+        if running:
             # A resume typed while the launcher runs sits in its tty and runs by itself when
             # it exits, minutes later (issue 11).
-            raise ActionError(f"the run is still running ({', '.join(sorted(alive))}): stop it first (X), or restart (T)")
+            raise ActionError(f"the run is still running ({', '.join(sorted(running))}): stop it first (X), or restart (T)")
     step, path = complete_step(ctx.state)
     ckpt_root = os.path.dirname(path)
     if ctx.state.framework != "skyrl" and not _inside(path, ctx.run_root):
@@ -443,7 +311,7 @@ def _resume_plan(ctx: Context, *, after_stop: bool = False) -> Plan:
 
 def _stop_plan(ctx: Context) -> Plan:
     note = _target_note(ctx)
-    if not _alive(ctx):
+    if not alive(ctx):
         raise ActionError("the run has no live process to stop")
     return Plan(
         "stop",
@@ -502,198 +370,3 @@ def plans(ctx: Context) -> list[Plan]:
     if ctx.read_only:
         return []
     return [plan(a.name, ctx) for a in REGISTRY]
-
-
-# ---- dispatch ---------------------------------------------------------------------------
-_busy: set[str] = set()
-_busy_lock = threading.Lock()
-
-
-def dispatch(p: Plan, ctx: Context, *, confirmation: str | None, progress: Callable[[str], None] | None = None) -> str:
-    """Carry out a confirmed plan; returns the outcome line. Audited whatever happens."""
-    if ctx.read_only:
-        raise ReadOnly("read-only: nothing sent")  # the guard behind every screen and script
-    if p.disabled:
-        raise ActionError(f"{p.name} is disabled: {p.disabled}")
-    if p.confirm is not None and confirmation != p.confirm:
-        raise ActionError(f"{p.name} needs the confirmation {p.confirm!r}")
-    with _busy_lock:
-        if p.name in _busy:
-            raise ActionError(f"{p.name} is already running")
-        _busy.add(p.name)
-    outcome = "error"
-    pane: Pane | None = None
-    lock_fd: int | None = None
-    audited = False
-    try:
-        # One dispatch at a time for this run, across processes (issue 11: two `runtop send`s
-        # at once merged into one line), and the audit entry on disk before any key goes.
-        lock_fd = _lock(ctx)
-        sends_keys = any(s.kind in ("keys", "interrupt") for s in p.steps)
-        if sends_keys:
-            try:
-                pane = ctx.pane()
-            except ActionError:
-                pane = None
-        try:
-            audit(ctx, p, pane, "sending")
-            audited = True
-        except ActionError as e:
-            outcome = "not sent: the audit log cannot be written"
-            raise ActionError(f"{p.name}: nothing sent, the audit log cannot be written ({e})") from None
-        for step in p.steps:
-            if step.kind == "keys":
-                if p.name in ("resume", "restart"):
-                    _same_step(ctx, p)
-                pane = _idle_pane(ctx)
-                if p.name == "resume" and _alive(ctx):
-                    raise ActionError("the run is still running: stop it first")
-                ctx.tmux.send_literal(pane, step.arg)
-            elif step.kind == "wait_prompt":
-                _wait_prompt(ctx, float(step.arg), progress)
-            elif step.kind == "interrupt":
-                pane = ctx.pane()
-                ctx.tmux.send_interrupt(pane)
-            elif step.kind == "wait_gone":
-                _wait_gone(ctx, float(step.arg), progress)
-            elif step.kind == "select_window":
-                pane = ctx.pane()
-                ctx.tmux.select_window(pane.session, step.arg)
-            elif step.kind == "checkin":
-                from runtop.checkin import append_checkin
-                from runtop.report import to_markdown
-
-                append_checkin(step.arg, to_markdown(ctx.state))
-        outcome = "ok"
-        return f"{p.name}: done"
-    except (TmuxError, OSError, OutputError) as e:
-        outcome = f"error: {e}"
-        raise ActionError(f"{p.name} failed: {e}") from None
-    except ActionError as e:
-        outcome = f"error: {e}"
-        raise
-    finally:
-        with _busy_lock:
-            _busy.discard(p.name)
-        if lock_fd is not None:
-            try:
-                if audited:
-                    audit(ctx, p, pane, outcome)
-            finally:
-                os.close(lock_fd)  # releases the flock
-
-
-LOCK_WAIT_S = 10.0
-
-
-def _lock(ctx: Context) -> int:
-    """An exclusive `flock` on `RUN/.runtop/dispatch.lock`, waited for up to LOCK_WAIT_S."""
-    import fcntl
-
-    d = os.path.join(ctx.run_root, ".runtop")
-    try:
-        os.makedirs(d, exist_ok=True)
-        fd = open_append(os.path.join(d, "dispatch.lock"), inside=ctx.run_root)
-    except (OSError, OutputError) as e:
-        raise ActionError(f"nothing sent: cannot take the dispatch lock ({e})") from None
-    deadline = time.monotonic() + LOCK_WAIT_S
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                os.close(fd)
-                raise ActionError(f"nothing sent: another runtop has been sending to this run for {LOCK_WAIT_S:g} s") from None
-            time.sleep(0.05)
-
-
-def _same_step(ctx: Context, p: Plan) -> None:
-    """What was confirmed is what is sent (issue 11): the checkpoints are listed again from
-    disk, and if the last complete one is not the step the user confirmed, nothing goes."""
-    from runtop.discovery import DiscoveryError, discover
-    from runtop.sources.checkpoints import scan_primerl, scan_skyrl
-
-    planned = ctx.state.checkpoints.get(int(p.confirm)) if p.confirm and p.confirm.isdigit() else None
-    try:
-        if ctx.state.framework == "skyrl":
-            fresh = scan_skyrl(os.path.dirname(planned.path)) if planned else {}
-        else:
-            fresh = scan_primerl(discover(ctx.run_root).checkpoint_roots)
-    except (OSError, DiscoveryError) as e:
-        raise ActionError(f"nothing sent: cannot list the checkpoints again ({e})") from None
-    try:
-        step, _path = complete_step(RunState(path=ctx.run_root, framework=ctx.state.framework, checkpoints=fresh))
-    except ActionError as e:
-        raise ActionError(f"nothing sent: {e}") from None
-    if str(step) != p.confirm:
-        raise ActionError(f"nothing sent: the last complete checkpoint is now step {step}, not the confirmed {p.confirm}; plan the resume again")
-
-
-def _idle_pane(ctx: Context) -> Pane:
-    """The proven pane, as it is now: the same shell, at its prompt (issue 11: text typed
-    while a program runs in the foreground goes to that program, or waits in the tty)."""
-    proven = ctx.pane()
-    now = ctx.tmux.pane(proven.pane_id)
-    if now is None or now.pid != proven.pid:
-        raise ActionError(f"the Launcher pane {proven.pane_id} is gone or has another shell now: nothing typed")
-    if not now.at_prompt:
-        raise ActionError(f"the Launcher pane is running {now.command or 'a program'}, not a shell prompt: nothing typed")
-    return now
-
-
-def _wait_prompt(ctx: Context, timeout: float, progress: Callable[[str], None] | None) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            _idle_pane(ctx)
-            return
-        except ActionError as e:
-            if time.monotonic() > deadline:
-                raise ActionError(f"the shell prompt did not come back within {timeout:.0f}s: {e}") from None
-        if progress:
-            progress("waiting for the shell prompt")
-        time.sleep(0.3)
-
-
-def _wait_gone(ctx: Context, timeout: float, progress: Callable[[str], None] | None) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        alive = {r: p for r, p in run_processes(ctx.run_root, ctx.log_paths).items() if p and r != "ray"}
-        if not alive:
-            if progress:
-                progress("the run's processes are gone")
-            return
-        if time.monotonic() > deadline:
-            raise ActionError(f"still running after {timeout:.0f}s: {', '.join(sorted(alive))}")
-        if progress:
-            progress("waiting for " + ", ".join(f"{r} ({len(p)})" for r, p in sorted(alive.items())))
-        time.sleep(0.5)
-
-
-def audit(ctx: Context, p: Plan, pane: Pane | None, outcome: str) -> None:
-    """A JSON line: time, user, host, run, action, exact text, pane and its shell, outcome.
-    A dispatch writes two with the same `id`: `sending` (fsynced before any key goes),
-    then its outcome. `json.dumps` escapes newlines, so no text can split or forge a line."""
-    path = ctx.audit_path or os.path.join(ctx.run_root, ".runtop", "audit.log")
-    user, host = user_and_host()
-    entry = {
-        "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "user": user,
-        "host": host,
-        "id": f"{os.getpid():x}-{id(p):x}",
-        "action": p.name,
-        "run": ctx.run_root,
-        "text": public(p.text or ""),
-        "pane": f"{pane.session}:{pane.window} {pane.pane_id}" if pane else None,
-        "shell_pid": pane.pid if pane else None,
-        "outcome": public(outcome),
-    }
-    # The run's own audit log must stay inside the run; one the user configured is theirs.
-    inside = None if ctx.audit_path else ctx.run_root
-    try:
-        if inside is not None:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-        append_locked(path, json.dumps(entry) + "\n", inside=inside)
-    except (OutputError, OSError) as e:
-        raise ActionError(f"{p.name}: {outcome}, but the audit log was not written: {e}") from None

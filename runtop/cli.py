@@ -228,7 +228,8 @@ def cmd_actions(args: argparse.Namespace) -> int:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
-    from runtop.actions import ActionError, ReadOnly, dispatch, plan
+    from runtop.actions import ActionError, ReadOnly, plan
+    from runtop.dispatch import dispatch
 
     ctx = _action_context(args)
     try:

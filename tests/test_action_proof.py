@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from runtop.actions import ActionError, dispatch, plan
+from runtop.actions import ActionError, plan
+from runtop.dispatch import dispatch
 from tests.test_actions import LAUNCH, audit_lines, context, launched, live_run, received, stop_run, tmux, wait_for  # noqa: F401 - live_run is a fixture
 
 pytestmark = pytest.mark.skipif(__import__("shutil").which("tmux") is None, reason="tmux is not installed")
@@ -182,7 +183,7 @@ def test_a_step_that_changes_between_plan_and_dispatch_sends_nothing(live_run):
 def test_the_launchers_argv_and_its_launch_variables_make_the_launch_command(tmp_path):
     """A real launcher started from a shell with `CUDA_VISIBLE_DEVICES=0,1` before it: the
     pane's history is gone (cleared), the argv and environment still say what ran."""
-    from runtop.actions import launcher_argv
+    from runtop.launcher import launcher_argv
     from runtop.sources.tmux import Pane
 
     shell = subprocess.Popen(["bash", "-c", f"CUDA_VISIBLE_DEVICES=0,1 {sys.executable} -c 'import time; time.sleep(30)' --output-dir x; true"])

@@ -12,7 +12,9 @@ import uuid
 
 import pytest
 
-from runtop.actions import ActionError, Context, check_command, dispatch, launch_from_pane, plan, plans
+from runtop.actions import ActionError, Context, check_command, plan, plans
+from runtop.dispatch import dispatch
+from runtop.launcher import launch_from_pane
 from runtop.simulator.primerl import Simulator
 from runtop.snapshot import read_run
 from runtop.sources.processes import run_processes

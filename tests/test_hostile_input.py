@@ -201,7 +201,8 @@ def test_a_read_only_status_md_is_one_line(sample_run, tmp_path):
 
 
 def test_an_audit_log_dir_symlinked_out_of_the_run_is_refused(sample_run, tmp_path):
-    from runtop.actions import ActionError, Context, Plan, audit
+    from runtop.actions import ActionError, Context, Plan
+    from runtop.dispatch import audit
     from runtop.sources.tmux import Tmux
     from runtop.state import RunState
 

@@ -300,7 +300,8 @@ class RuntopApp(App[int]):
 
     @work(thread=True, group="actions", exclusive=True)
     def _dispatch(self, p, ctx, token: str) -> None:
-        from runtop.actions import ActionError, dispatch
+        from runtop.actions import ActionError
+        from runtop.dispatch import dispatch
 
         def progress(msg: str) -> None:
             self.call_from_thread(self.notify, f"{p.name}: {msg}", timeout=3)

@@ -169,6 +169,17 @@ def _details(p: psutil.Process, pid: int, ctime: float, run_dir: str, logs: set[
     return info, role, mine, driver
 
 
+def ancestor_pids(pids: list[int]) -> set[int]:
+    """Every ancestor of these processes (the shells and panes they descend from)."""
+    out: set[int] = set()
+    for pid in pids:
+        try:
+            out.update(p.pid for p in psutil.Process(pid).parents())
+        except psutil.Error:
+            continue
+    return out
+
+
 def _owner(p: psutil.Process) -> str:
     try:
         return p.username()

@@ -11,7 +11,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-import psutil
+from runtop.sources.processes import ancestor_pids
+
 
 
 # A tmux that hangs (a wedged server) must not hold the caller: 3 s, then a one-line error.
@@ -102,12 +103,7 @@ class Tmux:
         that typed into another run's pane)."""
         panes = self.panes()
         if run_pids:
-            ancestors: set[int] = set()
-            for pid in run_pids:
-                try:
-                    ancestors.update(p.pid for p in psutil.Process(pid).parents())
-                except psutil.Error:
-                    continue
+            ancestors = ancestor_pids(run_pids)
             owners = [p for p in panes if p.pid in ancestors and (session is None or p.session == session)]
             if len(owners) == 1:
                 return owners[0]
