@@ -229,6 +229,17 @@ def test_no_tmux_no_session_no_window_are_disabled_with_a_reason(live_run, monke
     assert "tmux is not installed" in plan("stop", context(root, sock)).disabled
 
 
+async def open_modal(pilot, key: str) -> None:
+    """Press an action key and wait for its confirmation modal (planning runs in a worker)."""
+    from runtop.tui.confirm_screen import ConfirmScreen
+
+    await pilot.press(key)
+    for _ in range(50):
+        await pilot.pause(0.1)
+        if isinstance(pilot.app.screen, ConfirmScreen):
+            return
+
+
 async def test_tui_resume_shows_the_text_cancel_first_then_typed_confirmation(live_run):
     from runtop.tui.confirm_screen import ConfirmScreen
     from tests.tui_helpers import make_app, settle
@@ -239,30 +250,18 @@ async def test_tui_resume_shows_the_text_cancel_first_then_typed_confirmation(li
     app.action_options = {"tmux": Tmux(sock), "launch_cmd": LAUNCH}
     async with app.run_test(size=(200, 50)) as pilot:
         await settle(pilot)
-        await pilot.press("R")
-        for _ in range(50):
-            await pilot.pause(0.1)
-            if isinstance(app.screen, ConfirmScreen):
-                break
+        await open_modal(pilot, "R")
         screen = app.screen
         assert isinstance(screen, ConfirmScreen) and screen.plan.text.endswith("--resume.step 4")
         assert app.focused.id == "token"  # the typed token goes to the input
         await pilot.press("enter")  # Enter with no token cancels
         await pilot.pause(0.3)
         assert not isinstance(app.screen, ConfirmScreen) and len(launched(root)) == 1
-        await pilot.press("R")
-        for _ in range(50):
-            await pilot.pause(0.1)
-            if isinstance(app.screen, ConfirmScreen):
-                break
+        await open_modal(pilot, "R")
         await pilot.press("6", "enter")  # a wrong token cancels too
         await pilot.pause(0.3)
         assert not isinstance(app.screen, ConfirmScreen) and len(launched(root)) == 1
-        await pilot.press("R")
-        for _ in range(50):
-            await pilot.pause(0.1)
-            if isinstance(app.screen, ConfirmScreen):
-                break
+        await open_modal(pilot, "R")
         await pilot.press("4", "enter")
         assert wait_for(lambda: launched(root)[-1].endswith("--resume.step 4"), 10)
         assert [e["action"] for e in audit_lines(root)] == ["stop", "resume"]

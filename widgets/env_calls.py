@@ -9,10 +9,10 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
 from runtop.view import View
-from runtop.widgets.pane import masked
+from runtop.widgets.pane import SafeStatic
 from runtop.widgets.render import duration
 
 
@@ -31,7 +31,7 @@ class EnvCalls(Vertical):
         self._sig: object = None
 
     def compose(self) -> ComposeResult:
-        yield Static(id="env-summary")
+        yield SafeStatic(id="env-summary")
         yield DataTable(id="env-table", cursor_type="none", show_cursor=False)
 
     def on_mount(self) -> None:
@@ -59,7 +59,7 @@ class EnvCalls(Vertical):
         errs = {k: v for k, v in s.rollouts.by_error.items()}
         if errs:
             summary.append("\nenv error types: " + ", ".join(f"{k}×{v}" for k, v in sorted(errs.items(), key=lambda kv: -kv[1])[:4]), "grey70")
-        self.query_one("#env-summary", Static).update(masked(summary))
+        self.query_one("#env-summary", SafeStatic).update(summary)
         table = self.query_one(DataTable)
         for name, fc in sorted(sc.by_function.items(), key=lambda kv: -kv[1].count)[:50]:
             values = (

@@ -12,11 +12,11 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Input, Static
+from textual.widgets import Input
 
 from runtop.state import LogLine
 from runtop.view import View
-from runtop.widgets.pane import masked
+from runtop.widgets.pane import SafeStatic
 from runtop.widgets.render import scroll_bindings
 
 LEVELS = ("ALL", "INFO", "WARNING", "ERROR")
@@ -24,7 +24,7 @@ RANK = {"TRACE": 0, "DEBUG": 0, "INFO": 1, "SUCCESS": 1, "WARNING": 2, "ERROR": 
 LEVEL_STYLE = {"WARNING": "yellow", "ERROR": "red", "CRITICAL": "bold red", "SUCCESS": "green"}
 
 
-class LogView(Static, can_focus=True):
+class LogView(SafeStatic, can_focus=True):
     """The visible window of log lines."""
 
     BINDINGS = scroll_bindings()
@@ -97,7 +97,7 @@ class LogsPane(Vertical):
             out.append(t)
         if not out:
             out = [Text("no log lines" + (" match" if self.level or self.query_text else " yet"), style="italic grey62")]
-        view.update(masked(Text("\n", no_wrap=True).join(out)), layout=False)
+        view.update(Text("\n", no_wrap=True).join(out), layout=False)
 
     def update_view(self, view: View) -> bool:
         state = view.state

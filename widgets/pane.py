@@ -13,7 +13,15 @@ from runtop.parsers.hygiene import mask
 from runtop.view import View
 
 
-class Pane(Static):
+class SafeStatic(Static):
+    """A Static whose every update passes `masked`: the one chokepoint between run text and
+    the terminal (issue 10). Every widget that shows run text is one of these."""
+
+    def update(self, content: RenderableType = "", *, layout: bool = True) -> None:  # type: ignore[override]
+        super().update(masked(content), layout=layout)
+
+
+class Pane(SafeStatic):
     ALLOW_MAXIMIZE = True  # number keys zoom a pane
     DEFAULT_CSS = """
     Pane {
@@ -45,7 +53,7 @@ class Pane(Static):
         if sig == self._sig:
             return False
         self._sig = sig
-        content = masked(self.render_view(view))
+        content = self.render_view(view)
         if isinstance(content, Text):
             content.no_wrap, content.overflow = True, "ellipsis"  # one line per line: the height is known
         height = _height(content)
@@ -57,8 +65,7 @@ class Pane(Static):
 
 
 def masked(content: RenderableType) -> RenderableType:
-    """The one chokepoint between run text and the terminal (issue 10): every string a pane
-    shows loses its controls and secrets here, at the same length so styles stay put."""
+    """`content` with controls and secrets masked, at the same length so styles stay put."""
     if isinstance(content, str):
         return mask(content)
     if isinstance(content, Text):

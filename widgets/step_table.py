@@ -10,18 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual.widgets import Static
 
 from runtop.columns import STEP_COLUMNS
 from runtop.view import View
-from runtop.widgets.pane import masked
+from runtop.widgets.pane import SafeStatic
 from runtop.widgets.render import num, scroll_bindings
 
 # (header, column, width): fixed widths, so a refresh formats strings instead of measuring a table.
 COLUMNS = (("step", None, 6), *((c.short, c.name, c.width) for c in STEP_COLUMNS))
 
 
-class StepTable(Static, can_focus=True):
+class StepTable(SafeStatic, can_focus=True):
     ALLOW_MAXIMIZE = True  # number keys zoom a pane
     DEFAULT_CSS = """
     StepTable { height: 1fr; min-height: 5; border: round $primary-darken-2; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
@@ -52,7 +51,7 @@ class StepTable(Static, can_focus=True):
             return False
         self._sig = sig
         self._view = view
-        self.update(masked(self._render_table(view)), layout=False)
+        self.update(self._render_table(view), layout=False)
         return True
 
     def _render_table(self, view: View) -> Text:
