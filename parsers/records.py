@@ -28,7 +28,15 @@ DEBUG_SUFFIX_RE = re.compile(r"\s\[[\w./-]+\.py::\d+\]\s*$", re.ASCII)
 GLOG_RE = re.compile(r"([IWEF])\d{4} (\d{2}:\d{2}:\d{2})\.\d+\s+\d+\s+[^\]]*\]\s?(.*)", re.S | re.ASCII)
 # vLLM: `(APIServer pid=2209876) INFO 08-21 14:01:27 [loggers.py:257] Engine 000: …`
 PROC_PREFIX_RE = re.compile(r"\(([\w.: -]+?) pid=\d+(?:, ip=[\d.]+)?\)\s?", re.ASCII)
-VLLM_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d{2}-\d{2} (\d{2}:\d{2}:\d{2})(?:\.\d+)?\s+\[[^\]]*\]\s?(.*)", re.S | re.ASCII)
+# v1 puts the location in brackets (`[core.py:718]`), v0 did not (`launcher.py:99]`).
+VLLM_RE = re.compile(
+    r"(DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d{2}-\d{2} (\d{2}:\d{2}:\d{2})(?:\.\d+)?\s+(\[[^\]]*\]|[\w./-]+:\d+\])\s?(.*)",
+    re.S | re.ASCII,
+)
+# PyTorch's C++ (c10) log lines, e.g. NCCL's watchdog behind a stripped `[rank0]:` prefix:
+# `[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught …`, and the
+# older `[E ProcessGroupNCCL.cpp:737] …` (LlamaFactory#6269, OFA#271).
+C10_RE = re.compile(r"\[([IWEF])(?:\d{4} (\d{2}:\d{2}:\d{2})\.\d+(?: \d+)?)? ?([\w./-]+:\d+)\]\s?(.*)", re.S | re.ASCII)
 # uvicorn inside vLLM: `INFO:     127.0.0.1:41722 - "GET /health HTTP/1.1" 200 OK`
 UVICORN_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+(.*)", re.S | re.ASCII)
 # stdlib logging (v0.6 env router) and the Rust vllm-router:
@@ -138,13 +146,18 @@ def match_header(line: str) -> Record | None:
         return _vllm_header(line)
     if c == "{" and '"message"' in line:
         return _json_record(line)
+    if c == "[" and len(line) > 4 and line[1] in "IWEF":
+        m = C10_RE.match(line)
+        if m:
+            level = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}[m.group(1)]
+            return Record("c10", m.group(2), level, m.group(4), where=m.group(3))
     return None
 
 
 def _vllm_header(rest: str) -> Record | None:
     m = VLLM_RE.match(rest)
     if m:
-        return Record("vllm", m.group(2), m.group(1), m.group(3))
+        return Record("vllm", m.group(2), m.group(1), m.group(4), where=m.group(3).strip("[]"))
     m = UVICORN_RE.match(rest)
     if m:
         return Record("uvicorn", None, m.group(1), m.group(2))
@@ -157,6 +170,33 @@ def strip_proc_prefix(line: str) -> str:
         if m:
             return line[m.end() :]
     return line
+
+
+_TB_HEADS = ("Traceback (most recent", "During handling of the above", "The above exception was")
+
+
+def continues(pending: Record, rec: Record) -> bool:
+    """True when `rec` is another physical line of `pending`'s message.
+
+    vLLM repeats its whole prefix on every line of a multi-line message
+    (`(EngineCore_DP0 pid=812) ERROR 09-15 19:05:31 [core.py:718]   File "…"`), so each
+    line of a traceback looks like a record of its own. One call writes one prefix: the
+    same process, level, location and second. Inside that, a line joins while the
+    traceback is open (its last line indented or a traceback heading); after the
+    exception line, a new message from the same place is a record of its own.
+    """
+    if rec.fmt != "vllm" or pending.fmt != "vllm" or rec.where is None:
+        return False
+    if rec.where != pending.where or rec.proc != pending.proc or rec.level != pending.level or rec.time != pending.time:
+        return False
+    msg = rec.message
+    if msg[:1].isspace() or msg.startswith(_TB_HEADS):
+        return True
+    lines = pending.lines()
+    if not lines:
+        return False
+    last = lines[-1]
+    return last[:1].isspace() or last.startswith(_TB_HEADS)
 
 
 HeaderFn = Callable[[str, "Record | None"], "Record | None"]
@@ -190,6 +230,9 @@ class RecordAssembler:
         base = self.line_base
         for i, line in enumerate(lines):
             rec = header(line, pending)
+            if rec is not None and pending is not None and continues(pending, rec):
+                pending.add(rec.message)
+                continue
             if rec is not None:
                 rec.line = base + i
                 if pending is not None:

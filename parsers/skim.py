@@ -14,6 +14,9 @@ from __future__ import annotations
 LATEST_WINS = (b"Train batch ", b"Avg prompt throughput")
 # Lines that carry nothing runtop reports: successful HTTP requests, metric scrapes.
 DROP = (b'HTTP/1.1" 2', b"GET /metrics HTTP")
+# …unless another record is glued behind the access line (`… 200 OKCRITICAL 11-05 …
+# MQLLMEngine is already dead`, seen in vllm-project/vllm#10024): the cleaner splits it off.
+GLUE_WORDS = (b"ERROR", b"CRITICAL", b"WARNING", b"INFO ", b"SUCCESS")
 
 
 def skim(data: bytes) -> bytes:
@@ -29,7 +32,7 @@ def skim(data: bytes) -> bytes:
     for marker in DROP:
         if marker in data:
             lines = lines if lines is not None else data.split(b"\n")
-            lines = [line for line in lines if marker not in line]
+            lines = [line for line in lines if marker not in line or any(w in line for w in GLUE_WORDS)]
     for marker in LATEST_WINS:
         if data.count(marker) > 1:
             lines = lines if lines is not None else data.split(b"\n")

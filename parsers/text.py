@@ -11,8 +11,24 @@ import re
 from .hygiene import redact as redact  # noqa: F401 - the one redaction, re-exported
 from .hygiene import strip_escapes_bytes
 
-# torchrun's per-rank prefix on trainer.log lines: `[trainer0]:`, `[default3]:`.
-TORCHRUN_PREFIX_RE_B = re.compile(rb"(?m)^\[[A-Za-z_]*\d+\]:", re.ASCII)
+# torchrun's per-rank prefix on trainer.log lines: `[trainer0]:`, `[default3]:`, and in genuine
+# output `[rank2]: Traceback …` with a space that must go too, or every traceback line reads
+# as an indented continuation (FORMATS.md, "What genuine output adds"). Wrappers can add it
+# twice (`[rank0]:[rank0]: …`).
+TORCHRUN_PREFIX_RE_B = re.compile(rb"(?m)^(?:\[(?:rank|[A-Za-z_]*)\d{1,6}\]: ?)+", re.ASCII)
+# Colour codes whose ESC byte was lost (pasted logs: `[36m(pid=12)[0m`). Stripped only in
+# data that carries a reset code, so a `[5m` in plain text is left alone.
+BARE_SGR_RE_B = re.compile(rb"\[(?:\d{1,3}(?:;\d{1,3}){0,4})?m", re.ASCII)
+# A record glued behind an access-log line (`… HTTP/1.1" 200 OKCRITICAL 11-05 12:03:03 …`) or
+# a tqdm frame whose `\r` was lost (`… 350.17it/s]16:43:42    INFO …`): cut before its header.
+_LEVEL_HEAD = (
+    rb"(?:\([\w.:-]{1,60} pid=\d{1,9}\) )?"
+    rb"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)(?: \d\d-\d\d \d\d:\d\d:\d\d|:\s)"
+    rb"|\d\d:\d\d:\d\d +(?:DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL) )"
+)
+# Each starts with a literal, so the scan runs at memchr speed (a GB backfill pays for it).
+GLUED_ACCESS_RE_B = re.compile(rb'(HTTP/\d(?:\.\d)?" \d{3}[ A-Za-z]{0,40}?)(?=' + _LEVEL_HEAD + rb")", re.ASCII)
+GLUED_TQDM_RE_B = re.compile(rb"(/(?:s|it)\])(?=" + _LEVEL_HEAD + rb")", re.ASCII)
 
 _DURATION_PART = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*(ms|d|h|m|s)(?![a-z])", re.ASCII)
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -32,6 +48,12 @@ def clean_bytes(data: bytes) -> bytes:
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     if b"]:" in data:
         data = TORCHRUN_PREFIX_RE_B.sub(b"", data)
+    if b"[0m" in data:
+        data = BARE_SGR_RE_B.sub(b"", data)
+    if b"HTTP/" in data:
+        data = GLUED_ACCESS_RE_B.sub(b"\\1\n", data)
+    if b"/s]" in data or b"/it]" in data:
+        data = GLUED_TQDM_RE_B.sub(b"\\1\n", data)
     return data
 
 
