@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from dataclasses import dataclass
+
 from .events import Notice
 from .records import Record
 
@@ -14,42 +16,105 @@ EXC_LINE_RE = re.compile(
     r"(?:\([\w.]+\))?)(?::\s*(.*))?$", re.ASCII
 )
 
-# (kind, pattern, fatal). Searched in ERROR records, orphan lines and traceback text.
-CRASH_SIGNATURES: list[tuple[str, re.Pattern[str], bool]] = [
-    ("SIGBUS", re.compile(r"SIGBUS received|Fatal Python error: Bus error", re.ASCII), True),
-    ("SIGSEGV", re.compile(r"SIGSEGV received|Fatal Python error: Segmentation fault|Segfault encountered", re.ASCII), True),
-    ("NoSpaceLeft", re.compile(r"No space left on device|\[Errno 28\]", re.ASCII), True),
-    ("NCCLTimeout", re.compile(r"Watchdog caught collective operation timeout|NCCL.{0,80}[Tt]imeout", re.ASCII), True),
-    ("CUDAOutOfMemory", re.compile(r"CUDA out of memory|torch\.OutOfMemoryError", re.ASCII), True),
-    ("EngineDeadError", re.compile(r"EngineDeadError|EngineCore encountered a fatal error", re.ASCII), True),
-    ("WorkerDied", re.compile(r"A worker died or was killed while executing a task", re.ASCII), True),
-    ("ActorDiedError", re.compile(r"ActorDiedError", re.ASCII), True),
-    ("TooManyOpenFiles", re.compile(r"Too many open files", re.ASCII), False),
+@dataclass(frozen=True)
+class Signature:
+    """One way to die. `rank`: lower is more specific and wins the root cause (a SIGBUS
+    explains an ActorDiedError, not the other way round). `certain`: the run is dead
+    or dying whatever the process table says (an engine that says it is dead is dead
+    even while its API server still answers). `wrapper`: it reports a death whose
+    cause is printed elsewhere (`ActorDiedError`, `See root cause above`)."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    fatal: bool = True
+    rank: int = 50
+    certain: bool = False
+    wrapper: bool = False
+
+
+def _sig(kind: str, pattern: str, **kw: object) -> Signature:
+    return Signature(kind, re.compile(pattern, re.ASCII), **kw)  # type: ignore[arg-type]
+
+
+# Searched in ERROR records, orphan lines and traceback text; most specific first. The
+# words come from genuine output (FORMATS.md, "What genuine output adds"; tests/corpus/).
+CRASH_SIGNATURES: list[Signature] = [
+    _sig("SIGBUS", r"SIGBUS received|Fatal Python error: Bus error|exitcode\W{1,5}-7\b", rank=0),
+    _sig("NoSpaceLeft", r"No space left on device|\[Errno 28\]", rank=1),
+    _sig("SIGKILL (out of memory?)", r"killed by the memory monitor|Task was killed due to the node running low on memory"
+         r"|exitcode\W{1,5}-9\b|Killed process \d+ \(|oom-kill", rank=2),
+    _sig("SIGSEGV", r"SIGSEGV received|Fatal Python error: Segmentation fault|Segfault encountered|exitcode\W{1,5}-11\b", rank=3),
+    _sig("CUDAOutOfMemory", r"CUDA out of memory|torch\.OutOfMemoryError", rank=4),
+    _sig("NCCLTimeout", r"Watchdog caught collective operation timeout|Received a dump signal due to a collective timeout"
+         r"|Some NCCL operations have failed or timed out|NCCL.{0,80}[Tt]imeout|Could not acquire GIL within \d+ ms on exit",
+         rank=5, certain=True),
+    _sig("EngineStartFailed", r"EngineCore failed to start|Engine core initialization failed", rank=20, certain=True, wrapper=True),
+    _sig("EngineDead", r"EngineCore encountered a fatal error|MQLLMEngine is already dead|failed \(engine dead\)"
+         r"|Engine core proc \S+ died unexpectedly|Engine loop has died|Background loop has errored already",
+         rank=21, certain=True),
+    _sig("EngineDeadError", r"EngineDeadError", rank=22, certain=True, wrapper=True),
+    _sig("WorkerDied", r"A worker died or was killed while executing a task", rank=30, wrapper=True),
+    _sig("ActorDiedError", r"ActorDiedError|RayActorError|The actor died unexpectedly", rank=31, wrapper=True),
+    _sig("TooManyOpenFiles", r"Too many open files", fatal=False),
 ]
 
 _QUICK = re.compile(
-    r"SIGBUS|SIGSEGV|Fatal Python error|Segfault|No space left|Errno 28|Watchdog|NCCL|out of memory"
-    r"|OutOfMemoryError|EngineDead|EngineCore encountered|worker died|ActorDied|Too many open files", re.ASCII
+    r"SIG|Fatal Python error|Segfault|No space left|Errno 28|Watchdog|NCCL|out of memory|OutOfMemoryError|memory monitor"
+    r"|low on memory|exitcode|Killed process|oom-kill|dump signal|acquire GIL|Engine|engine dead|worker died|Actor"
+    r"|actor died|Too many open files", re.ASCII
 )
 
+# Exceptions that report a death printed elsewhere: the cause is in another record (the
+# rank's traceback above torchrun's summary, the Ray worker's own dump, EngineCore's).
+WRAPPER_TYPES = {
+    "ChildFailedError", "ActorDiedError", "RayActorError", "RayTaskError", "EngineDeadError",
+    "AsyncEngineDeadError", "MQEngineDeadError", "WorkerCrashedError", "RaySystemError",
+}
+WRAPPER_WORDS_RE = re.compile(
+    r"See root cause above|see stack trace \(above\)|See stack trace \(above\)|Inspect the stacktrace to find the original"
+    r"|root cause|exitcode\W{1,5}1\b", re.ASCII
+)
+# What a record says of the process that died: Ray's `class_name: X` / `pid: N`, a Ray
+# task header `ray::TaskRunner.run() (pid=53223, …)`, torchrun's `(pid: 1622990)`.
+PID_RE = re.compile(r"(?<![\w.])pid[:=]\s?(\d{1,9})", re.ASCII)
+CLASS_RE = re.compile(r"class_name: ([\w.<>]+)", re.ASCII)
 
-def crash_signature(text: str) -> tuple[str, bool] | None:
-    """(kind, fatal) of the first crash signature in `text`, or None."""
+
+def signature_of(text: str) -> Signature | None:
+    """The most specific crash signature in `text`, or None."""
     if not _QUICK.search(text):
         return None
-    for kind, pat, fatal in CRASH_SIGNATURES:
-        if pat.search(text):
-            return kind, fatal
+    for sig in CRASH_SIGNATURES:
+        if sig.pattern.search(text):
+            return sig
     return None
 
 
-def exception_of(lines: list[str]) -> tuple[str, str] | None:
-    """(type, message) from the last exception line of a traceback, or None.
+def crash_signature(text: str) -> tuple[str, bool] | None:
+    """(kind, fatal) of the most specific crash signature in `text`, or None."""
+    sig = signature_of(text)
+    return (sig.kind, sig.fatal) if sig else None
 
+
+def is_wrapper(kind: str, message: str) -> bool:
+    base = kind.rsplit(".", 1)[-1].split("(", 1)[0]
+    return base in WRAPPER_TYPES or bool(WRAPPER_WORDS_RE.search(message))
+
+
+def exception_of(lines: list[str]) -> tuple[str, str] | None:
+    """(type, message) of a traceback's exception, or None.
+
+    The last `Type: message` line, except where several ranks' tracebacks interleave
+    (torchrun writes them into one file at once: several `Traceback` headings and no
+    chaining between them): then the first rank's, the first exception line.
     Only unindented lines count: loguru's `diagnose` output quotes code such as
-    `raise OutOfMemoryError(OOM)` indented, and those are not the exception.
+    `raise OutOfMemoryError(OOM)` indented, and `^^^^` markers and `File …` lines are
+    indented too (once the `[rankN]: ` prefix is gone).
     """
-    for line in reversed(lines):
+    heads = sum(1 for line in lines if line.startswith("Traceback (most recent call last)"))
+    chained = any(line.startswith(("During handling of the above", "The above exception was")) for line in lines)
+    order = lines if heads > 1 and not chained else reversed(lines)
+    for line in order:
         if not line or line[0].isspace():
             continue
         m = EXC_LINE_RE.match(line.rstrip())
@@ -62,29 +127,63 @@ def has_traceback(lines: list[str]) -> bool:
     return any(line.startswith("Traceback (most recent call last)") for line in lines)
 
 
+def _pid_actor(rec: Record, text: str) -> tuple[int | None, str | None]:
+    """The pid and class/actor name a record speaks of: its own process prefix for a dump
+    (`(MegatronPolicyWorkerBase pid=4242)`), the dead actor for a Ray wrapper."""
+    m = CLASS_RE.search(text)
+    actor = m.group(1).rsplit(".", 1)[-1] if m else None
+    m = PID_RE.search(text)
+    pid = int(m.group(1)) if m else None
+    if pid is None and rec.proc:
+        name, _, rest = rec.proc.partition("pid=")
+        digits = rest.split(",", 1)[0].strip()
+        pid = int(digits) if digits.isdigit() else None
+        actor = actor or (name.strip() or None)
+    return pid, actor
+
+
 def error_notice(rec: Record, role: str, *, traceback_is_fatal: bool) -> Notice | None:
     """An ERROR record, or a headerless (orphan) one, as a `Notice`.
 
     The kind is the exception its traceback ends with, else a crash signature, else
-    plain "error". `traceback_is_fatal`: prime-rl processes print a traceback when
-    they die; vLLM also prints them for one failed request, so there only a crash
-    signature makes it fatal. An orphan with neither traceback nor signature is None.
+    plain "error". A traceback whose exception is generic (`RuntimeError`) but whose
+    text holds a more specific way to die (`CUDA out of memory`) is named by that way.
+    `traceback_is_fatal`: prime-rl processes print a traceback when they die; vLLM also
+    prints them for one failed request, so there only a crash signature makes it fatal.
+    An orphan with neither traceback nor signature is None.
     """
     lines = [rec.message, *rec.lines()]
     head = rec.message.strip()
-    sig = crash_signature("\n".join(lines[:20] + lines[-20:]))
+    text = "\n".join(lines[:20] + lines[-20:])
+    sig = signature_of(text)
     declared = rec.message.startswith("Fatal error")  # prime-rl's `Fatal error in train`
     if has_traceback(lines) or declared:
         exc = exception_of(lines)
         if exc:
             kind, detail = exc
         else:
-            kind, detail = (sig[0] if sig else ("FatalError" if declared else "Traceback")), ""
-        message = f"{head}: {detail}" if detail and rec.fmt != "orphan" else (detail or head)
-        fatal = declared or traceback_is_fatal or bool(sig and sig[1])
-        return Notice(role, "ERROR", kind, message, rec.time, fatal=fatal)
+            kind, detail = (sig.kind if sig else ("FatalError" if declared else "Traceback")), ""
+        # prime-rl's `Fatal error in train` says where; elsewhere the exception says it all.
+        message = f"{head}: {detail}" if detail and declared else (detail or head)
+        fatal = declared or traceback_is_fatal or bool(sig and sig.fatal)
+        wrapper = is_wrapper(kind, detail) or (sig is not None and sig.wrapper and sig.kind in kind)
+        if sig is not None and sig.rank < 20 and sig.fatal:
+            # A physical way to die (signal, full disk, OOM, NCCL) in the text says more.
+            if wrapper:
+                # The wrapper's own text names the death: `exitcode: -9` in torchrun's
+                # summary, `Task was killed due to the node running low on memory` in Ray's.
+                kind, wrapper = sig.kind, False
+        return _notice(rec, role, "ERROR", kind, message, text, fatal=fatal, wrapper=wrapper, sig=sig)
     if sig:
-        return Notice(role, rec.level or "ERROR", sig[0], head, rec.time, fatal=sig[1])
+        return _notice(rec, role, rec.level or "ERROR", sig.kind, head, text, fatal=sig.fatal, wrapper=sig.wrapper, sig=sig)
     if rec.fmt == "orphan":
         return None
     return Notice(role, rec.level or "ERROR", "error", head, rec.time)
+
+
+def _notice(rec: Record, role: str, level: str, kind: str, message: str, text: str, *, fatal: bool, wrapper: bool,
+            sig: Signature | None) -> Notice:
+    pid, actor = _pid_actor(rec, text)
+    rank = sig.rank if sig is not None and not wrapper else (60 if wrapper else 40)
+    return Notice(role, level, kind, message, rec.time, fatal=fatal, wrapper=wrapper, pid=pid, actor=actor,
+                  rank=rank, certain=bool(sig and sig.certain and fatal), signature=sig.kind if sig else None)

@@ -86,6 +86,15 @@ class Notice:
     time: str | None = None
     fatal: bool = False
     count: int = 1  # Ray folds repeated lines into one (`[repeated 7x across cluster]`)
+    # Root-cause reading (issue 12): a wrapper reports a death whose cause is printed
+    # elsewhere; pid/actor name the process it speaks of; rank orders ways to die (lower
+    # is more specific); certain: dead whatever the process table says.
+    wrapper: bool = False
+    pid: int | None = None
+    actor: str | None = None
+    rank: int = 40
+    certain: bool = False
+    signature: str | None = None  # the way to die its text names (SIGBUS, NoSpaceLeft, …), if any
 
 
 @dataclass(frozen=True, slots=True)

@@ -202,8 +202,12 @@ def parse_record(rec: Record, role: str) -> list[Event]:
             return [Notice(ORCHESTRATOR, "WARNING", "empty_batch", msg.strip(), t)]
     if level in ("ERROR", "CRITICAL") or rec.fmt == "orphan":
         if rec.fmt == "glog" and "exitcode" in msg and not has_traceback(rec.lines()):
-            # torchrun reporting that a rank died; the rank's own traceback names the cause.
-            return [Notice(role, level, "torchrun child failed", msg.strip(), t, fatal=True)]
+            # torchrun reporting that a rank died; the rank's own traceback names the cause,
+            # unless a signal killed it (`exitcode: -9`: SIGKILL, the OOM killer's).
+            notice = error_notice(rec, role, traceback_is_fatal=True)
+            if notice is not None and notice.kind != "error" and not notice.wrapper:
+                return [notice]
+            return [Notice(role, level, "torchrun child failed", msg.strip(), t, fatal=True, wrapper=True, rank=60)]
         if "Inference server is not ready" in msg:
             return [Notice(ORCHESTRATOR, level, "inference_not_ready", msg.strip(), t, fatal=True)]
         notice = error_notice(rec, role, traceback_is_fatal=True)

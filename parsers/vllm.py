@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from .crashes import crash_signature, error_notice
 from .events import INFERENCE, Event, Notice, VllmStats
@@ -21,6 +22,15 @@ _STAT_RES = {
 MAX_TOKENS_RE = re.compile(r"'max_tokens' or 'max_completion_tokens' is too large: (\d+)", re.ASCII)
 ULIMIT_RE = re.compile(r"Found ulimit of (\d+) and failed to automatically increase", re.ASCII)
 HTTP_STATUS_RE = re.compile(r'" (\d{3}) ', re.ASCII)
+# vLLM says it is dead in these words, at any level: v0 `CRITICAL … MQLLMEngine is already
+# dead` (vllm#10024), `Request … failed (engine dead).` at INFO, v1 `EngineCore encountered
+# a fatal error.` / `EngineCore failed to start.` (FORMATS.md, "What genuine output adds").
+DEATH_RE = re.compile(
+    r"EngineCore encountered a fatal error|MQLLMEngine is already dead|failed \(engine dead\)|EngineDeadError"
+    r"|Engine core proc \S+ died unexpectedly|EngineCore failed to start|Engine core initialization failed"
+    r"|Engine loop has died|Background loop has errored already",
+    re.ASCII,
+)
 
 
 def parse_stats(msg: str, time: str | None) -> VllmStats | None:
@@ -74,13 +84,16 @@ def parse_record(rec: Record, role: str = INFERENCE) -> list[Event]:
         m = ULIMIT_RE.search(msg)
         if m:
             return [Notice(INFERENCE, "WARNING", "ulimit", msg.strip(), t)]
-    if "EngineCore encountered a fatal error" in msg or "EngineDeadError" in text:
-        return [Notice(INFERENCE, "ERROR", "EngineDeadError", msg.strip(), t, fatal=True)]
     if "Shutting down FastAPI HTTP server" in msg:
         return [Notice(INFERENCE, "INFO", "inference_shutdown", msg.strip(), t)]
     level = rec.level or ""
-    if level in ("ERROR", "CRITICAL") or rec.fmt == "orphan":
+    dead = DEATH_RE.search(text) is not None
+    if dead or level in ("ERROR", "CRITICAL") or rec.fmt == "orphan":
+        # The record's own traceback names the cause (EngineCore's TypeError); a line that
+        # only says the engine is dead is a death all the same, whatever its level.
         notice = error_notice(rec, INFERENCE, traceback_is_fatal=False)
+        if notice is not None and dead and not notice.fatal:
+            notice = replace(notice, fatal=True, certain=True)
         return [notice] if notice else []
     if level == "WARNING":
         sig = crash_signature(msg)

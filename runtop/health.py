@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from runtop.config import Thresholds
 from runtop.rules import RULES, Facts, Finding
@@ -60,7 +60,7 @@ class HealthTracker:
                 self.first_seen[f.key] = now
                 new.append(f)
             since = f.since or _dt.datetime.fromtimestamp(self.first_seen[f.key]).strftime("%H:%M:%S")
-            out.append(Finding(f.rule, f.severity, f.message, f.evidence, since, f.down))
+            out.append(replace(f, since=since))
         # A finding that clears and comes back is a new incident.
         for key in [k for k in self.first_seen if k not in current]:
             del self.first_seen[key]

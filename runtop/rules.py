@@ -39,6 +39,10 @@ class Finding:
     evidence: str | None = None
     since: str | None = None
     down: bool = False  # the run is not training any more
+    # For a death (issue 12): the cause an expert names, the wrapper that reported it, the open phase.
+    cause: str | None = None
+    wrapper: str | None = None
+    phase: str | None = None
 
     @property
     def key(self) -> str:
@@ -92,27 +96,41 @@ def _short(text: str, n: int = 110) -> str:
 
 # ---- crash ----------------------------------------------------------------------
 def crash(f: Facts) -> list[Finding]:
-    """A fatal error ends a log and the role's process is gone (seed 000 SIGBUS, the OOM sample)."""
+    """A fatal error ends a log and the role's process is gone (seed 000 SIGBUS, the OOM sample).
+
+    The cause is the most specific error of the death, not the wrapper that reported it
+    (`runtop.causes`); a death an engine or NCCL announces is Down even while the
+    process still answers.
+    """
     s = f.state
     fatals = s.open_fatals()
     if not fatals:
         return []
-    first = fatals[0]
+    first = min(fatals, key=lambda e: (not e.certain and e.rank >= 40, e.time or "99"))
     role = ROLE_NAMES.get(first.role, first.role)
     detail = first.message
     if detail.startswith("Fatal error") and ": " in detail:
         detail = detail.split(": ", 1)[1]  # the exception says more than "Fatal error in train"
+    who = f"in {first.actor}{f' pid {first.pid}' if first.pid else ''}" if first.actor and first.actor not in role else None
+    during = f" during {first.phase}" if first.phase else ""
+    cause = f"{first.kind}{during} ({_short(detail, 100)})"
+    context = "".join(
+        f"; {part}" for part in (who, f"reported as {first.wrapped_by}" if first.wrapped_by else None, first.hint) if part
+    )
     alive = f.alive or {}
     running = sorted(r for r, pids in alive.items() if pids)
-    if not alive.get(first.role):
+    kw = {"cause": first.kind, "wrapper": first.wrapped_by, "phase": first.phase}
+    if not alive.get(first.role) or first.certain:
         if f.alive is None:
             tail = "its process could not be checked" + (f" ({_denied_text(s)})" if s.process_denied else "")
+        elif alive.get(first.role):
+            tail = "its process is still up but cannot recover"
         else:
             tail = "no run process alive" if not running else f"still running: {', '.join(running)}"
-        msg = f"{role} died: {first.kind} ({_short(detail, 100)}); {tail}"
-        return [Finding("crash", "critical", msg, _where(s, first), first.time, down=True)]
-    msg = f"{role} logged a fatal {first.kind} but its process is still alive ({_short(detail, 80)})"
-    return [Finding("crash", "warning", msg, _where(s, first), first.time)]
+        msg = f"{role} died: {cause}{context}; {tail}"
+        return [Finding("crash", "critical", msg, _where(s, first), first.time, down=True, **kw)]
+    msg = f"{role} logged a fatal {first.kind} but its process is still alive ({_short(detail, 80)}){context}"
+    return [Finding("crash", "warning", msg, _where(s, first), first.time, **kw)]
 
 
 # ---- processes --------------------------------------------------------------------

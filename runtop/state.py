@@ -63,6 +63,7 @@ ORCH_OWNED = {"reward", "reward_all", "seq_len", "truncated", "error_rate", "can
 # over SkyRL's `Step N:` dump, rounded to 4 decimals (FORMATS.md).
 ORIGIN_RANK = {"metrics": 3, "status": 3, "log": 2, "dump": 1}
 MAX_ERRORS = 200
+MAX_DEATH_ERRORS = 64  # fatal errors kept per death to choose its cause from
 MAX_LOG_LINES = 1000  # the Logs pane's tail: the only text RunState keeps, and bounded
 MAX_LOST_STEPS = 500
 MAX_DURATIONS = 4096
@@ -115,6 +116,16 @@ class ErrorEntry:
     kind: str
     message: str
     fatal: bool
+    # Root-cause reading (issue 12, `runtop.causes`): see `parsers.events.Notice`.
+    wrapper: bool = False
+    pid: int | None = None
+    actor: str | None = None
+    rank: int = 40
+    certain: bool = False
+    signature: str | None = None
+    phase: str | None = None  # what the run was doing: `save_checkpoints`, `checkpoint save (step 14)`
+    wrapped_by: str | None = None  # set on a chosen cause: the wrapper that reported it
+    hint: str | None = None  # where to look next (`/dev/shm` for a SIGBUS during a save)
 
 
 @dataclass
@@ -193,8 +204,10 @@ class FileInfo:
     restarts: int = 0
     lines_capped: int = 0
     error: str | None = None
-    # The last fatal error in this file, and whether the role kept working after it.
+    # The first fatal error of this file's latest death, every fatal error of that death
+    # (the cause is chosen from them: `runtop.causes`), and whether the role kept working after.
     fatal: ErrorEntry | None = None
+    fatals: list[ErrorEntry] = field(default_factory=list)
     active_after_fatal: bool = False
     # Records that made a parser fail (issue 10): how many, and the last one's line and reason.
     unparsed: int = 0
@@ -259,6 +272,7 @@ class RunState:
     processes: dict[str, list[int]] | None = None  # role → pids; None = not looked
     process_denied: dict[str, list[str]] = field(default_factory=dict)  # user → roles runtop may not inspect
     backfill_done: float = 1.0
+    _saving: dict[str, int] = field(default_factory=dict, repr=False)  # role → checkpoint step being saved
 
     # ---- attempts -------------------------------------------------------
     @property
@@ -284,6 +298,7 @@ class RunState:
         self.waiting.clear()
         self.finished.clear()
         self.phases.clear()
+        self._saving.clear()
         self.agent = AgentCounters()
         # The old attempt's death is history now: what speaks for health is the new one.
         for info in self.files.values():
@@ -334,6 +349,7 @@ class RunState:
 
     def _on_save(self, ev: CheckpointSave, source: str) -> None:
         self.last_save[ev.role] = ev.step
+        self._saving[ev.role] = ev.step
 
     def _on_resumed(self, ev: Resumed, source: str) -> None:
         # Attempts are opened by what marks a relaunch (a new attempt dir, a replaced
@@ -390,22 +406,41 @@ class RunState:
             row.extra[name] = value
         if ev.time and ev.values and ev.step >= (self.current_step() or 0):
             self.last_step_time = ev.time
+        saving = self._saving.get(ev.role)
+        if saving is not None and ev.step > saving and ev.values:
+            del self._saving[ev.role]  # the save is behind it: a step came after
         if ev.role == TRAINER:
             self.trainer_step = max(self.trainer_step or 0, ev.step)
         else:
             self.orchestrator_step = max(self.orchestrator_step or 0, ev.step)
 
+    def _phase_of(self, role: str) -> str | None:
+        """What the run was doing when `role` logged an error: the innermost open SkyRL
+        phase, or a prime-rl checkpoint save that has not been followed by a step."""
+        if self.phases:
+            return self.phases[-1].name
+        saving = self._saving.get(role)
+        return f"checkpoint save (step {saving})" if saving is not None else None
+
     def _on_notice(self, ev: Notice, source: str) -> None:
         if ev.level in ("ERROR", "CRITICAL") or ev.fatal:
-            entry = ErrorEntry(ev.time, source, ev.role, ev.kind, ev.message, ev.fatal)
+            entry = ErrorEntry(
+                ev.time, source, ev.role, ev.kind, ev.message, ev.fatal, ev.wrapper, ev.pid, ev.actor, ev.rank,
+                ev.certain, ev.signature, self._phase_of(ev.role) if ev.fatal else None,
+            )
             self.errors.append(entry)
             self.error_count += 1
             info = self.files.get(source)
-            # Keep the first fatal error of a death: the OOM, not torchrun's
-            # ChildFailedError that reports it a few lines later.
-            if ev.fatal and info is not None and (info.fatal is None or info.active_after_fatal):
-                info.fatal = entry
-                info.active_after_fatal = False
+            # A death is every fatal error until the role works again: the OOM and torchrun's
+            # ChildFailedError reporting it, Ray's ActorDiedError and the worker's SIGBUS
+            # printed after it. `runtop.causes` picks the cause among them.
+            if ev.fatal and info is not None:
+                if info.fatal is None or info.active_after_fatal:
+                    info.fatal = entry
+                    info.fatals = []
+                    info.active_after_fatal = False
+                if len(info.fatals) < MAX_DEATH_ERRORS:
+                    info.fatals.append(entry)
         elif ev.level == "WARNING":
             self.warnings[ev.kind] += ev.count
             self.last_warning[ev.kind] = ev.message
@@ -561,8 +596,15 @@ class RunState:
         return self.steps[self._step_keys[-1]] if self._step_keys else None
 
     def open_fatals(self) -> list[ErrorEntry]:
-        """Fatal errors that end their log (nothing of the role's work came after), oldest first."""
-        out = [i.fatal for i in self.files.values() if i.kind == "log" and i.fatal is not None and not i.active_after_fatal]
+        """The cause of each death that ends its log (nothing of the role's work came after),
+        oldest first: the most specific error of the death, not the wrapper that reported it."""
+        from runtop.causes import root_cause
+
+        out = [
+            root_cause(i.fatals or [i.fatal])
+            for i in self.files.values()
+            if i.kind == "log" and i.fatal is not None and not i.active_after_fatal
+        ]
         return sorted(out, key=lambda e: e.time or "99")
 
     def write_times(self) -> list[float]:

@@ -93,7 +93,11 @@ def test_vllm_engine_death_across_prefixed_traceback_lines():
         "(APIServer pid=6) vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.\n",
         "inference",
     )
-    assert [e.kind for e in evs] == ["EngineDeadError", "EngineDeadError"] and all(e.fatal for e in evs)
+    # EngineCore's own exception is the cause; the API server's EngineDeadError wraps it.
+    assert [e.kind for e in evs] == ["RuntimeError", "EngineDeadError"]
+    assert all(e.fatal and e.certain for e in evs)
+    assert [e.wrapper for e in evs] == [False, True]
+    assert "illegal memory access" in evs[0].message
 
 
 def test_vllm_max_tokens_too_large_and_ulimit():

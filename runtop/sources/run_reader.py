@@ -251,7 +251,7 @@ class RunReader:
                 self._fold_records(f, f.assembler.flush())
             f.reset(self.state.batch_rollouts)
             if res.restarted != "rotated":  # logrotate moving the log aside is no relaunch
-                info.fatal, info.active_after_fatal = None, False
+                info.fatal, info.fatals, info.active_after_fatal = None, [], False
                 if f.tracked.kind == "log":
                     self.state.new_attempt(f"{os.path.basename(f.tracked.path)} was {res.restarted}")
         if not res.lines:

@@ -1,0 +1,67 @@
+"""The root cause of a death: one place, for every framework (issue 12).
+
+A process that dies rarely says why in its last line. torchrun prints each rank's
+traceback, then its own `ChildFailedError` summary; Ray's driver prints
+`ActorDiedError` before or after the dying worker's `*** SIGBUS received`; vLLM's API
+server says `EngineDeadError … see stack trace (above)` after EngineCore's own
+traceback. The parsers mark each fatal error with what it is (a wrapper or not), how
+specific a way to die it names (`rank`), and the process it speaks of; this module
+picks, among the fatal errors of one death, the one an expert would name, and says
+which wrapper reported it, what phase was open, and where to look next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from runtop.state import ErrorEntry
+
+SAVE_WORDS = ("save_checkpoint", "checkpoint save", "save_hf_model", "saving checkpoint")
+
+
+def root_cause(death: list[ErrorEntry]) -> ErrorEntry:
+    """The cause among the fatal errors of one death (non-empty, in log order)."""
+    causes = [e for e in death if not e.wrapper]
+    wrappers = [e for e in death if e.wrapper]
+    if not causes:
+        chosen = min(death, key=lambda e: e.rank)  # only wrappers: the most telling of them
+        wrapper = None
+    else:
+        wrapper = wrappers[0] if wrappers else None
+        # A wrapper that names the process it reports (Ray's `pid:` / `class_name:`) points
+        # at the cause: that process's own dump, whichever order Ray printed them in.
+        named = [e for e in causes if wrapper is not None and _same_process(wrapper, e)]
+        pool = named or causes
+        chosen = min(pool, key=lambda e: e.rank)  # min keeps log order among equals
+    phase = chosen.phase or (wrapper.phase if wrapper else None)
+    return replace(
+        chosen,
+        phase=phase,
+        wrapped_by=_short_kind(wrapper.kind) if wrapper is not None and wrapper is not chosen else None,
+        hint=hint_for(chosen.signature or chosen.kind, phase),
+    )
+
+
+def _same_process(wrapper: ErrorEntry, e: ErrorEntry) -> bool:
+    if wrapper.pid is not None and e.pid is not None:
+        return wrapper.pid == e.pid
+    return wrapper.actor is not None and e.actor is not None and wrapper.actor == e.actor
+
+
+def _short_kind(kind: str) -> str:
+    return kind.rsplit(".", 1)[-1] if "(" not in kind else kind.split(".")[-1]
+
+
+def hint_for(kind: str, phase: str | None) -> str | None:
+    """Where an expert looks next, for the ways to die that have one answer."""
+    saving = phase is not None and any(w in phase.lower() for w in SAVE_WORDS)
+    if kind == "SIGBUS":
+        return ("check /dev/shm: a checkpoint save that fills the tmpfs dies of SIGBUS" if saving
+                else "check /dev/shm: a full tmpfs is the usual cause of SIGBUS")
+    if kind == "NoSpaceLeft":
+        return "a disk is full: check the checkpoint dir and /tmp (core dumps)" if saving else "a disk is full: check df -h"
+    if kind.startswith("SIGKILL"):
+        return "killed by SIGKILL: usually the kernel or Ray OOM killer (host memory); see dmesg"
+    if kind == "NCCLTimeout":
+        return "a collective timed out: one rank hung or died first; look at every rank's last lines"
+    return None
