@@ -27,10 +27,12 @@ def root_cause(death: list[ErrorEntry]) -> ErrorEntry:
         chosen = min(death, key=lambda e: e.rank)  # only wrappers: the most telling of them
         wrapper = None
     else:
+        # The exception a user would search for (`ActorDiedError`) over Ray's raylet prose.
+        wrappers.sort(key=lambda e: "Error" not in e.kind)
         wrapper = wrappers[0] if wrappers else None
         # A wrapper that names the process it reports (Ray's `pid:` / `class_name:`) points
         # at the cause: that process's own dump, whichever order Ray printed them in.
-        named = [e for e in causes if wrapper is not None and _same_process(wrapper, e)]
+        named = [e for e in causes if any(_same_process(w, e) for w in wrappers)]
         pool = named or causes
         chosen = min(pool, key=lambda e: e.rank)  # min keeps log order among equals
     phase = chosen.phase or (wrapper.phase if wrapper else None)

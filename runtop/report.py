@@ -84,6 +84,18 @@ def _pass_rates(state: RunState) -> dict[str, float]:
     return out
 
 
+def _health(v: Verdict) -> dict[str, Any]:
+    """The verdict, its reasons, and for a death the cause an expert names (issue 12)."""
+    death = next((a for a in v.alerts if a.cause), None)
+    return {
+        "verdict": v.verdict,
+        "reasons": list(v.reasons),
+        "cause": death.cause if death else None,
+        "wrapper": death.wrapper if death else None,
+        "phase": death.phase if death else None,
+    }
+
+
 def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: bool = True) -> dict[str, Any]:
     v = verdict or judge(state)
     r = state.rollouts
@@ -96,7 +108,7 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
         "path": state.path,
         "run_name": state.run_name,
         "notes": list(state.notes),
-        "health": {"verdict": v.verdict, "reasons": list(v.reasons)},
+        "health": _health(v),
         "progress": {
             "trainer_step": state.trainer_step,
             "orchestrator_step": state.orchestrator_step,
@@ -212,7 +224,8 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
         ],
         "unrecognised": dict(state.unrecognised),
         "alerts": [
-            {"rule": a.rule, "severity": a.severity, "message": a.message, "evidence": a.evidence, "since": a.since}
+            {"rule": a.rule, "severity": a.severity, "message": a.message, "evidence": a.evidence, "since": a.since,
+             "down": a.down, "cause": a.cause, "wrapper": a.wrapper, "phase": a.phase}
             for a in v.alerts
         ],
     }

@@ -9,8 +9,11 @@ import subprocess
 import sys
 import time
 
+from runtop.config import Thresholds
 from runtop.discovery import DiscoveryError, discover, with_ckpt_dir
+from runtop.health import judge
 from runtop.report import to_json, to_markdown
+from runtop.rules import Facts
 from runtop.simulator.skyrl import RUN_NAME, SkyrlSimulator
 from runtop.snapshot import read_run
 from runtop.sources.run_reader import RunReader
@@ -190,3 +193,19 @@ def test_skyrl_processes_are_found_from_the_driver_writing_the_log(skyrl_run):
         for p in (driver, *actors):
             p.kill()
             p.wait()
+
+
+@pytest.mark.parametrize("wrapper_first", [False, True], ids=["dump-then-wrapper", "wrapper-then-dump"])
+def test_sigbus_during_save_is_named_whichever_order_ray_printed_it(skyrl_run, wrapper_first):
+    """Seed 000 as Ray prints it: the driver's ActorDiedError before or after the worker's own
+    `*** SIGBUS received` (FORMATS.md, "What genuine output adds"). The expert's reading:
+    the worker died of SIGBUS during save_checkpoints; look at /dev/shm."""
+    root = skyrl_run("sigbus-checkpoint", max_steps=6, autoretry=False, wrapper_first=wrapper_first)
+    state = read_run(root, processes=False)
+    v = judge(state, Facts(state, time.time(), Thresholds()))
+    crash = next(a for a in v.alerts if a.rule == "crash")
+    assert (crash.cause, crash.phase, crash.wrapper) == ("SIGBUS", "save_checkpoints", "ActorDiedError")
+    assert crash.message.startswith("trainer died: SIGBUS during save_checkpoints")
+    assert "MegatronPolicyWorkerBase pid 67012" in crash.message and "/dev/shm" in crash.message
+    doc = to_json(state, v)
+    assert (doc["health"]["cause"], doc["health"]["phase"], doc["health"]["wrapper"]) == ("SIGBUS", "save_checkpoints", "ActorDiedError")

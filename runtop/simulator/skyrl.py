@@ -63,12 +63,16 @@ class SkyrlSimulator(ScriptPlayer):
         ckpt_interval: int = 2,
         seed: int = 0,
         autoretry: bool = True,
+        wrapper_first: bool = False,
     ) -> None:
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
         super().__init__(root, RUN_NAME, speed)
         self.scenario = scenario
         self.autoretry = autoretry  # False: no wrapper; the run stays dead after a crash
+        # Ray prints by arrival: the driver's ActorDiedError can come before the worker's own
+        # SIGBUS dump (FORMATS.md, "What genuine output adds"; SkyRL#266, ChatLearn#194).
+        self.wrapper_first = wrapper_first
         self.max_steps = max_steps
         self.fail_step = fail_step
         self.ckpt_interval = ckpt_interval
@@ -292,9 +296,7 @@ class SkyrlSimulator(ScriptPlayer):
     def _sigbus_save(self, t: float, step: int) -> Iterator[Action]:
         base = os.path.join(self.ckpt_dir, f"global_step_{step}")
 
-        def act() -> None:
-            self.line(t, "INFO", "Started: 'save_checkpoints'")
-            self._policy_files(base, complete=False)
+        def dump() -> None:
             self.prints(
                 f"*** SIGBUS received at time={int((DAY - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)).total_seconds() + t)} on cpu 42 ***",
                 "PC: @     0x7f3a2b1c4d5e  (unknown)  torch::StorageImpl::share_fd_cpu_",
@@ -306,13 +308,33 @@ class SkyrlSimulator(ScriptPlayer):
                 proc=WORKER,
             )
             self.raw(f"{CYAN}(raylet){RESET} A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the problem, check the logs for the dead worker. RayTask ID: ffff Worker ID: 12ab Node ID: 34cd Worker IP address: 10.0.0.1 Worker port: 10123 Worker PID: 67012 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file.\n")
+
+        def driver() -> None:
+            # Ray's shape: the wrapper, the dead actor's class and pid, and its generic list of
+            # "potential root causes" (which names SIGKILL and SIGSEGV whatever the cause was).
             self.line(t + 5, "ERROR", "Training failed", where="skyrl_train.entrypoints.main_base:main:80")
             self.prints(
                 "Traceback (most recent call last):",
                 '  File "/workspace/SkyRL/skyrl-train/skyrl_train/entrypoints/main_base.py", line 78, in main',
                 "    ray.get(skyrl_entrypoint.remote(cfg))",
+                "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
                 "ray.exceptions.RayTaskError(ActorDiedError): ray::MegatronPolicyWorkerBase.save_checkpoint() (pid=67012, ip=10.0.0.1)",
+                "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+                "\tclass_name: MegatronPolicyWorkerBase",
+                "\tactor_id: 9f1c2e0d44b0c8a1e3aa51f301000000",
+                "\tpid: 67012",
+                "\tip: 10.0.0.1",
+                "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: "
+                "Worker unexpectedly exits with a connection error code 2. End of file. There are some potential root causes. "
+                "(1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. "
+                "(3) The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors.",
             )
+
+        def act() -> None:
+            self.line(t, "INFO", "Started: 'save_checkpoints'")
+            self._policy_files(base, complete=False)
+            for part in ((driver, dump) if self.wrapper_first else (dump, driver)):
+                part()
             self.wrapper(t + 8, "Training exited with code 1 after %ds" % (t + 8 - START))
 
         yield t, act
