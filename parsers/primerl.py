@@ -234,7 +234,7 @@ def parse_record(rec: Record, role: str) -> list[Event]:
         return [Waiting(ORCHESTRATOR, "inference", t)]
     if msg.startswith("Policy inference pool ready"):
         return [Waiting(ORCHESTRATOR, "", t)]
-    if msg.startswith("RL trainer finished") or msg.startswith("Orchestrator finished"):
+    if msg.startswith(("RL trainer finished", "Orchestrator finished", "Orchestrator step loop done")):
         return [RoleFinished(TRAINER if "trainer" in msg else ORCHESTRATOR, t)]
     if rec.fmt == "stdlib":
         return _env_router(rec, t)

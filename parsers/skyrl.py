@@ -410,6 +410,8 @@ class SkyrlParser:
                 done = int(m.group(1))
                 if done:  # read from a log's tail, this may be the first step number seen
                     out.append(StepMetrics(TRAINER, done, {}, {}, "log", t))
+                if done and done == int(m.group(2)):
+                    out.append(RoleFinished(TRAINER, t))  # the last batch: the run ended normally
         elif msg.startswith(("reward/", "avg_final_rewards")):
             self._rollout_means(msg, t, out)
         elif fmt == "wrapper" or msg.startswith(("Attempt #", "Training exited with code")):
@@ -627,6 +629,9 @@ class SkyrlParser:
             parent = posixpath.dirname(m.group(1).rstrip("/"))
             if parent:
                 out.append(CheckpointDir(parent, "log: Loading checkpoint"))
+            return
+        if msg.startswith(("Training finished", "Training complete")):
+            out.append(RoleFinished(TRAINER, t))
             return
         if (m := TOTAL_STEPS_RE.match(msg)) is not None:
             out.append(MaxSteps(int(m.group(1)), "log"))

@@ -2,9 +2,9 @@
 
 Exit codes: 0 ok; 2 a path runtop cannot read or write (one line on stderr, never a
 traceback); 130 interrupted; 70 an internal error (one line; RUNTOP_DEBUG=1 shows
-the traceback). `runtop check` has its own: 0 Healthy (or nothing to judge yet),
-1 Degraded, 2 Down, 3 cannot read the run or the config. `runtop send` exits 4 in
-read-only mode (nothing sent).
+the traceback). `runtop check` has its own: 0 Healthy or Finished, 1 Degraded, 2 Down,
+3 cannot read the run or the config, 4 Unknown (nothing to judge yet). `runtop send`
+exits 4 in read-only mode (nothing sent).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from runtop.parsers.hygiene import public
 
 COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send")
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
-CHECK_EXIT = {"Healthy": 0, "Unknown": 0, "Degraded": 1, "Down": 2}
+# `runtop check` (issue 12): an Unknown is not a Healthy; a script must be able to tell.
+CHECK_EXIT = {"Healthy": 0, "Finished": 0, "Degraded": 1, "Down": 2, "Unknown": 4}
 EXIT_CANNOT_READ = 3
 EXIT_READ_ONLY = 4
 CHUNK_BYTES = 4 << 20
@@ -63,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     _ckpt_dir(st)
     _config(st)
 
-    ch = sub.add_parser("check", help="judge a run: findings on stdout; exit 0 Healthy, 1 Degraded, 2 Down, 3 cannot read")
+    ch = sub.add_parser("check", help="judge a run: findings on stdout; exit 0 Healthy/Finished, 1 Degraded, 2 Down, 3 cannot read, 4 Unknown")
     ch.add_argument("path")
     ch.add_argument("--json", action="store_true", help="print the status JSON (every finding in `alerts`)")
     _ckpt_dir(ch)

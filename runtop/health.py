@@ -11,12 +11,14 @@ to judge yet.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import time
 from dataclasses import dataclass, field, replace
 
 from runtop.config import Thresholds
 from runtop.rules import RULES, Facts, Finding
 from runtop.state import RunState
+from runtop.units import duration
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 MAX_REASONS = 3
@@ -26,7 +28,7 @@ __all__ = ["Finding", "HealthTracker", "Verdict", "judge"]
 
 @dataclass
 class Verdict:
-    verdict: str  # "Healthy" | "Degraded" | "Down" | "Unknown"
+    verdict: str  # "Healthy" | "Degraded" | "Down" | "Finished" | "Unknown"
     reasons: list[str] = field(default_factory=list)
     alerts: list[Finding] = field(default_factory=list)
     new: list[Finding] = field(default_factory=list)  # findings that began with this evaluation
@@ -80,27 +82,70 @@ class HealthTracker:
         return [Finding("environment", "info", msg, "errors") for msg in self.new_kinds.values()]
 
 
+# Findings that forbid a verdict better than Degraded even for a finished run: runtop
+# cannot vouch for what it could not read.
+BLOCKS_FINISHED = {"unreadable"}
+
+
 def _verdict(state: RunState, findings: list[Finding]) -> str:
     if any(f.down for f in findings):
         return "Down"
+    if state.run_finished() and not any(f.rule in BLOCKS_FINISHED for f in findings):
+        # A run that ended normally is Finished, whatever its files' age (issue 12).
+        return "Finished"
     if any(f.severity in ("critical", "warning") for f in findings):
         return "Degraded"
-    if "trainer" in state.finished or state.current_step() is not None:
+    if state.current_step() is not None:
         return "Healthy"
     return "Unknown"
 
 
 def _reasons(state: RunState, findings: list[Finding]) -> list[str]:
-    serious = [f.message for f in findings if f.severity != "info"][:MAX_REASONS]
+    serious = [f.message for f in findings if f.severity != "info"]
+    if state.run_finished() and not any(f.down or f.rule in BLOCKS_FINISHED for f in findings):
+        return [finished_text(state), *serious][:MAX_REASONS]
+    serious = serious[:MAX_REASONS]
     if serious:
         return serious
-    if "trainer" in state.finished:
-        return ["run finished"]
     if state.current_step() is None:
+        waiting = booting_text(state)
+        if waiting:
+            return [waiting]
         if any(info.bytes_read for info in state.files.values()):
             return ["no step finished yet (starting up?)"]
         return ["nothing to judge yet: no log lines or metrics read"]
     return []
+
+
+def finished_text(state: RunState) -> str:
+    """`finished at step 20 after 1h 12m (log clock); last complete checkpoint: step 20`."""
+    step = state.trainer_step if state.trainer_step is not None else state.orchestrator_step
+    parts = [f"finished at step {step}" if step is not None else "finished"]
+    dur = state.duration_s()
+    if dur:
+        parts[0] += f" after {duration(dur)}"
+    ckpt = state.last_complete_checkpoint()
+    parts.append(f"last complete checkpoint: step {ckpt.step}" if ckpt else "no complete checkpoint")
+    who = ", ".join(sorted(state.finished))
+    return f"{parts[0]} ({who} said so); {parts[1]}"
+
+
+def booting_text(state: RunState) -> str | None:
+    """What a run with no step yet waits for: `waiting for the inference server at
+    http://localhost:8000 for 50 s` (the orchestrator retries every 10 s)."""
+    text = state.last_warning.get("inference_unreachable")
+    if text:
+        m = WAIT_RE.search(text)
+        url = URL_RE.search(text)
+        at = f" at {url.group(0).rstrip('.,)')}" if url else ""
+        return f"waiting for the inference server{at}" + (f" for {m.group(1)} s" if m else "")
+    for role, on in sorted(state.waiting.items()):
+        return f"{role} waiting on {on}"
+    return None
+
+
+WAIT_RE = re.compile(r"after (\d+(?:\.\d+)?) ?s", re.ASCII)
+URL_RE = re.compile(r"https?://[^\s,;)]+", re.ASCII)
 
 
 def judge(state: RunState, facts: Facts | None = None, cfg: Thresholds | None = None) -> Verdict:

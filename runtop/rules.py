@@ -83,7 +83,7 @@ class Facts:
         return oldest is None or self.now - oldest < self.cfg.grace_s
 
     def finished(self) -> bool:
-        return "trainer" in self.state.finished
+        return self.state.run_finished()
 
 
 def _where(state: RunState, e: ErrorEntry) -> str:
@@ -401,6 +401,21 @@ def _denied_text(s: RunState) -> str:
     return "; ".join(f"{len(roles)} process(es) of {user} cannot be inspected" for user, roles in sorted(s.process_denied.items()))
 
 
+def unreadable(f: Facts) -> list[Finding]:
+    """A log runtop cannot read (permission, I/O error, vanished) hides whatever it says: a
+    dead run must not look Healthy because its trainer.log is `chmod 000` (issue 12)."""
+    s = f.state
+    out = []
+    for info in s.files.values():
+        if not info.error or info.kind not in ("log", "metrics"):
+            continue
+        err = info.error[len(info.path) + 2 :] if info.error.startswith(info.path + ": ") else info.error
+        who = ROLE_NAMES.get(info.role, info.role)
+        msg = f"cannot read {s.relpath(info.path)} ({who}): {err}; what it says is unknown"
+        out.append(Finding("unreadable", "warning", msg, s.relpath(info.path)))
+    return out
+
+
 def process_access(f: Facts) -> list[Finding]:
     """Say what runtop cannot see: another user's titled processes (issue 10)."""
     s = f.state
@@ -426,5 +441,6 @@ RULES: list[tuple[str, Callable[[Facts], list[Finding]]]] = [
     ("training_signal", training_signal),
     ("rollout_quality", rollout_quality),
     ("environment", environment),
+    ("unreadable", unreadable),
     ("process_access", process_access),
 ]

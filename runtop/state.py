@@ -272,6 +272,7 @@ class RunState:
     processes: dict[str, list[int]] | None = None  # role → pids; None = not looked
     process_denied: dict[str, list[str]] = field(default_factory=dict)  # user → roles runtop may not inspect
     backfill_done: float = 1.0
+    first_time: str | None = None  # log clock of the first record read (for the run's duration)
     _saving: dict[str, int] = field(default_factory=dict, repr=False)  # role → checkpoint step being saved
 
     # ---- attempts -------------------------------------------------------
@@ -637,6 +638,19 @@ class RunState:
         if done is None or med is None:
             return None
         return max(0, self.max_steps - done) * med
+
+    def run_finished(self) -> bool:
+        """A role said it ended normally (`RL trainer finished!`, `Orchestrator finished.`,
+        SkyRL's `Training finished` or its last batch bar at N/N) and no death came after."""
+        return bool(self.finished) and not self.open_fatals()
+
+    def duration_s(self) -> float | None:
+        """Log-clock time from the first record to the newest (prime-rl logs carry no date:
+        a run longer than a day under-counts whole days)."""
+        newest = max((f.last_time for f in self.files.values() if f.kind == "log" and f.last_time), default=None)
+        if self.first_time is None or newest is None:
+            return None
+        return clock_diff(self.first_time, newest)
 
     def last_complete_checkpoint(self) -> Checkpoint | None:
         done = [c for c in self.checkpoints.values() if c.complete]

@@ -35,12 +35,14 @@ def test_check_json_is_the_status_document_with_every_finding(simulated):
     doc = json.loads(r.stdout)
     assert doc["health"]["verdict"] == "Down"
     crash = next(a for a in doc["alerts"] if a["rule"] == "crash")
-    assert set(crash) == {"rule", "severity", "message", "evidence", "since"} and crash["severity"] == "critical"
+    assert set(crash) == {"rule", "severity", "message", "evidence", "since", "down", "cause", "wrapper", "phase"}
+    assert crash["severity"] == "critical" and crash["down"] and crash["cause"] == "torch.OutOfMemoryError"
+    assert doc["health"]["cause"] == "torch.OutOfMemoryError"
     assert "steps" in doc and "checkpoints" in doc
 
 
 def test_status_append_creates_then_appends_and_never_truncates(simulated):
-    root = simulated("healthy", max_steps=3)
+    root = simulated("healthy", max_steps=5, stop_after=3)
     path = os.path.join(root, "STATUS.md")
     assert not os.path.exists(path)
     assert runtop("status", root, "--append").returncode == 0

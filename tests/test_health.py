@@ -11,7 +11,7 @@ import time
 import pytest
 
 from runtop.config import ConfigError, Thresholds, load
-from runtop.health import HealthTracker
+from runtop.health import HealthTracker, judge
 from runtop.rules import Facts
 from runtop.simulator.primerl import Simulator
 from runtop.simulator.skyrl import SkyrlSimulator
@@ -31,13 +31,28 @@ def serious(verdict) -> list:
 
 def test_a_long_healthy_run_raises_nothing(tmp_path):
     root = str(tmp_path / "prime")
-    Simulator(root, scenario="healthy", max_steps=60).run()
+    Simulator(root, scenario="healthy", max_steps=80, stop_after=60).run()
     _state, verdict = read_and_judge(root)
     assert verdict.verdict == "Healthy" and serious(verdict) == []
     sky = str(tmp_path / "sky")
-    SkyrlSimulator(sky, max_steps=10).run()
+    SkyrlSimulator(sky, max_steps=12, stop_after=10).run()
     _state, verdict = read_and_judge(sky)
     assert verdict.verdict == "Healthy" and serious(verdict) == []
+
+
+def test_a_run_that_ended_normally_is_finished_not_stalled_or_down(tmp_path):
+    """FORMATS.md: `Orchestrator finished.` / `RL trainer finished!` / SkyRL's last batch bar.
+    Hours later, with every file old and no process alive, it is still Finished."""
+    root = str(tmp_path / "prime")
+    Simulator(root, scenario="healthy", max_steps=6).run()
+    sky = str(tmp_path / "sky")
+    SkyrlSimulator(sky, max_steps=4).run()
+    for path in (root, sky):
+        state = read_run(path)
+        v = judge(state, Facts(state, time.time() + 6 * 3600, Thresholds()))
+        assert v.verdict == "Finished" and serious(v) == [], (path, v.reasons)
+        assert v.reasons[0].startswith(f"finished at step {state.trainer_step} after ")
+        assert f"last complete checkpoint: step {state.last_complete_checkpoint().step}" in v.reasons[0]
 
 
 def test_sigbus_in_a_save_leaves_only_common_pt(tmp_path):
@@ -66,7 +81,7 @@ def test_core_dumps_fill_the_disk_then_the_next_save_hits_enospc(tmp_path):
 
 def test_a_disk_over_85_percent_and_one_full_before_the_next_checkpoint(tmp_path):
     root = str(tmp_path / "run")
-    Simulator(root, scenario="healthy", max_steps=6).run()
+    Simulator(root, scenario="healthy", max_steps=8, stop_after=6).run()
     state = read_run(root, processes=False)
     disk = DiskSnapshot(
         disks=[
@@ -139,7 +154,7 @@ def test_a_quiet_run_in_its_grace_period_is_not_stalled(tmp_path):
 
 def test_entropy_sliding_step_after_step(tmp_path):
     root = str(tmp_path / "run")
-    Simulator(root, scenario="entropy-collapse", max_steps=10, fail_step=4).run()
+    Simulator(root, scenario="entropy-collapse", max_steps=12, fail_step=4, stop_after=10).run()
     _state, v = read_and_judge(root)
     slide = [a for a in findings(v, "training_signal") if "entropy falling" in a.message]
     assert slide and slide[0].severity == "warning" and "%/step for 4 steps" in slide[0].message

@@ -12,9 +12,9 @@ def verdict(root):
     return state, judge(state)
 
 
-def test_a_healthy_run_finishes_healthy(simulated):
+def test_a_healthy_run_finishes_finished(simulated):
     state, v = verdict(simulated("healthy", max_steps=6))
-    assert v.verdict == "Healthy" and state.trainer_step == 6 and state.max_steps == 6
+    assert v.verdict == "Finished" and state.trainer_step == 6 and state.max_steps == 6
     assert all(state.steps[s].value("reward") is not None for s in range(1, 7))
     assert state.last_complete_checkpoint().step == 6
 
@@ -66,10 +66,10 @@ def test_status_json_has_the_documented_keys_and_null_for_unknown(simulated):
 
 
 def test_the_checkin_has_the_runbook_shape(simulated):
-    md = to_markdown(read_run(simulated("healthy", max_steps=4)))
+    md = to_markdown(read_run(simulated("healthy", max_steps=6, stop_after=4)))
     lines = md.splitlines()
     assert lines[0].startswith("## ") and lines[0].endswith(" UTC")
-    for head in ("**Step**: 4 / 4", "**Health**: Healthy", "**Progress**:", "**Stability**:", "**Performance**:"):
+    for head in ("**Step**: 4 / 6", "**Health**: Healthy", "**Progress**:", "**Stability**:", "**Performance**:"):
         assert any(line.startswith(head) for line in lines), head
 
 

@@ -24,12 +24,12 @@ def pane(app, pid: str) -> str:
     return "\n".join(line[region.x : region.x + region.width] for line in lines)
 
 
-async def test_a_healthy_run_reads_healthy_everywhere(simulated):
+async def test_a_run_that_ended_normally_reads_finished_everywhere(simulated):
     app = make_app(simulated("healthy", max_steps=6))
     async with app.run_test(size=BIG) as pilot:
         await settle(pilot)
         head = pane(app, "header")
-        assert "Healthy" in head and "step 6/6" in head and "last write 40s ago" in head
+        assert "Finished" in head and "finished at step 6" in head and "step 6/6" in head and "last write 40s ago" in head
         steps = pane(app, "steps")
         assert all(f"\n│ {s} " in steps for s in range(1, 7))
         assert "reward" in pane(app, "metrics") and "entropy" in pane(app, "metrics")
@@ -113,7 +113,7 @@ async def test_no_nvml_is_one_line_and_a_failing_probe_stays_in_its_pane(simulat
         async with app.run_test(size=BIG) as pilot:
             await settle(pilot)
             assert expected in pane(app, "gpus")
-            assert "Healthy" in pane(app, "header") and "step 3/3" in pane(app, "header")
+            assert "Finished" in pane(app, "header") and "step 3/3" in pane(app, "header")
 
 
 async def test_compact_layout_switches_its_one_pane_with_number_keys(simulated):
@@ -242,4 +242,4 @@ async def test_s_appends_a_check_in(simulated):
             await pilot.pause(0.05)
             if os.path.exists(path):
                 break
-        assert "**Health**: Healthy" in open(path).read()
+        assert "**Health**: Finished" in open(path).read()

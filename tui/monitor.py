@@ -173,7 +173,7 @@ class Monitor:
     # ---- probes (worker thread) -------------------------------------------
     def _sample_procs(self) -> ProcessSnapshot:
         self._procs.set_logs([t.path for t in self.live.reader.layout.logs])
-        return self._procs.sample(finished="trainer" in self.state.finished)
+        return self._procs.sample(finished=self.state.run_finished())
 
     def _sample_disks(self) -> DiskSnapshot:
         ckpt = self.live.reader.checkpoint_dir()

@@ -9,7 +9,7 @@ from runtop.widgets.pane import Pane
 from runtop.widgets.render import age as coarse_age
 from runtop.widgets.render import duration
 
-VERDICT_STYLE = {"Healthy": "bold green", "Degraded": "bold yellow", "Down": "bold white on red", "Unknown": "bold grey70"}
+VERDICT_STYLE = {"Finished": "bold white on blue", "Healthy": "bold green", "Degraded": "bold yellow", "Down": "bold white on red", "Unknown": "bold grey70"}
 STALL_MIN_S = 600.0  # the seeds' runs have 100-minute steps: silence is only suspicious relative to the step time
 
 
@@ -19,7 +19,7 @@ def last_write_age(view: View) -> float | None:
 
 
 def stalled(view: View, age: float | None) -> bool:
-    if age is None or "trainer" in view.state.finished:
+    if age is None or view.state.run_finished():
         return False
     med = view.state.median_step_time()
     return age > max(STALL_MIN_S, 3 * med if med else 0.0)
@@ -59,7 +59,7 @@ class HealthHeader(Pane):
         step = s.trainer_step if s.trainer_step is not None else s.orchestrator_step
         parts = [f"step {step if step is not None else '-'}/{s.max_steps or '?'}"]
         eta = s.eta_s()
-        if eta is not None and v.verdict != "Down" and "trainer" not in s.finished:
+        if eta is not None and v.verdict != "Down" and not s.run_finished():
             parts.append(f"ETA {duration(eta)}")
         phase = s.current_phase()
         if phase:

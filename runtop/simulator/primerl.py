@@ -55,6 +55,13 @@ def loguru(t: float, level: str, msg: str) -> str:
     return f"{DIM}{clock(t)}{RESET} {c}{BOLD}{level:>7}{RESET} {c}{BOLD}\x1b[22m{msg}{RESET}{RESET}\n"
 
 
+def duration_text(secs: float) -> str:
+    """prime-rl's compact duration: `2m 35s`, `1h 4m`."""
+    m, s = divmod(int(secs), 60)
+    h, m = divmod(m, 60)
+    return f"{h}h {m}m" if h else f"{m}m {s}s"
+
+
 class Simulator(ScriptPlayer):
     START = START
 
@@ -68,12 +75,15 @@ class Simulator(ScriptPlayer):
         fail_step: int | None = None,
         ckpt_interval: int = 2,
         seed: int = 0,
+        stop_after: int | None = None,
     ) -> None:
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
         super().__init__(root, RUN_NAME, speed)
         self.scenario = scenario
         self.max_steps = max_steps
+        # A run still going: the last step written, never the end (`Orchestrator finished.`).
+        self.stop_after = stop_after
         self.fail_step = fail_step if fail_step is not None else max(3, max_steps // 3)
         self.ckpt_interval = ckpt_interval
         self.rng = random.Random(seed)
@@ -132,7 +142,8 @@ class Simulator(ScriptPlayer):
             yield from self._hung(t)
             return
         reward, entropy = 0.54, 0.41
-        for step in range(1, self.max_steps + 1):
+        last = min(self.max_steps, self.stop_after or self.max_steps)
+        for step in range(1, last + 1):
             step_time = 30.0 + rng.random() * 8
             # rollouts stream in while the batch fills
             for k in range(4):
@@ -164,6 +175,9 @@ class Simulator(ScriptPlayer):
                 yield t + 2, self._checkpoint(t + 2, step)
             if self.scenario == "disk-filling" and step == self.fail_step - 1:
                 yield t + 3, self._core_dump
+        if last < self.max_steps:
+            return
+        yield t + 4, lambda: self.orch(t + 4, "INFO", f"Orchestrator step loop done in {duration_text(t + 4 - START)}")
         yield t + 5, lambda: self.orch(t + 5, "SUCCESS", "Orchestrator finished.")
         yield t + 6, lambda: self.trainer(t + 6, "SUCCESS", "RL trainer finished!")
 

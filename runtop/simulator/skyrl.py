@@ -64,6 +64,7 @@ class SkyrlSimulator(ScriptPlayer):
         seed: int = 0,
         autoretry: bool = True,
         wrapper_first: bool = False,
+        stop_after: int | None = None,
     ) -> None:
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
@@ -73,6 +74,7 @@ class SkyrlSimulator(ScriptPlayer):
         # Ray prints by arrival: the driver's ActorDiedError can come before the worker's own
         # SIGBUS dump (FORMATS.md, "What genuine output adds"; SkyRL#266, ChatLearn#194).
         self.wrapper_first = wrapper_first
+        self.stop_after = stop_after  # a run still going: steps up to here, never the end
         self.max_steps = max_steps
         self.fail_step = fail_step
         self.ckpt_interval = ckpt_interval
@@ -102,7 +104,8 @@ class SkyrlSimulator(ScriptPlayer):
         yield t, self._launch(t, attempt=1)
         step, attempt = 1, 1
         reward, entropy = 5.2, 7.45
-        while step <= self.max_steps:
+        last = min(self.max_steps, self.stop_after or self.max_steps)
+        while step <= last:
             t, reward, entropy = yield from self._step(t, step, attempt, reward, entropy)
             if step % self.ckpt_interval == 0:
                 failing = step == self.fail_step and attempt == 1 and self.scenario != "healthy"
@@ -123,6 +126,8 @@ class SkyrlSimulator(ScriptPlayer):
             if self.scenario == "disk-full" and step == self.fail_step - 1:
                 yield t, self._core_dump
             step += 1
+        if last < self.max_steps:
+            return
         yield t + 5, lambda: self.line(t + 5, "INFO", "Training finished")
         yield t + 6, lambda: self.wrapper(t + 6, "Training exited with code 0 after %ds" % (t + 6 - START))
 

@@ -243,6 +243,8 @@ class RunReader:
         info.size, info.mtime, info.bytes_read = f.tailer.size, f.tailer.mtime, f.tailer.offset
         info.lines_capped, info.restarts = f.tailer.capped, f.tailer.restarts
         info.error = res.error
+        if res.missing and info.bytes_read and not res.lines:
+            info.error = f"{f.tracked.path}: vanished (deleted or moved away)"
         if res.drained:
             # The last lines of the file before it was rotated or replaced: still the old context.
             self._fold_lines(f, res.drained, 0, eof=True)
@@ -299,6 +301,8 @@ class RunReader:
         for ev in f.parse(records):
             self._apply(f, ev)
         path = f.tracked.path
+        if self.state.first_time is None and f.tailer.start_offset == 0:
+            self.state.first_time = next((r.time for r in records if r.time), None)
         self._keep_tail(f, records)
         for rec in reversed(records):
             if rec.time:
