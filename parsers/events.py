@@ -115,6 +115,28 @@ class Waiting:
 
 
 @dataclass(frozen=True, slots=True)
+class SampleFilter:
+    """prime-rl's filter line `Detected 97/128 rollouts (gibberish=2, zero_advantage=95),
+    enforcing 95`: how much of a batch carries no learning signal."""
+
+    flagged: int
+    total: int
+    reasons: dict[str, int]
+    enforced: int | None = None
+    time: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutFailed:
+    """One rollout that failed and will be retried: `Trace failed in group … — HarnessError: …`,
+    `Rollout failed … ProviderError: …` (prime-rl), or an env server's `rollout done … stop=X`."""
+
+    error_type: str
+    message: str
+    time: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class LogTime:
     """The clock time of the newest record of a role (for "last write" and staleness)."""
 
@@ -305,6 +327,8 @@ Event = (
     | RoleFinished
     | Waiting
     | LogTime
+    | SampleFilter
+    | RolloutFailed
     | RolloutStart
     | RolloutDone
     | EnvLag

@@ -22,7 +22,9 @@ from .events import (
     Resumed,
     RoleFinished,
     RolloutDone,
+    RolloutFailed,
     RolloutStart,
+    SampleFilter,
     StepMetrics,
     Waiting,
 )
@@ -39,6 +41,16 @@ RESUME_RE = re.compile(r"Resuming (?:training )?from checkpoint (?:at )?step (\d
 SAVE_RE = re.compile(r"Saving checkpoint at step (\d+)", re.ASCII)
 TRACE_FAILED_RE = re.compile(r"Trace failed in group \S+ \(([^)]*)\) \W+ ([\w.]+)(?::\s*(.*))?", re.ASCII)
 DROPPED_RE = re.compile(r"Dropped (\d+) queued traces", re.ASCII)
+# `Detected 97/128 rollouts (gibberish=2, zero_advantage=95), enforcing 95`
+DETECTED_RE = re.compile(r"Detected (\d+)/(\d+) rollouts \(([^)]{0,300})\)(?:,? enforcing (\d+))?", re.ASCII)
+# `Orchestrator paused: waiting for trainer process to complete checkpoint 14 (>1 step(s) ahead)`
+PAUSED_RE = re.compile(r"Orchestrator paused: waiting for trainer(?: process)? to complete checkpoint (\d+)", re.ASCII)
+# A rollout that failed and is retried, in any of the words prime-rl used:
+# `Trace failed in group g12 (env) — HarnessError: …`, `Rollout failed (id=…): ProviderError: …`.
+ROLLOUT_FAILED_RE = re.compile(
+    r"(?:Rollout|Trace|Episode)\b.{0,200}?\bfailed\b.{0,200}?(?<![\w.])([A-Z]\w{0,60}(?:Error|Exception|Timeout))(?::\s*(.{0,300}))?",
+    re.ASCII,
+)
 EMPTY_BATCH_RE = re.compile(r"Step (\d+): empty train batch", re.ASCII)
 # The lookbehinds in this file and skyrl.py start a match only where a word starts: without
 # them `\w+` rescans the rest of a 64 KB word from every position (issue 10: 13 s a line).
@@ -211,9 +223,12 @@ def parse_record(rec: Record, role: str) -> list[Event]:
         if "Inference server is not ready" in msg:
             return [Notice(ORCHESTRATOR, level, "inference_not_ready", msg.strip(), t, fatal=True)]
         notice = error_notice(rec, role, traceback_is_fatal=True)
-        return [notice] if notice else []
+        out: list[Event] = [notice] if notice else []
+        if "failed" in msg and not notice_fatal(notice) and (m := ROLLOUT_FAILED_RE.search(msg)) is not None:
+            out.append(RolloutFailed(m.group(1), (m.group(2) or "").strip(), t))
+        return out
     if level == "WARNING":
-        return [_warning(msg, role, t)]
+        return _warning(msg, role, t)
     if "max_steps=" in msg and ("Starting" in msg):
         m = MAX_STEPS_RE.search(msg)
         if m:
@@ -228,6 +243,12 @@ def parse_record(rec: Record, role: str) -> list[Event]:
             return [Resumed(role, int(m.group(1)), t)]
         if msg.startswith("Resuming dispatcher"):
             return [Waiting(ORCHESTRATOR, "", t)]
+    if msg.startswith("Detected ") and (m := DETECTED_RE.match(msg)) is not None:
+        reasons = {k: v for k, val in ROLLOUT_KV_RE.findall(m.group(3)) if (v := strict_int(val)) is not None}
+        return [SampleFilter(int(m.group(1)), int(m.group(2)), reasons, strict_int(m.group(4)), t)]
+    if msg.startswith("Orchestrator paused") and (m := PAUSED_RE.match(msg)) is not None:
+        # Back-pressure, not a fault: prime-rl says "Training is progressing normally".
+        return [Waiting(ORCHESTRATOR, f"trainer checkpoint {m.group(1)} (normal back-pressure)", t)]
     if msg.startswith("Pausing dispatcher"):
         return [Waiting(ORCHESTRATOR, "policy", t)]
     if msg.startswith("Waiting for policy inference pool"):
@@ -241,7 +262,18 @@ def parse_record(rec: Record, role: str) -> list[Event]:
     return []
 
 
-def _warning(msg: str, role: str, t: str | None) -> Notice:
+def notice_fatal(notice: Notice | None) -> bool:
+    return notice is not None and notice.fatal
+
+
+def _warning(msg: str, role: str, t: str | None) -> list[Event]:
+    notice = _warning_notice(msg, role, t)
+    if "failed" in msg and (m := ROLLOUT_FAILED_RE.search(msg)) is not None:
+        return [notice, RolloutFailed(m.group(1), (m.group(2) or "").strip(), t)]
+    return [notice]
+
+
+def _warning_notice(msg: str, role: str, t: str | None) -> Notice:
     text = msg.strip()
     if text.startswith("Inference server was not reached"):
         return Notice(ORCHESTRATOR, "WARNING", "inference_unreachable", text, t)

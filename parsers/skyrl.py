@@ -395,6 +395,7 @@ class SkyrlParser:
         elif msg.startswith("Step ") and STEP_DUMP_RE.match(msg):
             m = STEP_DUMP_RE.match(msg)
             step = int(m.group(1))
+            self._late_step(step, t, out)
             if m.group(2):
                 self._dict(m.group(2), t, out, step)
             elif lines and lines[0].lstrip().startswith("{"):
@@ -409,6 +410,7 @@ class SkyrlParser:
                 out.append(MaxSteps(int(m.group(2)), "log"))
                 done = int(m.group(1))
                 if done:  # read from a log's tail, this may be the first step number seen
+                    self._late_step(done, t, out)
                     out.append(StepMetrics(TRAINER, done, {}, {}, "log", t))
                 if done and done == int(m.group(2)):
                     out.append(RoleFinished(TRAINER, t))  # the last batch: the run ended normally
@@ -460,6 +462,10 @@ class SkyrlParser:
             if step is not None:
                 self._set_step(out, step, t)
                 out.append(StepMetrics(TRAINER, step, {"step_time_s": dur}, {}, "log", t))
+            else:
+                # Upstream SkyRL need not print `global_step: N`: the status dict, the `Step N:`
+                # dump or the batch bar that follow name the step; keep the time until then.
+                self._emit(out, TRAINER, {"step_time_s": dur}, time=t)
             return
         self._phases_seen.add(name)
         self._emit(out, ORCHESTRATOR, {}, phases={name: dur}, time=t)
@@ -489,10 +495,20 @@ class SkyrlParser:
                 b[f"{kind}_pass"] += rewards[kind] > 0
         out.append(BatchProgress(b["trajectories"], self.batch_rollouts, None, None, t))
 
+    def _late_step(self, step: int, t: str | None, out: list[Event]) -> None:
+        """A step number learnt after the step's numbers (no `global_step: N` line)."""
+        if self.step is None:
+            self._set_step(out, step, t)
+
     def _dict(self, text: str, t: str | None, out: list[Event], dump_step: int | None) -> None:
         d = _literal_dict(text)
         if not d:
             return
+        for key in ("trainer/global_step", "global_step"):
+            gs = d.get(key)
+            if isinstance(gs, int) and not isinstance(gs, bool) and 0 <= gs < 1 << 40:
+                self._late_step(gs, t, out)
+                break
         if dump_step is not None or any(isinstance(v, str) for v in d.values()):
             self._dump(d, t, out, dump_step)
             return

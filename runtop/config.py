@@ -52,6 +52,11 @@ class Thresholds:
     context_overflow_rate: float = 0.1
     timeout_rate: float = 0.1
     inference_unreachable_s: float = 60.0
+    # Stuck without errors: this share of the last `window` rollouts (at least `min` of
+    # them) failing with one error type while the batch does not move.
+    rollout_fail_window: int = 20
+    rollout_fail_min: int = 8
+    rollout_fail_share: float = 0.9
     bell: bool = True
 
 

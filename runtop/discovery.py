@@ -120,7 +120,15 @@ def _looks_like_primerl_run(path: str) -> bool:
             or os.path.lexists(os.path.join(logs, "latest"))
             or any(_isfile(logs, n) for n in ROLE_OF_LOG)
         )
-    ) or _isfile(path, "metrics.jsonl") or _isdir(path, "monitors", "file")
+    ) or _isfile(path, "metrics.jsonl") or _isdir(path, "monitors", "file") or _v06_partial(path)
+
+
+def _v06_partial(path: str) -> bool:
+    """A v0.6 run dir copied or synced without its role logs: only `run_default/rollouts/…`
+    and env-server logs (issue 12: refused as "nothing runtop recognises" before)."""
+    return bool(glob.glob(os.path.join(path, "run_default", "rollouts", "step_*", "train_rollouts.jsonl"))) or bool(
+        glob.glob(os.path.join(path, "logs", "envs", "*", "*", "env_server.log"))
+    )
 
 
 def _newest_mtime(path: str) -> float:
@@ -219,7 +227,13 @@ def _primerl_layout(root: str) -> RunLayout:
     lay.configs = _configs(root)
     orch_root = os.path.join(root, "run_default", "checkpoints")
     lay.checkpoint_roots = [(os.path.join(root, "checkpoints"), orch_root if _isdir(orch_root) else None)]
-    if not lay.logs and not lay.metrics:
+    if not any(t.role != "env" for t in lay.logs) and (lay.rollouts or lay.logs) and not lay.metrics:
+        have = " and ".join(w for w, ok in (("rollout files", lay.rollouts), ("env-server logs", lay.logs)) if ok)
+        lay.notes.append(
+            f"partial {lay.layout} run dir: {have} only, no trainer/orchestrator/inference logs "
+            "(copied without logs/, or the run has not started them): rollouts and env health only"
+        )
+    elif not lay.logs and not lay.metrics:
         lay.notes.append("no logs or metrics.jsonl yet: the run may still be starting")
     return lay
 

@@ -108,6 +108,10 @@ def _reasons(state: RunState, findings: list[Finding]) -> list[str]:
     if serious:
         return serious
     if state.current_step() is None:
+        partial = next((n for n in state.notes if n.startswith("partial ")), None)
+        if partial:
+            steps = state.rollouts.steps
+            return [partial.split(" (", 1)[0] + (f"; rollout files up to step {max(steps)}" if steps else "")]
         waiting = booting_text(state)
         if waiting:
             return [waiting]

@@ -35,7 +35,8 @@ def step_dict(row: StepRow) -> dict[str, Any]:
     # Keys that come from a run's files are made public here, so a row needs no second walk.
     d["phases_s"] = {public(k): _num(v) for k, v in row.phases_s.items()}
     d["orchestrator_step_time_s"] = _num(row.orchestrator.get("step_time_s"))
-    for name in ("truncated", "error_rate", "reward_all", "turns"):
+    # v0.5's orchestrator line carries `Throughput` (inference) and `Async Level` (issue 12).
+    for name in ("truncated", "error_rate", "reward_all", "turns", "inference_tok_s", "async_level", "off_policy_max"):
         d[name] = _num(row.orchestrator.get(name))
     for name in ("mfu", "peak_mem_gib"):
         d[name] = _num(row.trainer.get(name))
@@ -84,6 +85,16 @@ def _pass_rates(state: RunState) -> dict[str, float]:
     return out
 
 
+def sample_filter_text(state: RunState) -> str | None:
+    """prime-rl's `Detected 97/128 rollouts (gibberish=2, zero_advantage=95)` as an expert reads
+    it: most of a batch carrying no learning signal (reward saturated), a note, not an alarm."""
+    sf = state.sample_filter
+    if sf is None or not sf.total:
+        return None
+    why = ", ".join(f"{k}={v}" for k, v in sorted(sf.reasons.items(), key=lambda kv: -kv[1]))
+    return f"{sf.flagged / sf.total:.0%} of the batch carries no signal ({why} of {sf.total})"
+
+
 def _health(v: Verdict) -> dict[str, Any]:
     """The verdict, its reasons, and for a death the cause an expert names (issue 12)."""
     death = next((a for a in v.alerts if a.cause), None)
@@ -127,6 +138,11 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
             ),
             "waiting": dict(state.waiting),
             "phase": state.current_phase(),
+            "sample_filter": (
+                {"flagged": state.sample_filter.flagged, "total": state.sample_filter.total,
+                 "reasons": dict(state.sample_filter.reasons), "enforced": state.sample_filter.enforced}
+                if state.sample_filter else None
+            ),
             "finished": sorted(state.finished),
         },
         "lost_steps": [step_dict(row) for row in state.lost_steps],
@@ -362,6 +378,9 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
         progress.append(f"errored rollouts {min(errs) * 100:.1f}-{max(errs) * 100:.1f}%")
     if state.batch and state.framework != "skyrl":
         progress.append(f"current batch {state.batch.done}/{state.batch.total or '?'}")
+    note = sample_filter_text(state)
+    if note:
+        progress.append(note)
     progress.extend(_agent_lines(state))
     r = state.rollouts
     if r.total:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -249,6 +250,32 @@ def rollouts_hung(f: Facts) -> list[Finding]:
     return [Finding("rollouts_hung", "critical", msg, _where(s, e), e.time)]
 
 
+def rollouts_failing(f: Facts) -> list[Finding]:
+    """Stuck without an ERROR: every rollout fails with one error type and is retried forever
+    while the batch does not move (`0/4`, `HarnessError: harness 'null' exited 1`). Degraded
+    at once, Down once it has lasted the stall time (FORMATS.md, "What genuine output adds")."""
+    s = f.state
+    recent = list(s.rollouts_since_step)
+    window = recent[-f.cfg.rollout_fail_window :]
+    if len(window) < f.cfg.rollout_fail_min or f.finished():
+        return []
+    kinds = Counter(k for k, _, _ in window if k)
+    if not kinds:
+        return []
+    kind, n = kinds.most_common(1)[0]
+    if n / len(window) < f.cfg.rollout_fail_share:
+        return []
+    last = next(m for k, _, m in reversed(window) if k == kind)
+    times = [t for _, t, _ in recent if t]
+    span = clock_diff(times[0], times[-1]) if len(times) >= 2 else 0.0
+    at = f"batch at {s.batch.done}/{s.batch.total}" if s.batch is not None else "no step since"
+    msg = (f"stuck: {n} of the last {len(window)} rollouts failed with {kind}"
+           f"{f' ({_short(last, 70)})' if last else ''}; {at}, retried for {duration(span)}")
+    down = span >= max(f.cfg.stall_min_s, 1.0)
+    return [Finding("rollouts_failing", "critical" if down else "warning", msg, "orchestrator/env logs",
+                    times[0] if times else None, down=down, cause=kind)]
+
+
 # ---- checkpoints --------------------------------------------------------------------
 def checkpoint_incomplete(f: Facts) -> list[Finding]:
     """A save that did not finish, a `policy/` of only `common.pt` (seed 000), or one orders of
@@ -436,6 +463,7 @@ RULES: list[tuple[str, Callable[[Facts], list[Finding]]]] = [
     ("role_missing", role_missing),
     ("stalled", stalled),
     ("rollouts_hung", rollouts_hung),
+    ("rollouts_failing", rollouts_failing),
     ("checkpoint_incomplete", checkpoint_incomplete),
     ("disk_pressure", disk_pressure),
     ("training_signal", training_signal),

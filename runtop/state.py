@@ -34,7 +34,9 @@ from runtop.parsers.events import (
     RoleFinished,
     Rollout,
     RolloutDone,
+    RolloutFailed,
     RolloutStart,
+    SampleFilter,
     SlowCall,
     StepMetrics,
     Trajectory,
@@ -63,6 +65,7 @@ ORCH_OWNED = {"reward", "reward_all", "seq_len", "truncated", "error_rate", "can
 # over SkyRL's `Step N:` dump, rounded to 4 decimals (FORMATS.md).
 ORIGIN_RANK = {"metrics": 3, "status": 3, "log": 2, "dump": 1}
 MAX_ERRORS = 200
+MAX_RECENT_ROLLOUTS = 200
 MAX_DEATH_ERRORS = 64  # fatal errors kept per death to choose its cause from
 MAX_LOG_LINES = 1000  # the Logs pane's tail: the only text RunState keeps, and bounded
 MAX_LOST_STEPS = 500
@@ -273,6 +276,10 @@ class RunState:
     process_denied: dict[str, list[str]] = field(default_factory=dict)  # user → roles runtop may not inspect
     backfill_done: float = 1.0
     first_time: str | None = None  # log clock of the first record read (for the run's duration)
+    # Rollouts that ended since the orchestrator's last step: error type (None: ok), time,
+    # message. 90 % failing with one type while no step comes is a stuck run (issue 12).
+    rollouts_since_step: deque = field(default_factory=lambda: deque(maxlen=MAX_RECENT_ROLLOUTS))
+    sample_filter: SampleFilter | None = None
     _saving: dict[str, int] = field(default_factory=dict, repr=False)  # role → checkpoint step being saved
 
     # ---- attempts -------------------------------------------------------
@@ -300,6 +307,7 @@ class RunState:
         self.finished.clear()
         self.phases.clear()
         self._saving.clear()
+        self.rollouts_since_step.clear()
         self.agent = AgentCounters()
         # The old attempt's death is history now: what speaks for health is the new one.
         for info in self.files.values():
@@ -372,6 +380,12 @@ class RunState:
         self.env.lag_ms = dict(ev.lag_ms)
         self.env.active_tasks = ev.active_tasks
 
+    def _on_rollout_failed(self, ev: RolloutFailed, source: str) -> None:
+        self.rollouts_since_step.append((ev.error_type, ev.time, ev.message))
+
+    def _on_sample_filter(self, ev: SampleFilter, source: str) -> None:
+        self.sample_filter = ev
+
     def _on_unrecognised(self, ev: Unrecognised, source: str) -> None:
         self.unrecognised[ev.source] = ev.reason
 
@@ -414,6 +428,9 @@ class RunState:
             self.trainer_step = max(self.trainer_step or 0, ev.step)
         else:
             self.orchestrator_step = max(self.orchestrator_step or 0, ev.step)
+            if ev.values:
+                self.rollouts_since_step.clear()  # the batch moved
+                self.waiting.pop("orchestrator", None)
 
     def _phase_of(self, role: str) -> str | None:
         """What the run was doing when `role` logged an error: the innermost open SkyRL
@@ -550,6 +567,7 @@ class RunState:
             return
         env.done += 1
         env.by_stop[ev.stop or "unknown"] += 1
+        self.rollouts_since_step.append((ev.error_type, ev.time, ev.stop or ""))
         start = env.open_starts.pop(ev.rollout_id, None)
         if start is None or ev.time is None:
             return
@@ -683,6 +701,8 @@ _HANDLERS = {
     LaunchConfig: RunState._on_launch_config,
     CheckpointDir: RunState._on_ckpt_dir,
     ExtraLog: RunState._on_extra_log,
+    RolloutFailed: RunState._on_rollout_failed,
+    SampleFilter: RunState._on_sample_filter,
 }
 
 
