@@ -77,7 +77,12 @@ WRAPPER_WORDS_RE = re.compile(
 # What a record says of the process that died: Ray's `class_name: X` / `pid: N`, a Ray
 # task header `ray::TaskRunner.run() (pid=53223, …)`, torchrun's `(pid: 1622990)`.
 PID_RE = re.compile(r"(?<![\w.])pid[:=]\s?(\d{1,9})", re.ASCII)
+ACTOR_PID_RE = re.compile(r"^\s*pid: (\d{1,9})\s*$", re.ASCII | re.M)
 CLASS_RE = re.compile(r"class_name: ([\w.<>]+)", re.ASCII)
+
+
+# A traceback frame in checkpoint-saving code: `…/ckpt.py", line 88, in save`, `dcp.save`.
+SAVE_FRAME_RE = re.compile(r"ckpt|checkpoint|in save|dist_checkpointing|torch/serialization", re.ASCII | re.I)
 
 
 def signature_of(text: str) -> Signature | None:
@@ -132,7 +137,8 @@ def _pid_actor(rec: Record, text: str) -> tuple[int | None, str | None]:
     (`(MegatronPolicyWorkerBase pid=4242)`), the dead actor for a Ray wrapper."""
     m = CLASS_RE.search(text)
     actor = m.group(1).rsplit(".", 1)[-1] if m else None
-    m = PID_RE.search(text)
+    # Ray's `pid: N` line names the dead actor; a `ray::task() (pid=N, …)` header names the caller.
+    m = ACTOR_PID_RE.search(text) or PID_RE.search(text)
     pid = int(m.group(1)) if m else None
     if pid is None and rec.proc:
         name, _, rest = rec.proc.partition("pid=")
@@ -184,6 +190,8 @@ def error_notice(rec: Record, role: str, *, traceback_is_fatal: bool) -> Notice 
 def _notice(rec: Record, role: str, level: str, kind: str, message: str, text: str, *, fatal: bool, wrapper: bool,
             sig: Signature | None) -> Notice:
     pid, actor = _pid_actor(rec, text)
+    in_save = any(line.lstrip().startswith("File ") and SAVE_FRAME_RE.search(line) for line in text.splitlines())
     rank = sig.rank if sig is not None and not wrapper else (60 if wrapper else 40)
     return Notice(role, level, kind, message, rec.time, fatal=fatal, wrapper=wrapper, pid=pid, actor=actor,
-                  rank=rank, certain=bool(sig and sig.certain and fatal), signature=sig.kind if sig else None)
+                  rank=rank, certain=bool(sig and sig.certain and fatal), signature=sig.kind if sig else None,
+                  in_save=in_save)

@@ -95,6 +95,7 @@ class Notice:
     rank: int = 40
     certain: bool = False
     signature: str | None = None  # the way to die its text names (SIGBUS, NoSpaceLeft, …), if any
+    in_save: bool = False  # its traceback runs through checkpoint-saving code
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,7 @@ DROPPED_RE = re.compile(r"Dropped (\d+) queued traces", re.ASCII)
 # `Detected 97/128 rollouts (gibberish=2, zero_advantage=95), enforcing 95`
 DETECTED_RE = re.compile(r"Detected (\d+)/(\d+) rollouts \(([^)]{0,300})\)(?:,? enforcing (\d+))?", re.ASCII)
 # `Orchestrator paused: waiting for trainer process to complete checkpoint 14 (>1 step(s) ahead)`
+COUNT_KV_RE = re.compile(r"(?<!\w)(\w{1,40})=(\d{1,12})\b", re.ASCII)
 PAUSED_RE = re.compile(r"Orchestrator paused: waiting for trainer(?: process)? to complete checkpoint (\d+)", re.ASCII)
 # A rollout that failed and is retried, in any of the words prime-rl used:
 # `Trace failed in group g12 (env) — HarnessError: …`, `Rollout failed (id=…): ProviderError: …`.
@@ -244,7 +245,7 @@ def parse_record(rec: Record, role: str) -> list[Event]:
         if msg.startswith("Resuming dispatcher"):
             return [Waiting(ORCHESTRATOR, "", t)]
     if msg.startswith("Detected ") and (m := DETECTED_RE.match(msg)) is not None:
-        reasons = {k: v for k, val in ROLLOUT_KV_RE.findall(m.group(3)) if (v := strict_int(val)) is not None}
+        reasons = {k: v for k, val in COUNT_KV_RE.findall(m.group(3)) if (v := strict_int(val)) is not None}
         return [SampleFilter(int(m.group(1)), int(m.group(2)), reasons, strict_int(m.group(4)), t)]
     if msg.startswith("Orchestrator paused") and (m := PAUSED_RE.match(msg)) is not None:
         # Back-pressure, not a fault: prime-rl says "Training is progressing normally".

@@ -25,7 +25,7 @@ PRIME_RE = re.compile(r"(\d{2}:\d{2}:\d{2})\s+(TRACE|DEBUG|INFO|SUCCESS|WARNING|
 # At DEBUG level loguru adds ` [file.py::123]`.
 DEBUG_SUFFIX_RE = re.compile(r"\s\[[\w./-]+\.py::\d+\]\s*$", re.ASCII)
 # torchrun / glog: `E0821 14:05:23.118000 2210431 torch/distributed/…/api.py:882] failed …`
-GLOG_RE = re.compile(r"([IWEF])\d{4} (\d{2}:\d{2}:\d{2})\.\d+\s+\d+\s+[^\]]*\]\s?(.*)", re.S | re.ASCII)
+GLOG_RE = re.compile(r"([IWEF])\d{3,4} (\d{2}:\d{2}:\d{2})\.\d+\s+\d+\s+[^\]]*\]\s?(.*)", re.S | re.ASCII)
 # vLLM: `(APIServer pid=2209876) INFO 08-21 14:01:27 [loggers.py:257] Engine 000: …`
 PROC_PREFIX_RE = re.compile(r"\(([\w.: -]+?) pid=\d+(?:, ip=[\d.]+)?\)\s?", re.ASCII)
 # v1 puts the location in brackets (`[core.py:718]`), v0 did not (`launcher.py:99]`).
@@ -36,7 +36,7 @@ VLLM_RE = re.compile(
 # PyTorch's C++ (c10) log lines, e.g. NCCL's watchdog behind a stripped `[rank0]:` prefix:
 # `[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught …`, and the
 # older `[E ProcessGroupNCCL.cpp:737] …` (LlamaFactory#6269, OFA#271).
-C10_RE = re.compile(r"\[([IWEF])(?:\d{4} (\d{2}:\d{2}:\d{2})\.\d+(?: \d+)?)? ?([\w./-]+:\d+)\]\s?(.*)", re.S | re.ASCII)
+C10_RE = re.compile(r"\[([IWEF])(?:\d{3,4} (\d{2}:\d{2}:\d{2})\.\d+(?: \d+)?)? ?([\w./-]+:\d+)\]\s?(.*)", re.S | re.ASCII)
 # uvicorn inside vLLM: `INFO:     127.0.0.1:41722 - "GET /health HTTP/1.1" 200 OK`
 UVICORN_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+(.*)", re.S | re.ASCII)
 # stdlib logging (v0.6 env router) and the Rust vllm-router:
@@ -103,7 +103,12 @@ def _json_record(line: str) -> Record | None:
         m = re.search(r"(\d{2}:\d{2}:\d{2})", ts)
         time = m.group(1) if m else None
     level = str(obj.get("level", "")).upper() or None
-    return Record("json", time, level, str(obj.get("message", "")))
+    # A logged exception travels inside the message: its lines are the record's continuation.
+    head, *rest = str(obj.get("message", "")).split("\n")
+    rec = Record("json", time, level, head)
+    for line in rest:
+        rec.add(line)
+    return rec
 
 
 def match_header(line: str) -> Record | None:
@@ -199,6 +204,33 @@ def continues(pending: Record, rec: Record) -> bool:
     return last[:1].isspace() or last.startswith(_TB_HEADS)
 
 
+# Records that never carry a traceback of their own: one that follows them was printed to
+# stderr by a dying process (torchrun's `[rankN]: Traceback …` after an INFO line).
+_NO_TRACEBACK_FMTS = ("prime", "glog", "stdlib", "json", "c10", "vllm", "uvicorn")
+
+
+def _headless_start(line: str, pending: Record) -> Record | None:
+    """A line without a header that still starts a record of its own.
+
+    - another process's line (`(APIServer pid=3001) Traceback …` after EngineCore's
+      record): continuation lines carry their own record's prefix;
+    - a traceback heading after an INFO/SUCCESS record: loguru attaches tracebacks to the
+      ERROR record that logs them, so one after an INFO line is a stderr dump.
+    """
+    if line.startswith("("):
+        m = PROC_PREFIX_RE.match(line)
+        if m and pending.proc is not None and m.group(1) != pending.proc:
+            return Record("orphan", None, None, line[m.end() :], proc=m.group(1))
+        return None
+    if (
+        line.startswith("Traceback (most recent call last)")
+        and pending.fmt in _NO_TRACEBACK_FMTS
+        and pending.level not in ("ERROR", "CRITICAL", "WARNING")
+    ):
+        return Record("orphan", None, None, line)
+    return None
+
+
 HeaderFn = Callable[[str, "Record | None"], "Record | None"]
 
 
@@ -227,9 +259,12 @@ class RecordAssembler:
         out: list[Record] = []
         pending = self._pending
         header = self._header
+        generic = header is _default_header  # a dialect's header function decides this itself
         base = self.line_base
         for i, line in enumerate(lines):
             rec = header(line, pending)
+            if rec is None and pending is not None and generic:
+                rec = _headless_start(line, pending)
             if rec is not None and pending is not None and continues(pending, rec):
                 pending.add(rec.message)
                 continue

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+from dataclasses import replace
 import posixpath
 import re
 import shlex
@@ -61,6 +62,7 @@ from .records import match_header as generic_header
 
 # `(skyrl_entrypoint pid=66570)`, `(MegatronPolicyWorkerBase pid=12, ip=10.0.0.2)`, `(pid=9)`, `(raylet)`.
 RAY_PREFIX_RE = re.compile(r"\(((?:[\w.:\- ]+? )?pid=\d+|raylet)(?:, ip=[\d.]+)?\)\s?", re.ASCII)
+RANK_PREFIX_RE = re.compile(r"(?:\[(?:rank|[A-Za-z_]*)\d{1,6}\]: ?)+", re.ASCII)
 REPEATED_RE = re.compile(r"(?<!\s)\s*\[repeated (\d+)x across cluster\]", re.ASCII)
 # loguru: `2026-02-19 11:00:58.123 | INFO     | skyrl_train.trainer:train:342 - Started: 'step'`
 LOGURU_RE = re.compile(
@@ -225,8 +227,14 @@ def header(line: str, pending: Record | None) -> Record | None:
         if m:
             repeat = 1 + int(m.group(1))  # the line shown plus the N Ray folded into it
             body = body[: m.start()] + body[m.end() :]
+    if proc is not None and body.startswith("[") and "]:" in body[:16]:
+        body = RANK_PREFIX_RE.sub("", body, count=1)  # `(Worker pid=9) [rank0]:[E302 …`: three layers of prefix
     same_proc = pending is not None and pending.proc == proc
     rec = _body_header(body, _in_agent_block(pending) and same_proc)
+    if rec is None and proc is None and pending is not None and pending.proc is not None:
+        # The driver's own stderr (its traceback) after a Ray worker's line: Ray prefixes every
+        # line it forwards, so an unprefixed line is another process's record.
+        rec = Record("orphan", None, None, body)
     if rec is None and proc is not None:
         if proc == "raylet":
             rec = Record("raylet", None, None, body)
@@ -663,6 +671,8 @@ class SkyrlParser:
             if rec.time is None and t is not None:
                 rec.time = t
             notice = error_notice(rec, role, traceback_is_fatal=fatal_tb)
+            if notice is not None and notice.actor and _proc_role(notice.actor) != role:
+                notice = replace(notice, role=_proc_role(notice.actor))  # the dead actor's role, not the driver's
             if notice is not None and (notice.kind != "error" or level in ("ERROR", "CRITICAL")):
                 out.append(notice)
             return

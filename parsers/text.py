@@ -48,7 +48,7 @@ def clean_bytes(data: bytes) -> bytes:
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     if b"]:" in data:
         data = TORCHRUN_PREFIX_RE_B.sub(b"", data)
-    if b"[0m" in data:
+    if b"[0m" in data or b"[0;0m" in data:
         data = BARE_SGR_RE_B.sub(b"", data)
     if b"HTTP/" in data:
         data = GLUED_ACCESS_RE_B.sub(b"\\1\n", data)

@@ -24,7 +24,8 @@ def root_cause(death: list[ErrorEntry]) -> ErrorEntry:
     causes = [e for e in death if not e.wrapper]
     wrappers = [e for e in death if e.wrapper]
     if not causes:
-        chosen = min(death, key=lambda e: e.rank)  # only wrappers: the most telling of them
+        # Only wrappers: the exception a user would search for, over Ray's raylet prose.
+        chosen = min(death, key=lambda e: ("Error" not in e.kind, e.rank))
         wrapper = None
     else:
         # The exception a user would search for (`ActorDiedError`) over Ray's raylet prose.

@@ -129,7 +129,10 @@ def finished_text(state: RunState) -> str:
     if dur:
         parts[0] += f" after {duration(dur)}"
     ckpt = state.last_complete_checkpoint()
-    parts.append(f"last complete checkpoint: step {ckpt.step}" if ckpt else "no complete checkpoint")
+    parts.append(
+        f"last complete checkpoint: step {ckpt.step}" if ckpt
+        else ("no complete checkpoint" if state.checkpoints else "no checkpoint dir read")
+    )
     who = ", ".join(sorted(state.finished))
     return f"{parts[0]} ({who} said so); {parts[1]}"
 

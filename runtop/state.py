@@ -432,19 +432,23 @@ class RunState:
                 self.rollouts_since_step.clear()  # the batch moved
                 self.waiting.pop("orchestrator", None)
 
-    def _phase_of(self, role: str) -> str | None:
-        """What the run was doing when `role` logged an error: the innermost open SkyRL
-        phase, or a prime-rl checkpoint save that has not been followed by a step."""
+    def _phase_of(self, ev: Notice) -> str | None:
+        """What the run was doing when a role logged a fatal error: the innermost open SkyRL
+        phase; for prime-rl (which marks no phase end) a checkpoint save not yet followed by
+        a step, when the error belongs to it (its traceback runs through saving code, or it
+        is a way a save dies: SIGBUS, a full disk)."""
         if self.phases:
             return self.phases[-1].name
-        saving = self._saving.get(role)
-        return f"checkpoint save (step {saving})" if saving is not None else None
+        saving = self._saving.get(ev.role)
+        if saving is None or not (ev.in_save or ev.signature in ("SIGBUS", "NoSpaceLeft")):
+            return None
+        return f"checkpoint save (step {saving})"
 
     def _on_notice(self, ev: Notice, source: str) -> None:
         if ev.level in ("ERROR", "CRITICAL") or ev.fatal:
             entry = ErrorEntry(
                 ev.time, source, ev.role, ev.kind, ev.message, ev.fatal, ev.wrapper, ev.pid, ev.actor, ev.rank,
-                ev.certain, ev.signature, self._phase_of(ev.role) if ev.fatal else None,
+                ev.certain, ev.signature, self._phase_of(ev) if ev.fatal else None,
             )
             self.errors.append(entry)
             self.error_count += 1
