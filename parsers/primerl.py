@@ -220,7 +220,7 @@ def parse_record(rec: Record, role: str) -> list[Event]:
             notice = error_notice(rec, role, traceback_is_fatal=True)
             if notice is not None and notice.kind != "error" and not notice.wrapper:
                 return [notice]
-            return [Notice(role, level, "torchrun child failed", msg.strip(), t, fatal=True, wrapper=True, rank=60)]
+            return [Notice(role, level, "ChildFailedError", msg.strip(), t, fatal=True, wrapper=True, rank=60)]
         if "Inference server is not ready" in msg:
             return [Notice(ORCHESTRATOR, level, "inference_not_ready", msg.strip(), t, fatal=True)]
         notice = error_notice(rec, role, traceback_is_fatal=True)
