@@ -132,15 +132,16 @@ def has_traceback(lines: list[str]) -> bool:
     return any(line.startswith("Traceback (most recent call last)") for line in lines)
 
 
-def _pid_actor(rec: Record, text: str) -> tuple[int | None, str | None]:
+def _pid_actor(rec: Record, text: str, wrapper: bool) -> tuple[int | None, str | None]:
     """The pid and class/actor name a record speaks of: its own process prefix for a dump
-    (`(MegatronPolicyWorkerBase pid=4242)`), the dead actor for a Ray wrapper."""
+    (`(MegatronPolicyWorkerBase pid=4242)`), the dead actor for a Ray wrapper. A wrapper's
+    own prefix is not the process it reports (the API server reporting EngineCore's death)."""
     m = CLASS_RE.search(text)
     actor = m.group(1).rsplit(".", 1)[-1] if m else None
     # Ray's `pid: N` line names the dead actor; a `ray::task() (pid=N, …)` header names the caller.
     m = ACTOR_PID_RE.search(text) or PID_RE.search(text)
     pid = int(m.group(1)) if m else None
-    if pid is None and rec.proc:
+    if pid is None and rec.proc and not wrapper:
         name, _, rest = rec.proc.partition("pid=")
         digits = rest.split(",", 1)[0].strip()
         pid = int(digits) if digits.isdigit() else None
@@ -179,19 +180,30 @@ def error_notice(rec: Record, role: str, *, traceback_is_fatal: bool) -> Notice 
                 # The wrapper's own text names the death: `exitcode: -9` in torchrun's
                 # summary, `Task was killed due to the node running low on memory` in Ray's.
                 kind, wrapper = sig.kind, False
-        return _notice(rec, role, "ERROR", kind, message, text, fatal=fatal, wrapper=wrapper, sig=sig)
+        return _notice(rec, role, "ERROR", kind, message, text, fatal=fatal, wrapper=wrapper, sig=sig, traceback=exc is not None)
     if sig:
-        return _notice(rec, role, rec.level or "ERROR", sig.kind, head, text, fatal=sig.fatal, wrapper=sig.wrapper, sig=sig)
+        return _notice(rec, role, rec.level or "ERROR", sig.kind, head, text, fatal=sig.fatal, wrapper=sig.wrapper, sig=sig,
+                       traceback=False)
     if rec.fmt == "orphan":
         return None
     return Notice(role, rec.level or "ERROR", "error", head, rec.time)
 
 
 def _notice(rec: Record, role: str, level: str, kind: str, message: str, text: str, *, fatal: bool, wrapper: bool,
-            sig: Signature | None) -> Notice:
-    pid, actor = _pid_actor(rec, text)
+            sig: Signature | None, traceback: bool) -> Notice:
+    """How specific a way to die it names (`rank`, lower wins): a physical death (signal,
+    full disk, OOM, NCCL) 0-5; an exception with its traceback 10; an engine that only says
+    it is dead 20-22; a wrapper 60; anything else 40."""
+    if wrapper:
+        rank = 60
+    elif sig is not None and sig.rank < 20:
+        rank = sig.rank
+    elif traceback:
+        rank = 10
+    else:
+        rank = sig.rank if sig is not None else 40
+    pid, actor = _pid_actor(rec, text, wrapper)
     in_save = any(line.lstrip().startswith("File ") and SAVE_FRAME_RE.search(line) for line in text.splitlines())
-    rank = sig.rank if sig is not None and not wrapper else (60 if wrapper else 40)
     return Notice(role, level, kind, message, rec.time, fatal=fatal, wrapper=wrapper, pid=pid, actor=actor,
                   rank=rank, certain=bool(sig and sig.certain and fatal), signature=sig.kind if sig else None,
                   in_save=in_save)

@@ -255,18 +255,23 @@ def rollouts_failing(f: Facts) -> list[Finding]:
     while the batch does not move (`0/4`, `HarnessError: harness 'null' exited 1`). Degraded
     at once, Down once it has lasted the stall time (FORMATS.md, "What genuine output adds")."""
     s = f.state
-    recent = list(s.rollouts_since_step)
+    everything = list(s.rollouts_since_step)
+    # The orchestrator and the env server report the same rollouts: count one source's.
+    by_source = Counter(src for *_, src in everything)
+    source = max(by_source, key=lambda src: (by_source[src], src == "orchestrator"), default=None)
+    recent = [e for e in everything if e[3] == source]
     window = recent[-f.cfg.rollout_fail_window :]
     if len(window) < f.cfg.rollout_fail_min or f.finished():
         return []
-    kinds = Counter(k for k, _, _ in window if k)
+    kinds = Counter(k for k, *_ in window if k)
     if not kinds:
         return []
     kind, n = kinds.most_common(1)[0]
     if n / len(window) < f.cfg.rollout_fail_share:
         return []
-    last = next(m for k, _, m in reversed(window) if k == kind)
-    times = [t for _, t, _ in recent if t]
+    # The words of the failure (`harness 'null' exited 1`), not an env server's bare `stop=` type.
+    last = next((m for k, _, m, _ in reversed(everything) if k == kind and m and m != kind), "")
+    times = [t for _, t, *_ in recent if t]
     span = clock_diff(times[0], times[-1]) if len(times) >= 2 else 0.0
     at = f"batch at {s.batch.done}/{s.batch.total}" if s.batch is not None else "no step since"
     msg = (f"stuck: {n} of the last {len(window)} rollouts failed with {kind}"

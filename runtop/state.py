@@ -277,7 +277,8 @@ class RunState:
     backfill_done: float = 1.0
     first_time: str | None = None  # log clock of the first record read (for the run's duration)
     # Rollouts that ended since the orchestrator's last step: error type (None: ok), time,
-    # message. 90 % failing with one type while no step comes is a stuck run (issue 12).
+    # message, and who said so (the orchestrator and the env server each report the same
+    # rollout). 90 % failing with one type while no step comes is a stuck run (issue 12).
     rollouts_since_step: deque = field(default_factory=lambda: deque(maxlen=MAX_RECENT_ROLLOUTS))
     sample_filter: SampleFilter | None = None
     _saving: dict[str, int] = field(default_factory=dict, repr=False)  # role → checkpoint step being saved
@@ -381,7 +382,7 @@ class RunState:
         self.env.active_tasks = ev.active_tasks
 
     def _on_rollout_failed(self, ev: RolloutFailed, source: str) -> None:
-        self.rollouts_since_step.append((ev.error_type, ev.time, ev.message))
+        self.rollouts_since_step.append((ev.error_type, ev.time, ev.message, "orchestrator"))
 
     def _on_sample_filter(self, ev: SampleFilter, source: str) -> None:
         self.sample_filter = ev
@@ -571,7 +572,7 @@ class RunState:
             return
         env.done += 1
         env.by_stop[ev.stop or "unknown"] += 1
-        self.rollouts_since_step.append((ev.error_type, ev.time, ev.stop or ""))
+        self.rollouts_since_step.append((ev.error_type, ev.time, ev.stop or "", "env"))
         start = env.open_starts.pop(ev.rollout_id, None)
         if start is None or ev.time is None:
             return

@@ -16,7 +16,14 @@ def runtop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 
 
 def test_check_exit_codes(simulated, tmp_path):
-    assert runtop("check", simulated("healthy", max_steps=4)).returncode == 0
+    """0 Healthy or Finished, 1 Degraded, 2 Down, 3 cannot read, 4 Unknown (issue 12)."""
+    r = runtop("check", simulated("healthy", max_steps=4))
+    assert r.returncode == 0 and r.stdout.startswith("Finished:")
+    empty = tmp_path / "booting"
+    (empty / "logs" / "attempt_1").mkdir(parents=True)
+    (empty / "logs" / "attempt_1" / "orchestrator.log").write_text("14:00:00    INFO Starting orchestrator (algorithm: grpo)\n")
+    r = runtop("check", str(empty))
+    assert r.returncode == 4 and r.stdout.startswith("Unknown:"), r.stdout
     r = runtop("check", simulated("rollouts-hung"))
     assert r.returncode == 1 and r.stdout.startswith("Degraded:") and "rollouts_hung" in r.stdout
     r = runtop("check", simulated("trainer-oom", max_steps=9))
@@ -88,3 +95,70 @@ def test_watch_appends_on_a_cadence(simulated):
     assert open(os.path.join(root, "STATUS.md")).read().count("**Health**") == 2
     r = runtop("watch", root, "--every", "soon")
     assert r.returncode == 2 and "--every 'soon'" in r.stderr
+
+
+def _check_as_unprivileged(root: str) -> tuple[int, str]:
+    """`runtop check root` as a user whom file permissions bind (root reads through them):
+    in a forked child that drops to `nobody` when we are root, in-process otherwise."""
+    import contextlib
+    import io
+
+    from runtop import cli
+
+    if os.geteuid() != 0:
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            code = cli.main(["check", root])
+        return code, buf.getvalue()
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    with contextlib.redirect_stdout(io.StringIO()):
+        cli.main(["check", root])  # every lazy import done here: the child cannot read /root
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code, out = 70, ""
+        try:
+            os.close(rfd)
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                code = cli.main(["check", root])
+            out = buf.getvalue()
+        finally:
+            os.write(wfd, f"{code}\n{out}".encode())
+            os._exit(0)
+    os.close(wfd)
+    with os.fdopen(rfd) as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    code_text, _, out = data.partition("\n")
+    return int(code_text), out
+
+
+def test_an_unreadable_log_never_leaves_a_run_healthy():
+    """Issue 12: `chmod 000` on trainer.log mid-run left a dead run Healthy, the error only in
+    a note. runtop names the file and the error, and says Degraded at best (exit 1)."""
+    import shutil
+    import tempfile
+
+    from runtop import cli
+    from runtop.simulator.primerl import Simulator
+
+    base = tempfile.mkdtemp(prefix="runtop-unreadable-", dir="/tmp")
+    try:
+        os.chmod(base, 0o755)
+        root = os.path.join(base, "run")
+        Simulator(root, scenario="healthy", max_steps=8, stop_after=5).run()
+        assert _check_as_unprivileged(root)[0] == 0  # readable: Healthy (and every import warm)
+        trainer = os.path.join(root, "logs", "attempt_1", "trainer.log")
+        os.chmod(trainer, 0)
+        code, out = _check_as_unprivileged(root)
+        first = out.splitlines()[0]
+        assert code == 1 and first.startswith("Degraded:"), out
+        assert "cannot read logs/attempt_1/trainer.log (trainer): Permission denied" in first
+        assert cli.CHECK_EXIT["Degraded"] == 1
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

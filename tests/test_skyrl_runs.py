@@ -209,3 +209,16 @@ def test_sigbus_during_save_is_named_whichever_order_ray_printed_it(skyrl_run, w
     assert "MegatronPolicyWorkerBase pid 67012" in crash.message and "/dev/shm" in crash.message
     doc = to_json(state, v)
     assert (doc["health"]["cause"], doc["health"]["phase"], doc["health"]["wrapper"]) == ("SIGBUS", "save_checkpoints", "ActorDiedError")
+
+
+def test_upstream_skyrl_without_global_step_lines_keeps_every_steps_numbers(skyrl_run):
+    """Upstream SkyRL prints no `global_step: N`: the step is known from the status dict's
+    `trainer/global_step`, the `Step N:` dump or the batch bar, and no number is dropped."""
+    biomni = read_run(skyrl_run("healthy", max_steps=4, stop_after=3), processes=False)
+    up = read_run(skyrl_run("format-rising", max_steps=4, stop_after=3, upstream=True), processes=False)
+    assert up.trainer_step == 3 and sorted(up.steps) == [1, 2, 3]
+    for row in up.rows():
+        for name in ("loss", "entropy", "grad_norm", "clip_ratio", "step_time_s", "reward"):
+            assert row.value(name) is not None, (row.step, name)
+        assert {"generate", "fwd_logprobs_values_reward", "policy_train"} <= set(row.phases_s), row.phases_s
+    assert sorted(biomni.steps) == sorted(up.steps)

@@ -85,3 +85,27 @@ def test_streamed_json_equals_the_document(simulated):
     streamed, built = json.loads(buf.getvalue()), to_json(state)
     streamed.pop("generated_at"), built.pop("generated_at")
     assert streamed == built
+
+
+def test_every_rollout_fails_with_one_error_and_the_batch_never_moves_runtop_says_down_naming_it(simulated):
+    """No ERROR anywhere: the orchestrator warns `Rollout failed … HarnessError` and retries,
+    the env server says `stop=HarnessError`, the batch stays at 0 (FORMATS.md)."""
+    state, v = verdict(simulated("rollouts-failing", max_steps=20))
+    assert v.verdict == "Down"
+    assert v.reasons[0].startswith("stuck: 20 of the last 20 rollouts failed with HarnessError (harness 'null' exited 1)")
+    assert "batch at 0/128" in v.reasons[0]
+    stuck = next(a for a in v.alerts if a.rule == "rollouts_failing")
+    assert stuck.cause == "HarnessError" and stuck.down
+
+
+def test_the_same_stuck_run_a_few_minutes_in_is_degraded_at_once(tmp_path):
+    from runtop.parsers.events import RolloutFailed
+    from runtop.state import RunState
+
+    state = RunState()
+    for k in range(10):
+        state.apply(RolloutFailed("ProviderError", "upstream returned 503", f"10:0{k // 6}:{(k * 10) % 60:02d}"))
+    v = judge(state)
+    assert v.verdict == "Degraded" and "10 of the last 10 rollouts failed with ProviderError" in v.reasons[0]
+    state.apply(RolloutFailed("ProviderError", "upstream returned 503", "10:12:00"))
+    assert judge(state).verdict == "Down"  # past the stall time (10 min) with nothing moving

@@ -36,6 +36,7 @@ SCENARIOS = (
     "disk-filling",
     "rollouts-hung",
     "entropy-collapse",
+    "rollouts-failing",
 )
 ENV = "reverse-text"
 RUN_NAME = "reverse-text--qwen3-0.6b--sim"
@@ -98,11 +99,12 @@ class Simulator(ScriptPlayer):
         lines = (loguru(t, level, msg) + extra).splitlines(keepends=True)
         self._append("logs/attempt_1/trainer.log", "".join(f"[trainer0]:{line}" for line in lines))
 
-    def vllm(self, t: float, level: str, msg: str, proc: str = "APIServer pid=2209876") -> None:
+    def vllm(self, t: float, level: str, msg: str, proc: str = "APIServer pid=2209876", loc: str = "loggers.py:257") -> None:
+        # vLLM repeats its whole prefix on every line of a multi-line message (a traceback).
         mmdd = "08-21"
         self._append(
             "logs/attempt_1/inference.log",
-            f"\x1b[1;36m({proc})\x1b[0;0m {level} {mmdd} {clock(t)} [loggers.py:257] {msg}\n",
+            "".join(f"\x1b[1;36m({proc})\x1b[0;0m {level} {mmdd} {clock(t)} [{loc}] {line}\n" for line in msg.split("\n")),
         )
 
     def env(self, t: float, msg: str) -> None:
@@ -140,6 +142,9 @@ class Simulator(ScriptPlayer):
         t += 6
         if self.scenario == "rollouts-hung":
             yield from self._hung(t)
+            return
+        if self.scenario == "rollouts-failing":
+            yield from self._failing(t)
             return
         reward, entropy = 0.54, 0.41
         last = min(self.max_steps, self.stop_after or self.max_steps)
@@ -308,12 +313,25 @@ class Simulator(ScriptPlayer):
 
     def _inference_death(self, t: float) -> Iterator[Action]:
         def die() -> None:
+            # The shape of genuine v1 output (vllm-project/vllm-omni#322): EngineCore's own
+            # traceback names the cause; the API server's EngineDeadError only reports it.
             proc = "EngineCore_DP0 pid=2210102"
-            self.vllm(t, "ERROR", "EngineCore encountered a fatal error.", proc=proc)
-            for line in ("Traceback (most recent call last):", '  File "vllm/v1/engine/core.py", line 701, in run_engine_core', "RuntimeError: CUDA error: an illegal memory access was encountered"):
-                self._append("logs/attempt_1/inference.log", f"({proc}) {line}\n")
-            self.vllm(t + 1, "ERROR", "AsyncLLM output_handler failed.")
-            self._append("logs/attempt_1/inference.log", "(APIServer pid=2209876) vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.\n")
+            self.vllm(t, "ERROR", "\n".join((
+                "EngineCore encountered a fatal error.",
+                "Traceback (most recent call last):",
+                '  File "/home/ubuntu/prime-rl/.venv/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 701, in run_engine_core',
+                "    engine_core.run_busy_loop()",
+                "RuntimeError: CUDA error: an illegal memory access was encountered",
+            )), proc=proc, loc="core.py:710")
+            self.vllm(t + 1, "ERROR", "\n".join((
+                "AsyncLLM output_handler failed.",
+                "Traceback (most recent call last):",
+                '  File "/home/ubuntu/prime-rl/.venv/lib/python3.12/site-packages/vllm/v1/engine/async_llm.py", line 439, in output_handler',
+                "    outputs = await engine_core.get_output_async()",
+                "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+            )), loc="async_llm.py:480")
+            for i in range(3):
+                self.vllm(t + 1, "INFO", f"Request chatcmpl-{i}a7f3e9c1b2d44 failed (engine dead).", loc="async_llm.py:419")
 
         yield t, die
         for k in range(1, 7):
@@ -325,6 +343,22 @@ class Simulator(ScriptPlayer):
             tk = t + 10 * k
             yield tk, lambda tk=tk: self.orch(tk, "INFO", "Train batch 0/128 (0.0%) (+0 buffered); 128 inflight episodes (train=128, eval=0)")
             yield tk + 1, lambda tk=tk: self.vllm(tk + 1, "ERROR", "Error in preprocessing prompt inputs: ValueError: 'max_tokens' or 'max_completion_tokens' is too large: 4000. This model's maximum context length is 4096 tokens and your request has 1297 input tokens (4000 > 4096 - 1297).")
+
+
+    def _failing(self, t: float) -> Iterator[Action]:
+        """Stuck without an ERROR: every rollout fails with one error type and is retried
+        while the batch stays at 0 (FORMATS.md, "What genuine output adds")."""
+        for k in range(48):
+            tk = t + 20 * k
+
+            def act(tk: float = tk, k: int = k) -> None:
+                rid = f"r{k:04d}"
+                self.env(tk, f"rollout start: id={rid} task={ENV}-{k % 7} harness=null runtime=docker")
+                self.env(tk + 6, f"rollout done: id={rid} task={ENV}-{k % 7} reward=0.0 turns=0 stop=HarnessError")
+                self.orch(tk + 6, "WARNING", f"Rollout failed (task={ENV}-{k % 7}, attempt {k // 4 + 1}) — HarnessError: harness 'null' exited 1")
+                self.orch(tk + 7, "INFO", "Train batch 0/128 (0.0%) (+0 buffered); 4 inflight episodes (train=4, eval=0)")
+
+            yield tk, act
 
 
 def _traceback(exc: str, msg: str) -> str:

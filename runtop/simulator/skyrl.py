@@ -65,6 +65,7 @@ class SkyrlSimulator(ScriptPlayer):
         autoretry: bool = True,
         wrapper_first: bool = False,
         stop_after: int | None = None,
+        upstream: bool = False,
     ) -> None:
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
@@ -75,6 +76,9 @@ class SkyrlSimulator(ScriptPlayer):
         # SIGBUS dump (FORMATS.md, "What genuine output adds"; SkyRL#266, ChatLearn#194).
         self.wrapper_first = wrapper_first
         self.stop_after = stop_after  # a run still going: steps up to here, never the end
+        # Upstream SkyRL prints no `global_step: N` and names its status keys anew
+        # (`loss_metrics/clip_ratio`, `grad_norm`, `trainer/global_step`); the Biomni fork does.
+        self.upstream = upstream
         self.max_steps = max_steps
         self.fail_step = fail_step
         self.ckpt_interval = ckpt_interval
@@ -177,7 +181,8 @@ class SkyrlSimulator(ScriptPlayer):
         step_time = gen + fwd + train + sync + 2
 
         def rollouts_done() -> None:
-            self.prints(f"global_step: {step}")
+            if not self.upstream:
+                self.prints(f"global_step: {step}")
             self.line(t, "INFO", f"Finished: 'generate', time cost: {gen:.2f}s")
             self.prints(f"reward/avg_pass_at_{SAMPLES}: 1.0, reward/avg_raw_reward: {reward:.4f}")
             self.line(t + fwd, "INFO", f"Finished: 'fwd_logprobs_values_reward', time cost: {fwd:.2f}s")
@@ -202,9 +207,15 @@ class SkyrlSimulator(ScriptPlayer):
             self.line(t + fwd + train, "INFO", f"Finished: 'policy_train', time cost: {train:.2f}s")
             self.line(t + fwd + train + sync, "INFO", f"Finished: 'sync_weights', time cost: {sync:.2f}s")
             self.line(t_end, "INFO", f"Finished: 'step', time cost: {step_time:.2f}s")
-            self.prints(
+            status = (
+                f"{{'loss_metrics/clip_ratio': {clip!r}, 'policy_loss': {loss!r}, 'policy_entropy': {entropy!r}, "
+                f"'grad_norm': {gn!r}, 'policy_lr': 1e-06, 'trainer/global_step': {step}}}"
+                if self.upstream else
                 f"{{'policy_loss': {loss!r}, 'policy_lr': 9.999999974752427e-07, 'ppo_clip_ratio': {clip!r}, "
-                f"'policy_entropy': {entropy!r}, 'raw_grad_norm': {gn!r}, 'policy_update_steps': 1}}",
+                f"'policy_entropy': {entropy!r}, 'raw_grad_norm': {gn!r}, 'policy_update_steps': 1}}"
+            )
+            self.prints(
+                status,
                 f"Step {step}: ",
                 f"{{'loss/avg_final_rewards': '{reward:.4f}', 'policy/policy_entropy': '{entropy:.4f}', "
                 f"'policy/policy_loss': '{loss:.4f}', 'timing/generate': '{gen:.4f}', 'timing/step': '{step_time:.4f}'}}",
