@@ -179,14 +179,26 @@ def error_notice(rec: Record, role: str, *, traceback_is_fatal: bool) -> Notice 
             if wrapper:
                 # The wrapper's own text names the death: `exitcode: -9` in torchrun's
                 # summary, `Task was killed due to the node running low on memory` in Ray's.
-                kind, wrapper = sig.kind, False
+                kind, wrapper, message = sig.kind, False, _words(sig, lines, message)
         return _notice(rec, role, "ERROR", kind, message, text, fatal=fatal, wrapper=wrapper, sig=sig, traceback=exc is not None)
     if sig:
-        return _notice(rec, role, rec.level or "ERROR", sig.kind, head, text, fatal=sig.fatal, wrapper=sig.wrapper, sig=sig,
+        return _notice(rec, role, rec.level or "ERROR", sig.kind, _words(sig, lines, head), text, fatal=sig.fatal, wrapper=sig.wrapper, sig=sig,
                        traceback=False)
     if rec.fmt == "orphan":
         return None
     return Notice(role, rec.level or "ERROR", "error", head, rec.time)
+
+
+def _words(sig: Signature, lines: list[str], default: str) -> str:
+    """The words that name the death (`Fatal Python error: Bus error`, `Worker exit detail:
+    Task was killed due to the node running low on memory`), not a dump's banner."""
+    said = [ln.strip() for ln in lines if sig.pattern.search(ln)]
+    if not said:
+        return default
+    best = next((ln for ln in said if ln.startswith("Fatal Python error")), said[0])
+    m = sig.pattern.search(best)
+    # A long line (Ray's one-line paragraph): from a little before the words that matched.
+    return best if len(best) <= 100 or m is None else "…" + best[max(0, m.start() - 20) :]
 
 
 def _notice(rec: Record, role: str, level: str, kind: str, message: str, text: str, *, fatal: bool, wrapper: bool,

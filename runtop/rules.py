@@ -116,7 +116,7 @@ def crash(f: Facts) -> list[Finding]:
     during = f" during {first.phase}" if first.phase else ""
     cause = f"{first.kind}{during} ({_short(detail, 100)})"
     context = "".join(
-        f"; {part}" for part in (who, f"reported as {first.wrapped_by}" if first.wrapped_by else None, first.hint) if part
+        f"; {part}" for part in (first.hint, who, f"reported as {first.wrapped_by}" if first.wrapped_by else None) if part
     )
     alive = f.alive or {}
     running = sorted(r for r, pids in alive.items() if pids)
