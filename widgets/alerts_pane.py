@@ -19,7 +19,7 @@ class AlertsPane(Pane):
     def render_view(self, view: View) -> Text:
         alerts = view.verdict.alerts
         if not alerts:
-            return Text("no alerts", style="green" if view.verdict.verdict == "Healthy" else "grey62")
+            return Text("no alerts", style="green" if view.verdict.verdict in ("Healthy", "Finished") else "grey62")
         lines = []
         for a in alerts:
             line = Text(no_wrap=True, overflow="ellipsis")
