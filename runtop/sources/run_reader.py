@@ -11,16 +11,13 @@ from __future__ import annotations
 import os
 import time
 
-from runtop.discovery import RunLayout, Tracked, rescan
+from runtop.discovery import RunLayout, Tracked, rescan, resolve
+from runtop.frameworks import Framework, get
 from runtop.parsers import metrics_jsonl, rollouts
 from runtop.parsers.configs import RunConfig, merge, parse_config
 from runtop.parsers.events import Event, StepMetrics, Unparsed
-from runtop.parsers.logs import parse_records
 from runtop.parsers.records import RecordAssembler
 from runtop.parsers.skim import skim
-from runtop.parsers.skyrl import SkyrlParser, split_glued
-from runtop.parsers.skyrl import header as skyrl_header
-from runtop.sources.checkpoints import scan_primerl, scan_skyrl
 from runtop.sources.tailer import FileTailer
 from runtop.state import FileInfo, LogLine, RunState
 
@@ -28,36 +25,33 @@ MAX_LINE = {"log": 64 * 1024, "metrics": 1 << 20, "rollouts": 32 << 20, "config"
 
 
 class _Followed:
-    __slots__ = ("tracked", "tailer", "assembler", "skyrl", "last_metric_step", "last_time", "approximate")
+    __slots__ = ("tracked", "framework", "tailer", "assembler", "parse", "last_metric_step", "last_time", "approximate")
 
-    def __init__(self, tracked: Tracked) -> None:
+    def __init__(self, tracked: Tracked, framework: Framework) -> None:
         self.tracked = tracked
+        self.framework = framework
         is_log = tracked.kind == "log"
         self.tailer = FileTailer(
             tracked.path, max_line=MAX_LINE[tracked.kind], clean=is_log, prefilter=skim if is_log else None
         )
-        self.skyrl: SkyrlParser | None = None
         self.last_metric_step: dict[str, int] = {}
         self.last_time: str | None = None
         self.approximate = False  # the last read skipped noise lines: its line numbers are near, not exact
         self.reset()
 
     def reset(self, batch_rollouts: int | None = None) -> None:
-        """Forget the record and step context (the file started over)."""
-        is_skyrl = self.tracked.dialect == "skyrl"
-        self.assembler = RecordAssembler(skyrl_header if is_skyrl else None)
-        self.skyrl = SkyrlParser(batch_rollouts) if is_skyrl else None
+        """Forget the record and step context (the file started over): the framework's
+        record header and a fresh parser."""
+        fw = self.framework
+        self.assembler = RecordAssembler(fw.header(self.tracked))
+        self.parse = fw.parser(self.tracked, batch_rollouts)
         self.last_metric_step.clear()
-
-    def parse(self, records: list) -> list:
-        if self.skyrl is not None:
-            return self.skyrl.parse(records, self.tracked.role)
-        return parse_records(records, self.tracked.role)
 
 
 class RunReader:
     def __init__(self, layout: RunLayout, state: RunState | None = None) -> None:
         self.layout = layout
+        self.framework = get(layout.framework)
         self.state = state or RunState()
         s = self.state
         s.path, s.framework, s.layout = layout.root, layout.framework, layout.layout
@@ -83,7 +77,7 @@ class RunReader:
                 self._drop(path)
         for path, tracked in wanted.items():
             if path not in self._followed:
-                self._followed[path] = _Followed(tracked)
+                self._followed[path] = _Followed(tracked, self.framework)
                 self.state.files[path] = FileInfo(path, tracked.role, tracked.kind)
 
     def _drop(self, path: str) -> None:
@@ -120,53 +114,34 @@ class RunReader:
             for f in list(self._followed.values()):
                 if f.tracked.kind == kind:
                     changed |= self._read(f, max_bytes)
-        if self.layout.framework == "skyrl":
-            for f in self._follow_named_logs():
-                changed |= self._read(f, max_bytes)
+        for f in self._follow_named_logs():
+            changed |= self._read(f, max_bytes)
         self._flush_tail()
-        ckpt_dir = self._skyrl_ckpt_dir()
+        ckpt_dir = self.checkpoint_dir()
         # A checkpoint dir the log has just named is listed at once, not one interval later.
         if not self.layout.single_file and (now - self._last_ckpt >= ckpt_every or ckpt_dir != self._ckpt_dir):
             self._last_ckpt = now
             self._ckpt_dir = ckpt_dir
-            if self.layout.framework == "skyrl":
-                self.state.checkpoints = scan_skyrl(ckpt_dir) if ckpt_dir else {}
-            else:
-                self.state.checkpoints = scan_primerl(self.layout.checkpoint_roots)
+            self.state.checkpoints = self.framework.scan_checkpoints(self.layout, ckpt_dir)
         return changed
 
     def checkpoint_dir(self) -> str | None:
-        """The checkpoint dir being listed: SkyRL's (as resolved), prime-rl's `checkpoints/`."""
-        if self.layout.framework == "skyrl":
-            return self._ckpt_dir
-        roots = self.layout.checkpoint_roots
-        return roots[0][0] if roots and os.path.isdir(roots[0][0]) else None
+        """The checkpoint dir being listed, as the framework finds it (a note when it names
+        one that is not on this machine)."""
+        path, note = self.framework.checkpoint_dir(self.layout, self.state)
+        if note and note not in self.state.notes:
+            self.state.notes.append(note)
+        return path
 
-    # ---- SkyRL: files the log itself names --------------------------------
-    def _skyrl_ckpt_dir(self) -> str | None:
-        """`--ckpt-dir`, else the dir the log names (resolved on this machine), else None."""
-        if self.layout.framework != "skyrl":
-            return None
-        if self.layout.ckpt_dir:
-            return self.layout.ckpt_dir
-        named = self.state.checkpoint_dir
-        if not named:
-            return None
-        resolved = _resolve(named, self.layout.root)
-        if resolved is None:
-            note = f"checkpoint dir {named} ({self.state.checkpoint_dir_source}) is not on this machine; give --ckpt-dir"
-            if note not in self.state.notes:
-                self.state.notes.append(note)
-        return resolved
-
+    # ---- files the run's own logs name --------------------------------------
     def _follow_named_logs(self) -> list[_Followed]:
         """Start following a log the run named (SkyRL's `infra-*.log`) once it exists."""
         added = []
-        for path, role in self.state.extra_logs.items():
-            resolved = _resolve(path, self.layout.root, want_dir=False)
+        for path, role in self.framework.named_logs(self.state).items():
+            resolved = resolve(path, self.layout.root, want_dir=False)
             if resolved is None or resolved in self._followed:
                 continue
-            self.layout.logs.append(Tracked(resolved, role, "log", dialect="skyrl"))
+            self.layout.logs.append(Tracked(resolved, role, "log"))
             added.append(resolved)
         if added:
             self._sync_files()
@@ -229,11 +204,7 @@ class RunReader:
             s.ckpt_interval = merged.ckpt_interval
             s.keep_last = merged.keep_last
         if self.state.run_name is None:
-            if self.layout.framework == "skyrl" and self.layout.logs:
-                # The driver log is named for the run (`logs/<name>.log`); its dir is just `logs`.
-                self.state.run_name = os.path.splitext(os.path.basename(self.layout.logs[0].path))[0]
-            else:
-                self.state.run_name = os.path.basename(self.layout.root.rstrip(os.sep))
+            self.state.run_name = self.framework.default_run_name(self.layout)
         return changed
 
     def _read(self, f: _Followed, max_bytes: int | None) -> bool:
@@ -264,7 +235,7 @@ class RunReader:
     def _fold_lines(self, f: _Followed, lines: list[str], first_line: int, *, eof: bool) -> None:
         kind = f.tracked.kind
         if kind == "log":
-            lines = split_glued(lines) if f.skyrl is not None else lines
+            lines = self.framework.split_lines(lines)
             f.assembler.line_base = first_line
             records = f.assembler.feed(lines)
             if eof:
@@ -298,7 +269,7 @@ class RunReader:
     def _fold_records(self, f: _Followed, records: list) -> None:
         if not records:
             return
-        for ev in f.parse(records):
+        for ev in f.parse(records, f.tracked.role):
             self._apply(f, ev)
         path = f.tracked.path
         if self.state.first_time is None and f.tailer.start_offset == 0:
@@ -355,14 +326,3 @@ class RunReader:
                     self.state.new_attempt(f"metrics.jsonl {ev.role} steps went back from {prev} to {ev.step}")
                 last[ev.role] = ev.step
             self._apply(f, ev, n)
-
-
-def _resolve(path: str, root: str, *, want_dir: bool = True) -> str | None:
-    """A path a log names, as it exists here: absolute, or relative to the run dir or
-    its parent (where the launch script ran). None when it is not on this machine."""
-    path = os.path.expanduser(path)
-    candidates = [path] if os.path.isabs(path) else [os.path.join(root, path), os.path.join(os.path.dirname(root), path)]
-    for c in candidates:
-        if os.path.isdir(c) if want_dir else os.path.isfile(c):
-            return os.path.abspath(c)
-    return None

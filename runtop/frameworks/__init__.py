@@ -1,0 +1,26 @@
+"""The framework plug-ins, registered in one table (issue 13).
+
+Adding a framework is one new module here and one line in `REGISTRY`. Everything else
+asks `get(state.framework)`.
+"""
+
+from __future__ import annotations
+
+from runtop.frameworks.base import Framework
+from runtop.frameworks.primerl import PRIME_RL
+from runtop.frameworks.skyrl import SKYRL
+
+REGISTRY: dict[str, Framework] = {fw.name: fw for fw in (PRIME_RL, SKYRL)}
+UNKNOWN = Framework()
+
+
+def get(name: str) -> Framework:
+    """The plug-in of a run (a do-nothing one for a framework runtop does not know)."""
+    return REGISTRY.get(name, UNKNOWN)
+
+
+def all_frameworks() -> list[Framework]:
+    return list(REGISTRY.values())
+
+
+__all__ = ["REGISTRY", "UNKNOWN", "Framework", "all_frameworks", "get"]

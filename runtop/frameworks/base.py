@@ -1,0 +1,136 @@
+"""What a framework plug-in provides (issue 13).
+
+Everything that differs between RL frameworks lives in one `Framework` object: how its
+run directories and logs are recognised, which parser reads its logs, where its
+checkpoints are and how they are judged, which processes it runs, how a resume is
+typed, the words its panes use, and its simulator. The engine, the rules, the report,
+the actions and the widgets ask the run's plug-in (`runtop.frameworks.get(state.framework)`)
+and never compare a framework's name: a test keeps it so (tests/test_frameworks.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runtop.discovery import RunLayout, Tracked
+    from runtop.parsers.events import Event
+    from runtop.parsers.records import HeaderFn, Record
+    from runtop.state import Checkpoint, RunState
+
+Parse = Callable[[list["Record"], str], list["Event"]]
+
+
+class Framework:
+    """The defaults are a run runtop knows nothing special about."""
+
+    name = "unknown"
+    # Roles whose process must be up while the run trains (the others may come and go).
+    expected_roles: tuple[str, ...] = ()
+    # The framework launches its own inference server (vLLM): its death stops the run.
+    launches_inference = False
+    # `--ckpt-dir` applies: the checkpoint dir is not found from the run dir.
+    takes_ckpt_dir = False
+    # A checkpoint outside the run dir is not this run's (prime-rl keeps them inside).
+    checkpoints_in_run_dir = True
+    # What a batch's progress counts, in the check-in's words.
+    batch_words = "current batch"
+    # The batch is the agent's finished trajectories (shown with the agent's numbers).
+    batch_is_agent_layer = False
+    scenarios: tuple[str, ...] = ()
+    # Which framework's file signs are asked first for a single file (lower first).
+    file_priority = 5
+    # What runtop accepts of it, for the one-line "expected …" of a path it cannot read.
+    expects = ""
+
+    # ---- discovery ------------------------------------------------------------
+    def looks_like_run(self, path: str) -> bool:
+        """`path` is a run directory of this framework."""
+        return False
+
+    def run_layout(self, path: str) -> RunLayout:
+        raise NotImplementedError
+
+    def newest_run(self, path: str, entries: list[str]) -> RunLayout | None:
+        """An output dir holding several runs of this framework: the newest (and say so)."""
+        return None
+
+    def logs_in_dir(self, path: str, logs: list[str]) -> RunLayout | None:
+        """A run given by the directory holding its log files (SkyRL's `logs/`)."""
+        return None
+
+    def file_layout(self, path: str, text: str) -> RunLayout | None:
+        """A single file (head and tail in `text`) this framework wrote, or None."""
+        return None
+
+    def rescan(self, layout: RunLayout) -> RunLayout:
+        """The same run listed again (new attempts, rollout steps)."""
+        return layout
+
+    # ---- reading ------------------------------------------------------------------
+    def header(self, tracked: Tracked) -> HeaderFn | None:
+        """Which lines of this log start a record (None: the shared default)."""
+        return None
+
+    def parser(self, tracked: Tracked, batch_rollouts: int | None) -> Parse:
+        """The parser of one followed log (a fresh one when the file starts over)."""
+        from runtop.parsers.logs import parse_records
+
+        return parse_records
+
+    def split_lines(self, lines: list[str]) -> list[str]:
+        return lines
+
+    def default_run_name(self, layout: RunLayout) -> str:
+        return os.path.basename(layout.root.rstrip(os.sep))
+
+    def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:
+        """(the dir to list, a note when it cannot be found here)."""
+        roots = layout.checkpoint_roots
+        return (roots[0][0] if roots and os.path.isdir(roots[0][0]) else None), None
+
+    def scan_checkpoints(self, layout: RunLayout, ckpt_dir: str | None) -> dict[int, Checkpoint]:
+        return {}
+
+    def named_logs(self, state: RunState) -> dict[str, str]:
+        """Other logs the run's own logs name (path → role), to follow once they exist."""
+        return {}
+
+    # ---- processes and disks ------------------------------------------------------
+    def is_driver(self, cmd: str) -> bool:
+        """A process whose command line says it drives this framework's run."""
+        return False
+
+    def core_roots(self, root: str) -> list[str]:
+        """Where the run's core dumps land."""
+        return [root]
+
+    # ---- actions ------------------------------------------------------------------
+    def resume_words(self, state: RunState, words: list[str], step: int, ckpt_path: str) -> list[str]:
+        raise NotImplementedError(f"runtop does not know how to resume a {self.name} run")
+
+    def relist_checkpoints(self, run_root: str, planned: Checkpoint | None) -> dict[int, Checkpoint]:
+        """The checkpoints listed again from disk, just before a resume is typed."""
+        return {}
+
+    # ---- the demo -------------------------------------------------------------------
+    def simulator(self, root: str | None, scenario: str, **kw: Any) -> Any:
+        raise NotImplementedError(f"no simulator for {self.name}")
+
+
+def drop_flags(words: list[str], flags: tuple[str, ...], with_value: bool) -> list[str]:
+    """`words` without `--flag value` / `--flag=value` for each of `flags`."""
+    out: list[str] = []
+    skip = False
+    for w in words:
+        if skip:
+            skip = False
+            continue
+        name = w.split("=", 1)[0]
+        if name in flags:
+            skip = with_value and "=" not in w
+            continue
+        out.append(w)
+    return out

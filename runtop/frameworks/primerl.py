@@ -1,0 +1,301 @@
+"""prime-rl: its four layout generations, logs, checkpoints, processes and resume flags.
+
+Every generation in FORMATS.md (v0.5–v0.6, v0.7–v0.8, main, the announced newer one) is
+detected here, not assumed; the parsers are `parsers.primerl` (orchestrator, trainer, env
+servers) and `parsers.vllm` (inference.log), chosen per record by `parsers.logs`.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from typing import Any
+
+from runtop.discovery import (
+    ROLE_OF_LOG,
+    ROLLOUT_STEPS,
+    RunLayout,
+    Tracked,
+    _isdir,
+    _isfile,
+    _step_of,
+)
+from runtop.frameworks.base import Framework, drop_flags
+from runtop.state import Checkpoint, RunState
+
+_ATTEMPT_RE = re.compile(r"attempt_(\d{1,12})\Z", re.ASCII)
+RUN_NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,128}\Z", re.ASCII)
+OLD_LAYOUTS = ("v0.5-v0.6", "v0.7-v0.8", "v0.5-v0.8")
+
+
+def _attempt_dirs(logs: str) -> list[tuple[int, str]]:
+    out = []
+    try:
+        names = os.listdir(logs)
+    except OSError:
+        return []
+    for name in names:
+        m = _ATTEMPT_RE.match(name)
+        if m and os.path.isdir(os.path.join(logs, name)):
+            out.append((int(m.group(1)), os.path.join(logs, name)))
+    return sorted(out)
+
+
+def _latest_attempt(logs: str) -> tuple[int, str] | None:
+    """`logs/latest` → its attempt; a plain file naming the attempt (a copied run) works too."""
+    latest = os.path.join(logs, "latest")
+    target = None
+    if os.path.islink(latest):
+        target = os.path.realpath(latest)
+    elif os.path.isfile(latest):
+        try:
+            with open(latest, encoding="utf-8", errors="replace") as f:
+                name = f.read(256).strip()
+        except OSError:
+            name = ""
+        if _ATTEMPT_RE.match(os.path.basename(name)):
+            target = os.path.join(logs, os.path.basename(name))
+    if target and os.path.isdir(target):
+        m = _ATTEMPT_RE.match(os.path.basename(target))
+        if m:
+            return int(m.group(1)), target
+    attempts = _attempt_dirs(logs)
+    return attempts[-1] if attempts else None
+
+
+def _looks_like_primerl_run(path: str) -> bool:
+    logs = os.path.join(path, "logs")
+    return (
+        _isdir(logs)
+        and (
+            bool(_attempt_dirs(logs))
+            or os.path.lexists(os.path.join(logs, "latest"))
+            or any(_isfile(logs, n) for n in ROLE_OF_LOG)
+        )
+    ) or _isfile(path, "metrics.jsonl") or _isdir(path, "monitors", "file") or _v06_partial(path)
+
+
+def _v06_partial(path: str) -> bool:
+    """A v0.6 run dir copied or synced without its role logs: only `run_default/rollouts/…`
+    and env-server logs (issue 12: refused as "nothing runtop recognises" before)."""
+    return bool(glob.glob(os.path.join(path, "run_default", "rollouts", "step_*", "train_rollouts.jsonl"))) or bool(
+        glob.glob(os.path.join(path, "logs", "envs", "*", "*", "env_server.log"))
+    )
+
+
+def _newest_mtime(path: str) -> float:
+    best = 0.0
+    for pattern in ("logs/*.log", "logs/*/*.log", "metrics.jsonl", "monitors/file/*.jsonl"):
+        for f in glob.glob(os.path.join(path, pattern)):
+            try:
+                best = max(best, os.path.getmtime(f))
+            except OSError:
+                continue
+    return best
+
+
+def _env_logs(base: str) -> list[Tracked]:
+    out = []
+    for split in ("train", "eval"):
+        # v0.7+ and main: envs/{split}/<env>.log; v0.5–v0.6: envs/{split}/<env>/env_server.log, env_worker_<i>.log
+        for f in sorted(glob.glob(os.path.join(base, "envs", split, "*.log"))):
+            out.append(Tracked(f, "env", "log"))
+        for f in sorted(glob.glob(os.path.join(base, "envs", split, "*", "*.log"))):
+            out.append(Tracked(f, "env", "log"))
+    return out
+
+
+def _role_logs(base: str) -> list[Tracked]:
+    return [Tracked(os.path.join(base, n), r, "log") for n, r in ROLE_OF_LOG.items() if _isfile(base, n)]
+
+
+def _rollout_files(root: str, pattern_dirs: list[str]) -> list[Tracked]:
+    found: list[Tracked] = []
+    for base in pattern_dirs:
+        for pat in ("step_*/train/all/traces.jsonl", "step_*/train_rollouts.jsonl"):
+            for f in glob.glob(os.path.join(root, base, pat)):
+                found.append(Tracked(f, "orchestrator", "rollouts", _step_of(f)))
+    stream = os.path.join(root, "monitors", "file", "traces", "stream.jsonl")
+    found.sort(key=lambda t: t.step or 0)
+    recent = found[-ROLLOUT_STEPS:]
+    if os.path.isfile(stream):
+        recent.append(Tracked(stream, "orchestrator", "rollouts", None))
+    return recent
+
+
+def _configs(root: str) -> list[Tracked]:
+    out = []
+    for base in ("configs/latest", "configs", "."):
+        for ext in ("json", "toml"):
+            for f in sorted(glob.glob(os.path.join(root, base, f"*.{ext}"))):
+                if os.path.isfile(f):
+                    out.append(Tracked(f, "config", "config"))
+    if not any(os.path.dirname(t.path).endswith("latest") for t in out):
+        attempts = sorted(
+            glob.glob(os.path.join(root, "configs", "attempt_*")),
+            key=lambda p: int(_ATTEMPT_RE.search(p).group(1)) if _ATTEMPT_RE.search(p) else 0,
+        )
+        if attempts:
+            out = [Tracked(f, "config", "config") for f in sorted(glob.glob(os.path.join(attempts[-1], "*.*")))] + out
+    return out
+
+
+def _primerl_layout(root: str) -> RunLayout:
+    logs = os.path.join(root, "logs")
+    newer = _isdir(root, "monitors", "file") or bool(glob.glob(os.path.join(root, "configs", "attempt_*")))
+    latest = _latest_attempt(logs) if _isdir(logs) else None
+    if latest is not None:
+        layout = "newer (monitors/file)" if newer else "main"
+        number, adir = latest
+        lay = RunLayout(root, PrimeRL.name, layout, attempt=number, attempt_dir=adir)
+        lay.logs = _role_logs(adir) + _env_logs(adir)
+        lay.earlier_attempts = [os.path.basename(d) for n, d in _attempt_dirs(logs) if n != number]
+    else:
+        has_v06 = bool(glob.glob(os.path.join(root, "run_default", "rollouts", "step_*", "train_rollouts.jsonl"))) or bool(
+            glob.glob(os.path.join(logs, "envs", "*", "*", "env_server.log"))
+        )
+        has_v07 = (
+            bool(glob.glob(os.path.join(root, "run_default", "rollouts", "step_*", "*", "*", "traces.jsonl")))
+            or bool(glob.glob(os.path.join(logs, "envs", "*", "*.log")))
+            or _isfile(root, "run_default", "metrics.jsonl")
+        )
+        if newer:
+            layout = "newer (monitors/file)"
+        elif has_v06 and not has_v07:
+            layout = "v0.5-v0.6"
+        elif has_v07:
+            layout = "v0.7-v0.8"
+        else:
+            layout = "v0.5-v0.8"
+        lay = RunLayout(root, PrimeRL.name, layout)
+        lay.logs = _role_logs(logs) + _env_logs(logs)
+        if layout == "v0.5-v0.8":
+            lay.notes.append("layout generation v0.5-v0.6 or v0.7-v0.8: no rollouts or env logs yet to tell them apart")
+    for rel in ("monitors/file/metrics.jsonl", "metrics.jsonl", "run_default/metrics.jsonl"):
+        if _isfile(root, rel):
+            lay.metrics.append(Tracked(os.path.join(root, rel), "metrics", "metrics"))
+            break
+    lay.rollouts = _rollout_files(root, ["rollouts", "run_default/rollouts"])
+    lay.configs = _configs(root)
+    orch_root = os.path.join(root, "run_default", "checkpoints")
+    lay.checkpoint_roots = [(os.path.join(root, "checkpoints"), orch_root if _isdir(orch_root) else None)]
+    if not any(t.role != "env" for t in lay.logs) and (lay.rollouts or lay.logs) and not lay.metrics:
+        have = " and ".join(w for w, ok in (("rollout files", lay.rollouts), ("env-server logs", lay.logs)) if ok)
+        lay.notes.append(
+            f"partial {lay.layout} run dir: {have} only, no trainer/orchestrator/inference logs "
+            "(copied without logs/, or the run has not started them): rollouts and env health only"
+        )
+    elif not lay.logs and not lay.metrics:
+        lay.notes.append("no logs or metrics.jsonl yet: the run may still be starting")
+    return lay
+
+
+_PRIME_SIGNS = re.compile(
+    r"\d{2}:\d{2}:\d{2}\S*\s+\S*\s*(?:SUCCESS|INFO|WARNING|ERROR)\S*\s|\[trainer\d+\]:|\(APIServer pid=|"
+    r"Starting orchestrator|rollout (?:start|done): id=|Train batch \d+/\d+", re.ASCII
+)
+
+
+def _file_layout(path: str, text: str) -> RunLayout | None:
+    name = os.path.basename(path)
+    if name == "metrics.jsonl" or name.endswith("metrics.jsonl"):
+        lay = RunLayout(os.path.dirname(os.path.abspath(path)), PrimeRL.name, "single-file", single_file=True)
+        lay.metrics = [Tracked(path, "metrics", "metrics")]
+        return lay
+    if not _PRIME_SIGNS.search(text):
+        return None
+    role = ROLE_OF_LOG.get(name)
+    if role is None:
+        if "[trainer" in text or "Loss " in text:
+            role = "trainer"
+        elif "(APIServer pid=" in text or "vLLM" in text:
+            role = "inference"
+        elif "rollout done:" in text:
+            role = "env"
+        else:
+            role = "orchestrator"
+    lay = RunLayout(os.path.dirname(os.path.abspath(path)), PrimeRL.name, "single-file", single_file=True)
+    lay.logs = [Tracked(os.path.abspath(path), role, "log")]
+    lay.notes.append(f"single log file read as the {role}'s log")
+    return lay
+
+
+
+
+class PrimeRL(Framework):
+    name = "prime-rl"
+    expected_roles = ("inference", "orchestrator", "trainer")
+    launches_inference = True
+    file_priority = 1  # its signs (`HH:MM:SS INFO`) are the most generic: asked last
+    expects = (
+        "a prime-rl run directory (logs/attempt_N/, logs/latest or logs/{orchestrator,trainer}.log, "
+        "metrics.jsonl), an output directory holding runs"
+    )
+    scenarios = (
+        "healthy", "trainer-oom", "inference-death", "stalled", "partial-checkpoint", "disk-filling",
+        "rollouts-hung", "entropy-collapse", "rollouts-failing",
+    )
+
+    def looks_like_run(self, path: str) -> bool:
+        return _looks_like_primerl_run(path)
+
+    def run_layout(self, path: str) -> RunLayout:
+        return _primerl_layout(path)
+
+    def newest_run(self, path: str, entries: list[str]) -> RunLayout | None:
+        """An output dir holding several runs: the newest, and say so."""
+        runs = [os.path.join(path, e) for e in entries if os.path.isdir(os.path.join(path, e)) and _looks_like_primerl_run(os.path.join(path, e))]
+        if not runs:
+            return None
+        runs.sort(key=_newest_mtime)
+        lay = _primerl_layout(runs[-1])
+        if len(runs) > 1:
+            others = ", ".join(os.path.basename(r) for r in reversed(runs[:-1]))
+            lay.notes.insert(0, f"{len(runs)} runs in {path}; showing the newest, {os.path.basename(runs[-1])} (others: {others})")
+        return lay
+
+    def file_layout(self, path: str, text: str) -> RunLayout | None:
+        return _file_layout(path, text)
+
+    def rescan(self, layout: RunLayout) -> RunLayout:
+        if layout.single_file:
+            return layout
+        fresh = _primerl_layout(layout.root)
+        # Keep what only the first look could know (which of several runs was picked).
+        fresh.notes = [n for n in layout.notes if " runs in " in n] + fresh.notes
+        return fresh
+
+    def scan_checkpoints(self, layout: RunLayout, ckpt_dir: str | None) -> dict[int, Checkpoint]:
+        from runtop.sources.checkpoints import scan_primerl
+
+        return scan_primerl(layout.checkpoint_roots)
+
+    def relist_checkpoints(self, run_root: str, planned: Checkpoint | None) -> dict[int, Checkpoint]:
+        from runtop.discovery import discover
+        from runtop.sources.checkpoints import scan_primerl
+
+        return scan_primerl(discover(run_root).checkpoint_roots)
+
+    def resume_words(self, state: RunState, words: list[str], step: int, ckpt_path: str) -> list[str]:
+        if state.layout in OLD_LAYOUTS:  # v0.5–v0.8: `--ckpt.resume-step N`
+            words = drop_flags(words, ("--ckpt.resume-step", "--ckpt.resume_step"), with_value=True)
+            return [*words, "--ckpt.resume-step", str(step)]
+        words = drop_flags(words, ("--resume",), with_value=False)
+        words = drop_flags(words, ("--resume.step",), with_value=True)
+        if "--run.name" not in {w.split("=", 1)[0] for w in words}:
+            name = state.run_name or ""
+            if not RUN_NAME_RE.match(name):
+                from runtop.actions import ActionError
+
+                raise ActionError(f"the run name {name!r} is not a plain name; put --run.name in the launch command")
+            words += ["--run.name", name]
+        return [*words, "--resume.step", str(step)]
+
+    def simulator(self, root: str | None, scenario: str, **kw: Any) -> Any:
+        from runtop.simulator.primerl import Simulator
+
+        return Simulator(root, scenario=scenario, **kw)
+
+
+PRIME_RL = PrimeRL()

@@ -1,0 +1,129 @@
+"""SkyRL (skyrl-train, skyrl-agent, on Ray): one driver log wherever the launch redirected it.
+
+The driver log names the rest (the `infra-*.log` of workers and vLLM, the checkpoint
+dir), so the reader follows them as they are named; `--ckpt-dir` overrides the dir.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from runtop.discovery import RunLayout, Tracked, resolve
+from runtop.frameworks.base import Framework, Parse
+from runtop.parsers.records import HeaderFn
+from runtop.state import Checkpoint, RunState
+
+_SKYRL_SIGNS = re.compile(r"skyrl_train|skyrl_entrypoint|skyrl-agent|skyrl_agent|Training Batches Processed|global_step: \d", re.ASCII)
+
+
+def _layout(path: str) -> RunLayout:
+    """A SkyRL driver log (`bash run_x.sh &> logs/name.log`). The infra log and the
+    checkpoint dir are named inside it, so the reader adds them as it reads."""
+    path = os.path.abspath(path)
+    lay = RunLayout(os.path.dirname(path), SkyRL.name, "driver log")
+    lay.logs = [Tracked(path, "trainer", "log")]
+    return lay
+
+
+def _is_skyrl_log(path: str) -> bool:
+    from runtop.discovery import DiscoveryError, sniff
+
+    try:
+        return bool(_SKYRL_SIGNS.search(sniff(path, 16384)))
+    except DiscoveryError:
+        return False
+
+
+
+
+class SkyRL(Framework):
+    name = "skyrl"
+    expected_roles = ("trainer",)  # the entrypoint; its death is the run's death
+    takes_ckpt_dir = True
+    checkpoints_in_run_dir = False  # `trainer.ckpt_path` is anywhere (often another disk)
+    batch_words = "rewards this batch"
+    batch_is_agent_layer = True
+    file_priority = 0
+    expects = "a SkyRL driver log or a directory holding one"
+    scenarios = ("healthy", "sigbus-checkpoint", "disk-full", "format-rising")
+
+    def logs_in_dir(self, path: str, logs: list[str]) -> RunLayout | None:
+        found = [f for f in logs if not os.path.basename(f).startswith("infra-") and _is_skyrl_log(f)]
+        if not found:
+            return None
+        found.sort(key=lambda f: os.path.getmtime(f))
+        lay = _layout(found[-1])
+        if len(found) > 1:
+            others = ", ".join(os.path.basename(f) for f in reversed(found[:-1]))
+            lay.notes.insert(0, f"{len(found)} SkyRL logs in {path}; showing the newest, {os.path.basename(found[-1])} (others: {others})")
+        return lay
+
+    def file_layout(self, path: str, text: str) -> RunLayout | None:
+        return _layout(path) if _SKYRL_SIGNS.search(text) else None
+
+    def header(self, tracked: Tracked) -> HeaderFn | None:
+        from runtop.parsers.skyrl import header
+
+        return header
+
+    def parser(self, tracked: Tracked, batch_rollouts: int | None) -> Parse:
+        from runtop.parsers.skyrl import SkyrlParser
+
+        return SkyrlParser(batch_rollouts).parse
+
+    def split_lines(self, lines: list[str]) -> list[str]:
+        from runtop.parsers.skyrl import split_glued
+
+        return split_glued(lines)
+
+    def default_run_name(self, layout: RunLayout) -> str:
+        # The driver log is named for the run (`logs/<name>.log`); its dir is just `logs`.
+        if layout.logs:
+            return os.path.splitext(os.path.basename(layout.logs[0].path))[0]
+        return super().default_run_name(layout)
+
+    def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:
+        """`--ckpt-dir`, else the dir the log names (resolved on this machine), else None."""
+        if layout.ckpt_dir:
+            return layout.ckpt_dir, None
+        named = state.checkpoint_dir
+        if not named:
+            return None, None
+        resolved = resolve(named, layout.root)
+        if resolved is None:
+            return None, f"checkpoint dir {named} ({state.checkpoint_dir_source}) is not on this machine; give --ckpt-dir"
+        return resolved, None
+
+    def scan_checkpoints(self, layout: RunLayout, ckpt_dir: str | None) -> dict[int, Checkpoint]:
+        from runtop.sources.checkpoints import scan_skyrl
+
+        return scan_skyrl(ckpt_dir) if ckpt_dir else {}
+
+    def named_logs(self, state: RunState) -> dict[str, str]:
+        return dict(state.extra_logs)
+
+    def is_driver(self, cmd: str) -> bool:
+        return "skyrl" in cmd
+
+    def core_roots(self, root: str) -> list[str]:
+        # A SkyRL log's dir is `logs/`: core dumps land beside it (seed 000).
+        return [os.path.dirname(root)] if os.path.basename(root) == "logs" else [root]
+
+    def resume_words(self, state: RunState, words: list[str], step: int, ckpt_path: str) -> list[str]:
+        words = [w for w in words if not w.startswith(("trainer.resume_mode=", "trainer.resume_path="))]
+        return [*words, "trainer.resume_mode=from_path", f"trainer.resume_path={ckpt_path}"]
+
+    def relist_checkpoints(self, run_root: str, planned: Checkpoint | None) -> dict[int, Checkpoint]:
+        from runtop.sources.checkpoints import scan_skyrl
+
+        return scan_skyrl(os.path.dirname(planned.path)) if planned else {}
+
+    def simulator(self, root: str | None, scenario: str, **kw: Any) -> Any:
+        from runtop.simulator.skyrl import SkyrlSimulator
+
+        return SkyrlSimulator(root, scenario=scenario, **kw)
+
+
+SKYRL = SkyRL()
