@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
+from runtop.frameworks import get as get_framework
 from runtop.config import ActionsConfig
 from runtop.launcher import ASSIGN_WORD_RE, launch_from_pane, launcher_argv, record_pane, recorded_pane
 from runtop.sources.processes import ancestor_pids, run_processes
@@ -33,7 +34,6 @@ from runtop.state import RunState
 # ASCII only (issue 11): no NEL, NBSP, ideographic space or look-alike digits in what is typed.
 SAFE_WORDS_RE = re.compile(r"^[\w@%+=:,./'\"\- ]+$", re.ASCII)
 REDIRECT_RE = re.compile(r"(\s+(?:\d?>>?|&>>?)\s*[\w./-]+(?:\s+2>&1)?)+\s*$")
-RUN_NAME_RE = re.compile(r"^[\w.][\w.\-]*$", re.ASCII)  # never a flag: `--resume` is no run name
 
 
 class ActionError(Exception):
@@ -201,39 +201,13 @@ def _split_redirect(cmd: str) -> tuple[str, str]:
     return (cmd[: m.start()], cmd[m.start() :]) if m else (cmd, "")
 
 
-def _drop_flags(words: list[str], flags: tuple[str, ...], with_value: bool) -> list[str]:
-    out, skip = [], False
-    for w in words:
-        if skip:
-            skip = False
-            continue
-        name = w.split("=", 1)[0]
-        if name in flags:
-            skip = with_value and "=" not in w
-            continue
-        out.append(w)
-    return out
-
-
 def resume_command(state: RunState, base: str, step: int, ckpt_path: str) -> str:
     """The base launch command with the resume flags of this framework and generation."""
     head, redirect = _split_redirect(base)
-    words = shlex.split(head)
-    if state.framework == "skyrl":
-        words = [w for w in words if not w.startswith(("trainer.resume_mode=", "trainer.resume_path="))]
-        words += ["trainer.resume_mode=from_path", f"trainer.resume_path={ckpt_path}"]
-    elif state.layout in ("v0.5-v0.6", "v0.7-v0.8", "v0.5-v0.8"):
-        words = _drop_flags(words, ("--ckpt.resume-step", "--ckpt.resume_step"), with_value=True)
-        words += ["--ckpt.resume-step", str(step)]
-    else:
-        words = _drop_flags(words, ("--resume",), with_value=False)
-        words = _drop_flags(words, ("--resume.step",), with_value=True)
-        if "--run.name" not in {w.split("=", 1)[0] for w in words}:
-            name = state.run_name or ""
-            if not RUN_NAME_RE.match(name):
-                raise ActionError(f"the run name {name!r} is not a plain name; put --run.name in the launch command")
-            words += ["--run.name", name]
-        words += ["--resume.step", str(step)]
+    try:
+        words = get_framework(state.framework).resume_words(state, shlex.split(head), step, ckpt_path)
+    except NotImplementedError as e:
+        raise ActionError(str(e)) from None
     return " ".join(shlex.quote(w) for w in words) + redirect
 
 
@@ -289,7 +263,7 @@ def _resume_plan(ctx: Context, *, after_stop: bool = False) -> Plan:
             raise ActionError(f"the run is still running ({', '.join(sorted(running))}): stop it first (X), or restart (T)")
     step, path = complete_step(ctx.state)
     ckpt_root = os.path.dirname(path)
-    if ctx.state.framework != "skyrl" and not _inside(path, ctx.run_root):
+    if get_framework(ctx.state.framework).checkpoints_in_run_dir and not _inside(path, ctx.run_root):
         raise ActionError(f"checkpoint {path} is outside the run dir {ctx.run_root}")
     if not _inside(path, ckpt_root):
         raise ActionError(f"checkpoint {path} is outside the checkpoint dir")

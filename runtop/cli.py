@@ -108,7 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     _common(fo)
 
     de = sub.add_parser("demo", help="simulate a live prime-rl or SkyRL run in a temp dir and follow it")
-    de.add_argument("--framework", choices=("prime-rl", "skyrl"), default="prime-rl", help="which framework's files to simulate")
+    from runtop.frameworks import REGISTRY
+
+    names = tuple(REGISTRY)
+    de.add_argument("--framework", choices=names, default=names[0], help="which framework's files to simulate")
     de.add_argument(
         "--scenario",
         default="healthy",
@@ -346,17 +349,14 @@ def cmd_tui(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from runtop.live import follow
 
-    if args.framework == "skyrl":
-        from runtop.simulator.skyrl import SCENARIOS
-        from runtop.simulator.skyrl import SkyrlSimulator as Sim
-    else:
-        from runtop.simulator.primerl import SCENARIOS
-        from runtop.simulator.primerl import Simulator as Sim
-    if args.scenario not in SCENARIOS:
-        _err(f"unknown scenario {args.scenario!r} for {args.framework}; choose one of: {', '.join(SCENARIOS)}")
+    from runtop.frameworks import get as get_framework
+
+    fw = get_framework(args.framework)
+    if args.scenario not in fw.scenarios:
+        _err(f"unknown scenario {args.scenario!r} for {args.framework}; choose one of: {', '.join(fw.scenarios)}")
         return EXIT_USAGE
     kw = {"max_steps": args.steps} if args.steps else {}
-    sim = Sim(args.dir, scenario=args.scenario, speed=args.speed, **kw)
+    sim = fw.simulator(args.dir, args.scenario, speed=args.speed, **kw)
     sim.start()
     print(f"runtop demo: simulating a {args.framework} run ({args.scenario}) in {sim.root}", file=sys.stderr)
     try:

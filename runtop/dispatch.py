@@ -125,15 +125,12 @@ def _lock(ctx: Context) -> int:
 def _same_step(ctx: Context, p: Plan) -> None:
     """What was confirmed is what is sent (issue 11): the checkpoints are listed again from
     disk, and if the last complete one is not the step the user confirmed, nothing goes."""
-    from runtop.discovery import DiscoveryError, discover
-    from runtop.sources.checkpoints import scan_primerl, scan_skyrl
+    from runtop.discovery import DiscoveryError
+    from runtop.frameworks import get as get_framework
 
     planned = ctx.state.checkpoints.get(int(p.confirm)) if p.confirm and p.confirm.isdigit() else None
     try:
-        if ctx.state.framework == "skyrl":
-            fresh = scan_skyrl(os.path.dirname(planned.path)) if planned else {}
-        else:
-            fresh = scan_primerl(discover(ctx.run_root).checkpoint_roots)
+        fresh = get_framework(ctx.state.framework).relist_checkpoints(ctx.run_root, planned)
     except (OSError, DiscoveryError) as e:
         raise ActionError(f"nothing sent: cannot list the checkpoints again ({e})") from None
     try:

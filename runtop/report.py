@@ -14,6 +14,7 @@ import os
 import statistics
 from typing import Any
 
+from runtop.frameworks import get as get_framework
 from runtop import __version__
 from runtop.columns import STEP_COLUMNS
 from runtop.units import duration, human_bytes
@@ -315,8 +316,9 @@ def _agent_lines(state: RunState) -> list[str]:
     """skyrl-agent's layer, in the words of the seeds' check-ins."""
     a = state.agent
     out = []
-    if state.batch is not None and state.framework == "skyrl":
-        out.append(f"rewards this batch {state.batch.done}/{state.batch.total or '?'}")
+    fw = get_framework(state.framework)
+    if state.batch is not None and fw.batch_is_agent_layer:
+        out.append(f"{fw.batch_words} {state.batch.done}/{state.batch.total or '?'}")
     for kind in ("ft", "gt"):
         r = a.rewards.get(kind)
         if r and r[0]:
@@ -376,8 +378,9 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
     errs = [r.orchestrator.get("error_rate") for r in rows if r.orchestrator.get("error_rate") is not None]
     if errs:
         progress.append(f"errored rollouts {min(errs) * 100:.1f}-{max(errs) * 100:.1f}%")
-    if state.batch and state.framework != "skyrl":
-        progress.append(f"current batch {state.batch.done}/{state.batch.total or '?'}")
+    fw = get_framework(state.framework)
+    if state.batch and not fw.batch_is_agent_layer:
+        progress.append(f"{fw.batch_words} {state.batch.done}/{state.batch.total or '?'}")
     note = sample_filter_text(state)
     if note:
         progress.append(note)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from runtop.config import Thresholds
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
-from runtop.sources.processes import EXPECTED_ROLES
+from runtop.frameworks import get as get_framework
 from runtop.state import ErrorEntry, RunState, clock_diff
 from runtop.units import duration, human_bytes
 
@@ -143,7 +143,7 @@ def role_missing(f: Facts) -> list[Finding]:
     running = sorted(r for r, p in alive.items() if p and r != "ray")
     if not running:
         return []
-    expected = set(EXPECTED_ROLES.get(f.state.framework, ())) | set(f.missing_roles) | set(f.zombie_roles)
+    expected = set(get_framework(f.state.framework).expected_roles) | set(f.missing_roles) | set(f.zombie_roles)
     # A role whose log ends in a fatal error is the crash rule's to report.
     crashed = {e.role for e in f.state.open_fatals()}
     out = []
@@ -158,8 +158,11 @@ def inference_dead(f: Facts) -> list[Finding]:
     """vLLM stopped while the trainer waits (seed 002): its process gone, or the orchestrator
     retrying `Inference server was not reached`."""
     s = f.state
-    # prime-rl always runs vLLM; elsewhere (SkyRL's engines are Ray actors) only once it was seen.
-    expects_inference = s.framework == "prime-rl" or "inference" in (f.alive or {}) or "inference" in f.missing_roles
+    # A framework that launches vLLM itself always has it; elsewhere (SkyRL's engines are Ray
+    # actors) only once it was seen.
+    expects_inference = (
+        get_framework(s.framework).launches_inference or "inference" in (f.alive or {}) or "inference" in f.missing_roles
+    )
     if f.finished() or not expects_inference:
         return []
     alive = f.alive

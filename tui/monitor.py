@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 
 from runtop.discovery import RunLayout
+from runtop.frameworks import get as get_framework
 from runtop.config import Thresholds
 from runtop.health import HealthTracker, Verdict
 from runtop.rules import Facts
@@ -144,7 +145,7 @@ class Monitor:
         self.health = HealthTracker(thresholds)
         self.verdict: Verdict = self.health.evaluate(self.facts())
         # Samplers can be handed in (tests, snapshots): anything with the same `sample` works.
-        self._procs = proc_sampler or ProcessSampler(layout.root, [t.path for t in layout.logs], layout.framework)
+        self._procs = proc_sampler or ProcessSampler(layout.root, [t.path for t in layout.logs], get_framework(layout.framework))
         self._disks = disk_sampler or DiskSampler(run_paths(layout.root, None), core_roots(layout.framework, layout.root))
         self._gpu = gpu
         self.vllm_url = vllm_url

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from runtop.frameworks import get as get_framework
 from runtop.view import View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import bar
@@ -62,7 +63,7 @@ class RolloutGauges(Pane):
                 _gauge(t, "errored", orch["error_rate"], f"step {last}", width, good_high=False)
         if s.batch is not None:
             total = s.batch.total
-            label = "rewards in" if s.framework == "skyrl" else "batch"
+            label = get_framework(s.framework).gauge_label
             if total:
                 _gauge(t, label, s.batch.done / total, f"{s.batch.done}/{total} this batch", width)
             else:

@@ -35,11 +35,14 @@ class Framework:
     takes_ckpt_dir = False
     # A checkpoint outside the run dir is not this run's (prime-rl keeps them inside).
     checkpoints_in_run_dir = True
-    # What a batch's progress counts, in the check-in's words.
+    # What a batch's progress counts, in the check-in's words and the gauge's label.
     batch_words = "current batch"
+    gauge_label = "batch"
     # The batch is the agent's finished trajectories (shown with the agent's numbers).
     batch_is_agent_layer = False
     scenarios: tuple[str, ...] = ()
+    # (title or command prefix, role) of the processes it runs (`setproctitle` titles).
+    process_titles: tuple[tuple[str, str], ...] = ()
     # Which framework's file signs are asked first for a single file (lower first).
     file_priority = 5
     # What runtop accepts of it, for the one-line "expected …" of a path it cannot read.

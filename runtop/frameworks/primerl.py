@@ -25,7 +25,7 @@ from runtop.frameworks.base import Framework, drop_flags
 from runtop.state import Checkpoint, RunState
 
 _ATTEMPT_RE = re.compile(r"attempt_(\d{1,12})\Z", re.ASCII)
-RUN_NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,128}\Z", re.ASCII)
+RUN_NAME_RE = re.compile(r"^[\w.][\w.\-]*$", re.ASCII)  # never a flag: `--resume` is no run name
 OLD_LAYOUTS = ("v0.5-v0.6", "v0.7-v0.8", "v0.5-v0.8")
 
 
@@ -227,15 +227,20 @@ class PrimeRL(Framework):
     name = "prime-rl"
     expected_roles = ("inference", "orchestrator", "trainer")
     launches_inference = True
+    process_titles = (
+        ("PRIME-RL::Launcher", "launcher"),
+        ("PRIME-RL::Inference", "inference"),
+        ("PRIME-RL::Orchestrator", "orchestrator"),
+        ("PRIME-RL::Trainer", "trainer"),
+        ("PRIME-RL::EnvServer", "env"),
+        ("Verifiers::", "env"),
+    )
     file_priority = 1  # its signs (`HH:MM:SS INFO`) are the most generic: asked last
     expects = (
         "a prime-rl run directory (logs/attempt_N/, logs/latest or logs/{orchestrator,trainer}.log, "
         "metrics.jsonl), an output directory holding runs"
     )
-    scenarios = (
-        "healthy", "trainer-oom", "inference-death", "stalled", "partial-checkpoint", "disk-filling",
-        "rollouts-hung", "entropy-collapse", "rollouts-failing",
-    )
+    gauge_label = "batch"
 
     def looks_like_run(self, path: str) -> bool:
         return _looks_like_primerl_run(path)
@@ -291,6 +296,12 @@ class PrimeRL(Framework):
                 raise ActionError(f"the run name {name!r} is not a plain name; put --run.name in the launch command")
             words += ["--run.name", name]
         return [*words, "--resume.step", str(step)]
+
+    @property
+    def scenarios(self) -> tuple[str, ...]:  # type: ignore[override]
+        from runtop.simulator.primerl import SCENARIOS
+
+        return SCENARIOS
 
     def simulator(self, root: str | None, scenario: str, **kw: Any) -> Any:
         from runtop.simulator.primerl import Simulator

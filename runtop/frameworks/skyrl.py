@@ -42,12 +42,21 @@ class SkyRL(Framework):
     name = "skyrl"
     expected_roles = ("trainer",)  # the entrypoint; its death is the run's death
     takes_ckpt_dir = True
+    # On Ray (FORMATS.md): the entrypoint actor is the trainer; its death is the run's.
+    process_titles = (
+        ("ray::skyrl_entrypoint", "trainer"),
+        ("ray::MegatronPolicyWorkerBase", "trainer"),
+        ("ray::FSDPPolicyWorkerBase", "trainer"),
+        ("ray::AsyncVLLMInferenceEngine", "inference"),
+        ("ray::RayWorkerWrapper", "inference"),
+        ("ray::", "ray"),
+    )
     checkpoints_in_run_dir = False  # `trainer.ckpt_path` is anywhere (often another disk)
     batch_words = "rewards this batch"
     batch_is_agent_layer = True
     file_priority = 0
     expects = "a SkyRL driver log or a directory holding one"
-    scenarios = ("healthy", "sigbus-checkpoint", "disk-full", "format-rising")
+    gauge_label = "rewards in"
 
     def logs_in_dir(self, path: str, logs: list[str]) -> RunLayout | None:
         found = [f for f in logs if not os.path.basename(f).startswith("infra-") and _is_skyrl_log(f)]
@@ -119,6 +128,12 @@ class SkyRL(Framework):
         from runtop.sources.checkpoints import scan_skyrl
 
         return scan_skyrl(os.path.dirname(planned.path)) if planned else {}
+
+    @property
+    def scenarios(self) -> tuple[str, ...]:  # type: ignore[override]
+        from runtop.simulator.skyrl import SCENARIOS
+
+        return SCENARIOS
 
     def simulator(self, root: str | None, scenario: str, **kw: Any) -> Any:
         from runtop.simulator.skyrl import SkyrlSimulator

@@ -119,7 +119,7 @@ def run_paths(root: str, ckpt_dir: str | None) -> list[tuple[str, str]]:
 
 
 def core_roots(framework: str, root: str) -> list[str]:
-    """Where a run's core dumps land: its dir (a SkyRL log's dir is `logs/`: look beside it)."""
-    if framework == "skyrl" and os.path.basename(root) == "logs":
-        return [os.path.dirname(root)]
-    return [root]
+    """Where a run's core dumps land, as its framework says (a SkyRL log's dir is `logs/`)."""
+    from runtop.frameworks import get
+
+    return get(framework).core_roots(root)

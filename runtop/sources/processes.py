@@ -8,35 +8,35 @@ nvitop does, so a PID the kernel reuses is a new process, never the old one.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import psutil
 
-TITLE_ROLES = (
-    ("PRIME-RL::Launcher", "launcher"),
-    ("PRIME-RL::Inference", "inference"),
-    ("PRIME-RL::Orchestrator", "orchestrator"),
-    ("PRIME-RL::Trainer", "trainer"),
-    ("PRIME-RL::EnvServer", "env"),
-    ("Verifiers::", "env"),
-    ("VLLM::", "inference"),
-    # SkyRL on Ray (FORMATS.md): the entrypoint actor is the trainer; its death is the run's.
-    ("ray::skyrl_entrypoint", "trainer"),
-    ("ray::MegatronPolicyWorkerBase", "trainer"),
-    ("ray::FSDPPolicyWorkerBase", "trainer"),
-    ("ray::AsyncVLLMInferenceEngine", "inference"),
-    ("ray::RayWorkerWrapper", "inference"),
-    ("ray::", "ray"),
-)
-# The roles a run of each framework cannot do without, once any of its processes runs.
-EXPECTED_ROLES = {"prime-rl": ("inference", "orchestrator", "trainer"), "skyrl": ("trainer",)}
+if TYPE_CHECKING:
+    from runtop.frameworks.base import Framework
+
+# Titles and commands every framework's processes share (vLLM is everyone's); each
+# plug-in adds its own (`Framework.process_titles`: `PRIME-RL::Trainer`, `ray::skyrl_entrypoint`).
+COMMON_TITLES = (("VLLM::", "inference"),)
 MAX_PROCS = 200
 
 
+@functools.lru_cache(maxsize=1)
+def _titles() -> tuple[tuple[str, str], ...]:
+    from runtop.frameworks import all_frameworks
+
+    own = [t for fw in all_frameworks() for t in fw.process_titles]
+    # Most specific first: `ray::skyrl_entrypoint` before the `ray::` catch-all.
+    return tuple(sorted((*own, *COMMON_TITLES), key=lambda t: -len(t[0])))
+
+
 def role_of(name: str, cmd: str) -> str | None:
-    for prefix, role in TITLE_ROLES:
+    for prefix, role in _titles():
         if name.startswith(prefix) or cmd.startswith(prefix):
             return role
     if "torchrun" in cmd:
@@ -136,8 +136,9 @@ def _program(argv: list[str], name: str) -> str:
     return first.split(":", 1)[0].strip().lstrip("-")  # `-bash` (login shell), `tmux: server`
 
 
-def _details(p: psutil.Process, pid: int, ctime: float, run_dir: str, logs: set[str]) -> tuple[dict, str | None, bool, bool]:
-    """(info, role, belongs, is this run's SkyRL driver) for one process."""
+def _details(p: psutil.Process, pid: int, ctime: float, run_dir: str, logs: set[str],
+             is_driver: Callable[[str], bool]) -> tuple[dict, str | None, bool, bool]:
+    """(info, role, belongs, is this run's driver) for one process."""
     info = p.as_dict(_DETAILS)
     info["pid"], info["create_time"] = pid, ctime
     argv = info.get("cmdline") or []
@@ -161,9 +162,10 @@ def _details(p: psutil.Process, pid: int, ctime: float, run_dir: str, logs: set[
     if not mine and role is not None and cwd is not None:
         mine = _inside(os.path.realpath(cwd), run_dir)
     driver = False
-    if not mine and logs and ("skyrl" in cmd or cmd.startswith(("bash", "python", "sh "))):
+    # A driver writing the run's log (`bash run.sh &> logs/x.log`): proven by its stdout.
+    if not mine and logs and (is_driver(cmd) or cmd.startswith(("bash", "python", "sh "))):
         mine = _writes_to(pid, logs)
-        if mine and "skyrl" in cmd:
+        if mine and is_driver(cmd):
             driver = True
             role = role or "launcher"
     return info, role, mine, driver
@@ -201,7 +203,15 @@ def denied_roles(scanned: list[tuple[psutil.Process, dict, str | None, bool]], o
     return out
 
 
-def _scan(run_dir: str, logs: set[str], cache: dict | None = None) -> list[tuple[psutil.Process, dict, str | None, bool]]:
+def any_driver(cmd: str) -> bool:
+    """A command line that drives a run of any framework runtop knows."""
+    from runtop.frameworks import all_frameworks
+
+    return any(fw.is_driver(cmd) for fw in all_frameworks())
+
+
+def _scan(run_dir: str, logs: set[str], cache: dict | None = None,
+          is_driver: Callable[[str], bool] = any_driver) -> list[tuple[psutil.Process, dict, str | None, bool]]:
     """Every process: (process, info, role, belongs-by-itself).
 
     With a `cache` (the sampler's), a known `(pid, create_time)` is not read again
@@ -228,7 +238,7 @@ def _scan(run_dir: str, logs: set[str], cache: dict | None = None) -> list[tuple
         entry = cache.get(key) if cache is not None else None
         if entry is None or (now - entry[4] > DETAILS_TTL_S) or (now - ctime < YOUNG_S):
             try:
-                info, role, mine, driver = _details(p, pid, ctime, run_dir, logs)
+                info, role, mine, driver = _details(p, pid, ctime, run_dir, logs, is_driver)
             except (psutil.Error, OSError):
                 continue  # gone between the listing and the read
             entry = (info, role, mine, driver, now)
@@ -289,10 +299,12 @@ class ProcessSampler:
     turns zombie, is reported while the run's other processes go on.
     """
 
-    def __init__(self, run_dir: str, logs: list[str] | None = None, framework: str = "prime-rl") -> None:
+    def __init__(self, run_dir: str, logs: list[str] | None = None, framework: Framework | None = None) -> None:
         self.run_dir = run_dir
         self.logs = {os.path.realpath(p) for p in logs or ()}
-        self.framework = framework
+        from runtop.frameworks import UNKNOWN
+
+        self.framework = framework or UNKNOWN
         self._procs: dict[tuple[int, float], psutil.Process] = {}
         self._details: dict = {}
         self.seen_roles: set[str] = set()
@@ -302,7 +314,7 @@ class ProcessSampler:
 
     def sample(self, finished: bool = False) -> ProcessSnapshot:
         try:
-            scanned = _scan(self.run_dir, self.logs, self._details)
+            scanned = _scan(self.run_dir, self.logs, self._details, self.framework.is_driver)
             own = _own(scanned)
         except (psutil.Error, OSError) as e:
             return ProcessSnapshot(error=f"process scan failed: {e}", taken_at=time.time())
@@ -333,7 +345,7 @@ class ProcessSampler:
         zombies = sorted({p.role for p in rows.values() if p.role and p.zombie and p.role not in alive})
         if alive:
             self.seen_roles.update(alive)
-            self.seen_roles.update(EXPECTED_ROLES.get(self.framework, ()))
+            self.seen_roles.update(self.framework.expected_roles)
         if not finished:
             hidden = {r for roles in snap.denied.values() for r in roles}
             snap.missing = sorted(r for r in self.seen_roles - set(alive) - {"ray"} - hidden if r not in zombies)
