@@ -186,7 +186,7 @@ def _body_header(body: str, agent_block: bool) -> Record | None:
         if body[:1].isdigit():
             m = LOGURU_RE.match(body)
             if m:
-                return Record("skyrl", m.group(1), m.group(2), m.group(4), where=m.group(3))
+                return Record("loguru", m.group(1), m.group(2), m.group(4), where=m.group(3))
         if AGENT_SAFE_RE.match(body):
             return Record("print", None, None, body)
         return None
@@ -194,7 +194,7 @@ def _body_header(body: str, agent_block: bool) -> Record | None:
     if c.isdigit():
         m = LOGURU_RE.match(body)
         if m:
-            return Record("skyrl", m.group(1), m.group(2), m.group(4), where=m.group(3))
+            return Record("loguru", m.group(1), m.group(2), m.group(4), where=m.group(3))
     elif c == "[":
         m = WRAPPER_RE.match(body)
         if m:

@@ -1,0 +1,66 @@
+"""The framework seam (issue 13): everything a framework does differently lives in its
+plug-in under runtop/frameworks/, and nothing else names a framework."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+
+from runtop.frameworks import REGISTRY, UNKNOWN, get
+from runtop.frameworks.base import Framework
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+# The code that must not know which frameworks exist. The simulators write a framework's
+# files, so they are that framework's by nature (the plug-in hands them out).
+GUARDED = ("runtop", "parsers", "tui", "widgets")
+EXEMPT = ("runtop/frameworks/", "runtop/simulator/")
+# A framework's name as a string, or a comparison with `.framework`.
+NAME_RE = re.compile(r"""(["'])(?:prime-rl|skyrl|primerl|prime_rl|verl|trl|openrlhf|nemo-rl)\1|\.framework\s*[!=]=""", re.I)
+
+
+def _guarded_files() -> list[pathlib.Path]:
+    out = []
+    for top in GUARDED:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if not rel.startswith(EXEMPT):
+                out.append(path)
+    return out
+
+
+def test_no_code_outside_the_plug_ins_names_a_framework():
+    hits = []
+    for path in _guarded_files():
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if NAME_RE.search(code):
+                hits.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not hits, "framework names outside runtop/frameworks/:\n" + "\n".join(hits)
+
+
+def test_the_guard_would_catch_a_branch(tmp_path):
+    """The guard is not vacuous: the lines it exists for match it."""
+    for line in ('if state.framework == "skyrl":', "if lay.framework != 'prime-rl':", 'label = "x" if fw == "skyrl" else "y"'):
+        assert NAME_RE.search(line), line
+    assert not NAME_RE.search("fw = get_framework(state.framework)")
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_each_plug_in_provides_the_whole_contract(name):
+    fw = REGISTRY[name]
+    assert isinstance(fw, Framework) and fw.name == name and get(name) is fw
+    assert fw.expected_roles and fw.expects and fw.scenarios and fw.process_titles
+    # Everything a run needs from its framework is overridden or meaningfully inherited.
+    for method in ("file_layout", "scan_checkpoints", "resume_words", "relist_checkpoints", "simulator"):
+        assert getattr(type(fw), method) is not getattr(Framework, method), (name, method)
+    sim = fw.simulator(None, fw.scenarios[0])
+    assert hasattr(sim, "run")
+
+
+def test_an_unknown_framework_gets_a_plug_in_that_knows_nothing():
+    assert get("nemo-rl-next") is UNKNOWN
+    assert UNKNOWN.expected_roles == () and not UNKNOWN.launches_inference
+    with pytest.raises(NotImplementedError):
+        UNKNOWN.resume_words(None, [], 1, "/x")  # type: ignore[arg-type]
