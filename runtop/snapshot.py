@@ -3,13 +3,11 @@ look at processes and disks, judge."""
 
 from __future__ import annotations
 
-import time
+from typing import Any
 
 from runtop.config import Thresholds
 from runtop.discovery import discover, with_ckpt_dir
-from runtop.health import HealthTracker, Verdict
-from runtop.rules import Facts
-from runtop.sources.disk import DiskSampler, core_roots, run_paths
+from runtop.health import Verdict
 from runtop.sources.deadline import Slow, call_with_deadline
 from runtop.sources.processes import scan_run
 from runtop.sources.run_reader import RunReader
@@ -23,31 +21,34 @@ def read_run(path: str, *, processes: bool = True, ckpt_dir: str | None = None) 
     return _read(path, processes=processes, ckpt_dir=ckpt_dir).state
 
 
-def read_and_judge(path: str, *, ckpt_dir: str | None = None, cfg: Thresholds | None = None, processes: bool = True, disks: bool = True) -> tuple[RunState, Verdict]:
-    """The run read once and judged with every rule (one disk sample: no growth rate yet)."""
-    reader = _read(path, processes=processes, ckpt_dir=ckpt_dir)
-    return reader.state, RunJudge(reader, cfg, disks=disks).verdict()
+def read_and_judge(path: str, *, ckpt_dir: str | None = None, cfg: Thresholds | None = None, processes: bool = True,
+                   disks: bool = True, **probes: Any) -> tuple[RunState, Verdict]:
+    """The run read once and judged with every rule and every probe the TUI has (one disk
+    sample: no growth rate yet). `probes` go to the `Engine` (gpu, proc_sampler, …)."""
+    reader = _read(path, processes=False, ckpt_dir=ckpt_dir)
+    return reader.state, RunJudge(reader, cfg, disks=disks, processes=processes, **probes).verdict()
 
 
 class RunJudge:
-    """Judges a reader's state with the rules, the run's processes and its disks.
+    """Judges a reader's state with the same engine the TUI runs: the rules over the run's
+    processes, disks and GPUs (issue 13: the TUI and `runtop check` agree on the same facts).
 
     Kept across check-ins (`runtop watch`), it remembers when each finding began and
     samples the disks often enough for a growth rate; used once, it is `runtop check`.
     """
 
-    def __init__(self, reader: RunReader, cfg: Thresholds | None = None, *, disks: bool = True) -> None:
+    def __init__(self, reader: RunReader, cfg: Thresholds | None = None, *, disks: bool = True, processes: bool = True,
+                 **probes: Any) -> None:
+        from runtop.engine import Engine, OnceRun
+
         self.reader = reader
-        self.tracker = HealthTracker(cfg)
-        lay = reader.layout
-        self.disks = DiskSampler(run_paths(lay.root, None), core_roots(lay.framework, lay.root)) if disks else None
+        # No vLLM `/metrics` probe here: no rule reads it, and a check must not wait on a port.
+        probes.setdefault("vllm_url", None)
+        self.engine = Engine(reader.layout, run=OnceRun(reader), disks=disks, processes=processes, thresholds=cfg, **probes)
+        self.tracker = self.engine.health
 
     def verdict(self) -> Verdict:
-        disk = None
-        if self.disks is not None:
-            self.disks.set_path("checkpoint dir", self.reader.checkpoint_dir())
-            disk = self.disks.sample()
-        return self.tracker.evaluate(Facts(self.reader.state, time.time(), self.tracker.cfg, disk=disk))
+        return self.engine.probe_all()
 
 
 def read_all(reader: RunReader) -> None:

@@ -292,12 +292,12 @@ async def test_tui_read_only_has_no_action_keys(live_run):
 def test_launcher_pane_lines_reach_the_logs_tail(live_run):
     """Launcher-only messages (`Trainer failed with exit code 1`) are read from the pane."""
     from runtop.discovery import discover
-    from runtop.tui.monitor import Monitor
+    from runtop.engine import Engine
 
     root, sock = live_run
     t = Tmux(sock)
     pane = t.launcher_pane("Launcher", "prime-rl")
-    mon = Monitor(discover(str(root)), interval=0.2, processes=False, disks=False, vllm_url=None, launcher=lambda: t.capture(pane, 60))
+    mon = Engine(discover(str(root)), interval=0.2, processes=False, disks=False, vllm_url=None, launcher=lambda: t.capture(pane, 60))
     mon.step()
     tail = [ln for ln in mon.state.log_tail if ln.source == "launcher"]
     assert any("fake launcher ready" in ln.text for ln in tail)

@@ -12,7 +12,7 @@ from runtop.sources.gpu import RecordedProbe
 from runtop.sources.processes import ProcInfo as ProcessInfo
 from runtop.sources.processes import ProcessSnapshot
 from runtop.tui.app import RuntopApp
-from runtop.tui.monitor import Monitor
+from runtop.engine import Engine
 
 FIXED_MTIME = 1_787_320_000.0
 H100 = {
@@ -86,13 +86,13 @@ def make_app(root: str, *, fixed: bool = True, gpu=None, interval: float = 0.2, 
         # A SkyRL log path: its run dir is the log dir's parent (logs/, ckpts/ beside it).
         freeze_mtimes(root if os.path.isdir(root) else os.path.dirname(os.path.dirname(root)))
         clock = lambda: FIXED_MTIME + 42  # noqa: E731 - "last write 42s ago", always
-        mon = Monitor(
+        mon = Engine(
             layout, interval=interval, gpu=gpu or RecordedProbe([H100]), vllm_url=None, clock=clock,
             proc_sampler=kw.pop("proc_sampler", FixedProcs(fixed_tree(FIXED_MTIME))),
             disk_sampler=FixedDisks(pressure=kw.pop("disk_pressure", False)),
         )
     else:
-        mon = Monitor(layout, interval=interval, gpu=gpu or RecordedProbe([H100]), vllm_url=None, **kw)
+        mon = Engine(layout, interval=interval, gpu=gpu or RecordedProbe([H100]), vllm_url=None, **kw)
     return RuntopApp(layout, interval=interval, monitor=mon)
 
 

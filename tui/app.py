@@ -24,7 +24,7 @@ from runtop.tui.chart_screen import ChartScreen
 from runtop.tui.confirm_screen import ConfirmScreen
 from runtop.tui.help_screen import HelpScreen
 from runtop.tui.keys import PANES, bindings
-from runtop.tui.monitor import Monitor
+from runtop.engine import Engine
 from runtop.view import View
 from runtop.widgets.alerts_pane import AlertsPane
 from runtop.widgets.disk_pane import DiskPane
@@ -87,13 +87,13 @@ class RuntopApp(App[int]):
         layout: RunLayout,
         *,
         interval: float = 2.0,
-        monitor: Monitor | None = None,
+        monitor: Engine | None = None,
         quit_after: float | None = None,
         read_only: bool = False,
         action_options: dict[str, Any] | None = None,
         **monitor_options: Any,
     ) -> None:
-        """`monitor_options` go to `Monitor` (poll, gpu, vllm_url, thresholds, samplers, clock);
+        """`monitor_options` go to `Engine` (poll, gpu, vllm_url, thresholds, samplers, clock);
         `action_options` to `runtop.actions.Context` (tmux, session, window, launch_cmd, …)."""
         super().__init__()
         self.read_only = read_only
@@ -103,7 +103,7 @@ class RuntopApp(App[int]):
             monitor_options["launcher"] = self._capture_launcher
         self.quit_after = quit_after  # `runtop demo --duration`: leave by itself
         self.interval = interval
-        self.monitor = monitor or Monitor(layout, interval=interval, **monitor_options)
+        self.monitor = monitor or Engine(layout, interval=interval, **monitor_options)
         self.slot = "steps"  # the compact layout's switchable pane
         self.metric = 0
         self.hidden: set[str] = set()

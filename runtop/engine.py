@@ -1,4 +1,9 @@
-"""The TUI's engine: the live run plus the system probes, stepped from one worker thread.
+"""The engine: the run's files plus the system probes, judged by the rules (issue 13).
+
+One `Engine` serves the TUI (stepped from its worker thread), `runtop status`, `check`
+and `watch` (`snapshot.RunJudge` drives one over a reader read to the end), so the same
+facts give the same verdict everywhere: the NVML probe that says "vLLM is alive but holds
+no GPU memory" speaks to `runtop check` too.
 
 Everything here does I/O and runs off the UI loop. Each probe has its own period
 (a TTL), so more panes never mean more syscalls, and its own error: a probe that
@@ -20,6 +25,7 @@ from runtop.config import Thresholds
 from runtop.health import HealthTracker, Verdict
 from runtop.rules import Facts
 from runtop.live import LiveRun
+from runtop.sources.run_reader import RunReader
 from runtop.parsers.events import VllmStats
 from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
 from runtop.actions import ActionError
@@ -34,6 +40,29 @@ from runtop.view import SystemView, View
 
 # How long one engine step waits for the probes it started (they run in parallel).
 PROBE_WAIT_S = 0.5
+# How long a headless check-in waits for every probe at once (a hung NFS `/proc` or NVML
+# call is judged without, and says so).
+PROBE_ALL_S = 10.0
+
+
+class OnceRun:
+    """A run read by the caller (headless commands), in the shape the engine steps."""
+
+    def __init__(self, reader: RunReader) -> None:
+        self.reader = reader
+
+    @property
+    def state(self) -> RunState:
+        return self.reader.state
+
+    def step(self) -> bool:
+        return False
+
+    def wait(self, timeout: float) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
 
 
 class Unavailable(Exception):
@@ -119,7 +148,7 @@ class Probe:
                 return value, error
 
 
-class Monitor:
+class Engine:
     def __init__(
         self,
         layout: RunLayout,
@@ -135,12 +164,14 @@ class Monitor:
         disk_sampler: DiskSampler | None = None,
         thresholds: Thresholds | None = None,
         launcher: Callable[[], list[str]] | None = None,
+        run: LiveRun | OnceRun | None = None,
     ) -> None:
         self.layout = layout
         self.interval = interval
         self.clock = clock
         self.lock = threading.RLock()
-        self.live = LiveRun(layout, poll=poll, interval=interval, processes=False)
+        # The files: followed live (tail first, history backfilled), or read once by the caller.
+        self.live = run or LiveRun(layout, poll=poll, interval=interval, processes=False)
         self.system = SystemView(vllm_url=vllm_url)
         self.health = HealthTracker(thresholds)
         self.verdict: Verdict = self.health.evaluate(self.facts())
@@ -213,12 +244,42 @@ class Monitor:
             changed = True
         if changed:
             with self.lock:
-                if self.system.procs is not None and self.system.procs.error is None:
-                    self.state.processes = self.system.procs.roles()
-                    self.state.process_denied = dict(self.system.procs.denied)
+                self._procs_into_state()
                 self.verdict = self.health.evaluate(self.facts())
                 self.new_findings.extend(self.verdict.new)
         return changed
+
+    def probe_all(self, timeout: float = PROBE_ALL_S) -> Verdict:
+        """Ask every probe once and judge (a headless check-in): each probe's answer, or its
+        error, within `timeout` seconds overall; a probe still running past it is judged without."""
+        now = time.monotonic()
+        for probe in self.probes:
+            if not probe.waiting:
+                probe.start(now)
+        deadline = now + timeout
+        pending = list(self.probes)
+        while pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            still = []
+            for probe in pending:
+                news, value, error = probe.collect(min(0.05, left))
+                if news:
+                    with self.lock:
+                        self._store(probe.name, value, error)
+                elif probe.waiting:
+                    still.append(probe)
+            pending = still
+        with self.lock:
+            self._procs_into_state()
+            self.verdict = self.health.evaluate(self.facts())
+        return self.verdict
+
+    def _procs_into_state(self) -> None:
+        if self.system.procs is not None and self.system.procs.error is None:
+            self.state.processes = self.system.procs.roles()
+            self.state.process_denied = dict(self.system.procs.denied)
 
     def facts(self) -> Facts:
         procs = self.system.procs
