@@ -15,3 +15,23 @@ def test_ci_runs_the_readme_test_command_verbatim():
 
 def test_readme_has_the_demo_command():
     assert "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/runtop demo" in (ROOT / "README.md").read_text()
+
+
+def test_every_package_is_installed():
+    """`pip install .` (the README's demo command) installs only the listed packages: a new
+    sub-package left out of pyproject.toml works in the editable checkout and nowhere else."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(tool["packages"])
+    dirs = {name: ROOT / folder for name, folder in tool["package-dir"].items()}
+    found = set()
+    for name, folder in dirs.items():
+        for init in folder.rglob("__init__.py"):
+            rel = init.parent.relative_to(folder).parts
+            found.add(".".join((name, *rel)))
+    assert found <= listed, f"not in pyproject.toml packages: {sorted(found - listed)}"
