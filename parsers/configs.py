@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from .numbers import loads
 
@@ -22,12 +23,17 @@ class RunConfig:
     model: str | None = None
 
 
+def _table(v: object) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
 def _find(obj: object, key: str, depth: int = 0) -> object | None:
     """The value of `key` at the shallowest depth (top-level `max_steps` wins over nested)."""
     if depth > 6 or not isinstance(obj, dict):
         return None
     if key in obj:
-        return obj[key]
+        found: object = obj[key]
+        return found
     for v in obj.values():
         found = _find(v, key, depth + 1)
         if found is not None:
@@ -64,9 +70,7 @@ def parse_config(text: str, fmt: str) -> RunConfig | None:
         return None
     if not isinstance(data, dict):
         return None
-    run = data.get("run") if isinstance(data.get("run"), dict) else {}
-    ckpt = data.get("ckpt") if isinstance(data.get("ckpt"), dict) else {}
-    model = data.get("model") if isinstance(data.get("model"), dict) else {}
+    run, ckpt, model = (_table(data.get(k)) for k in ("run", "ckpt", "model"))
     name = run.get("name") if isinstance(run.get("name"), str) else None
     return RunConfig(
         max_steps=_int(_find(data, "max_steps")),

@@ -48,7 +48,7 @@ TRAINER_TIME_KEYS = ("time/wait_for_batch", "time/forward_backward", "time/broad
 MAX_STEP = 10**12
 
 
-def _role_of(row: dict) -> str | None:
+def _role_of(row: dict[str, object]) -> str | None:
     for key in row:
         if key.startswith(ORCH_PREFIXES) or key in ORCH_TIME_KEYS:
             return ORCHESTRATOR

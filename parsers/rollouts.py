@@ -6,6 +6,7 @@ v0.6: `train_rollouts.jsonl` (flat: `reward`, `is_truncated`, `error`, …).
 
 from __future__ import annotations
 
+from typing import Any
 
 from .events import Event, Rollout, Unrecognised
 from .numbers import loads
@@ -16,8 +17,16 @@ def _f(v: object) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def _trace_episode(obj: dict, step: int | None) -> Rollout:
-    traces = obj.get("traces") if isinstance(obj.get("traces"), list) else []
+def _list(v: object) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def _dict(v: object) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _trace_episode(obj: dict[str, Any], step: int | None) -> Rollout:
+    traces = _list(obj.get("traces"))
     reward: float | None = None
     turns = 0
     stop = None
@@ -51,7 +60,7 @@ def _trace_episode(obj: dict, step: int | None) -> Rollout:
                 end = _f(scoring.get("end"))
             if start is not None and end is not None and end >= start:
                 duration = (duration or 0.0) + (end - start)
-    errors = obj.get("errors") if isinstance(obj.get("errors"), list) else []
+    errors = _list(obj.get("errors"))
     err_type = None
     for e in errors:
         if isinstance(e, dict) and isinstance(e.get("type"), str):
@@ -73,14 +82,14 @@ def _trace_episode(obj: dict, step: int | None) -> Rollout:
     )
 
 
-def _v06_episode(obj: dict, step: int | None) -> Rollout:
+def _v06_episode(obj: dict[str, Any], step: int | None) -> Rollout:
     err = obj.get("error")
     err_type = None
     if isinstance(err, dict):
         err_type = str(err.get("error") or "Error")
     elif isinstance(err, str) and err:
         err_type = err
-    timing = obj.get("timing") if isinstance(obj.get("timing"), dict) else {}
+    timing = _dict(obj.get("timing"))
     stop = obj.get("stop_condition") if isinstance(obj.get("stop_condition"), str) else None
     return Rollout(
         step=step,

@@ -21,17 +21,17 @@ from __future__ import annotations
 
 import ast
 import builtins
-from dataclasses import replace
 import posixpath
 import re
 import shlex
 import warnings
 from collections import Counter
+from dataclasses import replace
+from typing import Any
 
 from . import vllm
 from .crashes import crash_signature, error_notice, exception_of, has_traceback
 from .events import (
-    Unparsed,
     ENV,
     INFERENCE,
     LAUNCHER,
@@ -55,6 +55,7 @@ from .events import (
     SlowCall,
     StepMetrics,
     Trajectory,
+    Unparsed,
 )
 from .numbers import strict_float, strict_int
 from .records import Record
@@ -277,7 +278,7 @@ def format_rule(msg: str) -> int | None:
     return None
 
 
-def _literal_dict(text: str) -> dict | None:
+def _literal_dict(text: str) -> dict[Any, Any] | None:
     text = text.strip()
     if not text.startswith("{") or len(text) > MAX_DICT_CHARS:
         return None
@@ -334,14 +335,15 @@ class SkyrlParser:
         self.step: int | None = None  # the step whose rollouts are done (`global_step: N`)
         self.next_step: int | None = None
         self.batch_rollouts = batch_rollouts
-        self._pending: list[tuple[str, dict, dict, dict, str]] = []  # numbers waiting for a step number
+        self._pending: list[tuple[str, dict[str, float], dict[str, float], dict[str, float], str]] = []  # numbers waiting for a step number
         self._phases_seen: set[str] = set()
         self._dump_step: int | None = None
-        self._batch = Counter()  # this batch's trajectories and passes
+        self._batch: Counter[str] = Counter()  # this batch's trajectories and passes
         self.last_time: str | None = None
 
     # ---- step bookkeeping -------------------------------------------------
-    def _emit(self, out: list[Event], role: str, values: dict, *, phases: dict | None = None, extra: dict | None = None,
+    def _emit(self, out: list[Event], role: str, values: dict[str, float], *, phases: dict[str, float] | None = None,
+              extra: dict[str, float] | None = None,
               origin: str = "log", time: str | None = None, step: int | None = None) -> None:
         step = step if step is not None else self.step
         if step is None:
@@ -400,8 +402,8 @@ class SkyrlParser:
         elif msg.startswith("{"):
             self._dict(msg, t, out, self._dump_step)
             self._dump_step = None
-        elif msg.startswith("Step ") and STEP_DUMP_RE.match(msg):
-            m = STEP_DUMP_RE.match(msg)
+        elif msg.startswith("Step ") and (dump := STEP_DUMP_RE.match(msg)) is not None:
+            m = dump
             step = int(m.group(1))
             self._late_step(step, t, out)
             if m.group(2):
@@ -535,7 +537,7 @@ class SkyrlParser:
             return  # some other dict (sampling params, a config): not the status line
         self._emit(out, TRAINER, values, extra=extra, origin="status", time=t)
 
-    def _dump(self, d: dict, t: str | None, out: list[Event], step: int | None) -> None:
+    def _dump(self, d: dict[Any, Any], t: str | None, out: list[Event], step: int | None) -> None:
         """The `Step N:` dump: 4-decimal strings, used only where nothing better exists."""
         trainer: dict[str, float] = {}
         orch: dict[str, float] = {}

@@ -22,9 +22,8 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-
-from runtop.frameworks import get as get_framework
 from runtop.config import ActionsConfig
+from runtop.frameworks import get as get_framework
 from runtop.launcher import ASSIGN_WORD_RE, launch_from_pane, launcher_argv, record_pane, recorded_pane
 from runtop.sources.processes import ancestor_pids, run_processes
 from runtop.sources.tmux import Pane, Tmux, TmuxError
@@ -166,8 +165,8 @@ def check_command(cmd: str) -> str:
         raise ActionError(f"the launch command has non-ASCII characters runtop will not send ({bad})")
     body = REDIRECT_RE.sub("", cmd).strip()
     if not body or not SAFE_WORDS_RE.match(body):
-        bad = sorted({c for c in body if not re.match(r"[\w@%+=:,./'\"\- ]", c, re.ASCII)})
-        raise ActionError(f"the launch command has shell syntax runtop will not send ({' '.join(bad) or 'empty'}): {cmd[:120]}")
+        chars = sorted({c for c in body if not re.match(r"[\w@%+=:,./'\"\- ]", c, re.ASCII)})
+        raise ActionError(f"the launch command has shell syntax runtop will not send ({' '.join(chars) or 'empty'}): {cmd[:120]}")
     try:
         shlex.split(body)
     except ValueError as e:

@@ -10,11 +10,10 @@ exits 4 in read-only mode (nothing sent).
 from __future__ import annotations
 
 import argparse
+import builtins
 import os
 import sys
 import time
-
-import builtins
 
 from runtop import __version__
 from runtop.discovery import DiscoveryError, discover, with_ckpt_dir
@@ -161,7 +160,6 @@ def cmd_status(args: argparse.Namespace) -> int:
     state, verdict = read_and_judge(args.path, ckpt_dir=args.ckpt_dir, cfg=_thresholds(args))
     if args.append:
         from runtop.checkin import append_checkin, status_path
-
         from runtop.outputs import OutputError
 
         path = status_path(state.path)
@@ -316,9 +314,8 @@ def _use_tui(args: argparse.Namespace) -> bool:
 
 
 def _run_tui(layout, args: argparse.Namespace, deadline: float | None = None) -> int:
-    from runtop.tui.app import RuntopApp
-
     from runtop.config import load_actions
+    from runtop.tui.app import RuntopApp
 
     acfg = load_actions(args.config)
     quit_after = max(0.1, deadline - time.monotonic()) if deadline is not None else None
@@ -347,9 +344,8 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from runtop.live import follow
-
     from runtop.frameworks import get as get_framework
+    from runtop.live import follow
 
     fw = get_framework(args.framework)
     if args.scenario not in fw.scenarios:

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from runtop.actions import ActionError, Context, Plan, ReadOnly, complete_step, alive
+from runtop.actions import ActionError, Context, Plan, ReadOnly, alive, complete_step
 from runtop.outputs import OutputError, append_locked, open_append
 from runtop.parsers.hygiene import public
 from runtop.sources.tmux import Pane, TmuxError, user_and_host

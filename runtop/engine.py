@@ -19,24 +19,23 @@ import threading
 import time
 from collections.abc import Callable
 
+from runtop.actions import ActionError
+from runtop.config import Thresholds
 from runtop.discovery import RunLayout
 from runtop.frameworks import get as get_framework
-from runtop.config import Thresholds
 from runtop.health import HealthTracker, Verdict
-from runtop.rules import Facts
 from runtop.live import LiveRun
-from runtop.sources.run_reader import RunReader
 from runtop.parsers.events import VllmStats
+from runtop.rules import Facts
+from runtop.sources.deadline import Deadline, Slow
 from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
-from runtop.actions import ActionError
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot
-from runtop.sources.deadline import Deadline, Slow
+from runtop.sources.run_reader import RunReader
 from runtop.sources.tmux import TmuxError
 from runtop.sources.vllm_metrics import DEFAULT_URL, fetch
 from runtop.state import LogLine, RunState
 from runtop.view import SystemView, View
-
 
 # How long one engine step waits for the probes it started (they run in parallel).
 PROBE_WAIT_S = 0.5
@@ -93,7 +92,7 @@ class Probe:
     ) -> None:
         self.name, self.period, self.fn = name, period, fn
         self.idle_period = idle_period if idle_period is not None else period
-        self.unavailable = (Unavailable, *unavailable)
+        self.unavailable: tuple[type[Exception], ...] = (Unavailable, *unavailable)
         self.last = float("-inf")
         self._wait = period
         self._call: Deadline[object] = Deadline(f"{name} probe", fn, deadline if deadline is not None else max(5.0, 2 * period))
@@ -308,7 +307,7 @@ class Engine:
         elif name == "gpu":
             sv.gpu = value  # type: ignore[assignment]
         elif name == "vllm":
-            sv.vllm_http = value  # type: ignore[assignment]
+            sv.vllm_http = value
         elif name == "launcher":
             self._add_launcher_lines(value)  # type: ignore[arg-type]
 

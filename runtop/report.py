@@ -14,13 +14,13 @@ import os
 import statistics
 from typing import Any
 
-from runtop.frameworks import get as get_framework
 from runtop import __version__
 from runtop.columns import STEP_COLUMNS
-from runtop.units import duration, human_bytes
+from runtop.frameworks import get as get_framework
 from runtop.health import Verdict, judge
 from runtop.parsers.hygiene import public
 from runtop.state import STEP_FIELDS, RunState, StepRow
+from runtop.units import duration, human_bytes
 
 
 def _num(v: float | None) -> float | None:
@@ -372,10 +372,10 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
         _trend(rows, "reward", "reward/mean"),
         _trend(rows, "seq_len", "seq_len", 1),
     ) if t]
-    trunc = [r.orchestrator.get("truncated") for r in rows if r.orchestrator.get("truncated") is not None]
+    trunc = [x for r in rows if (x := r.orchestrator.get("truncated")) is not None]
     if trunc:
         progress.append(f"truncation {min(trunc) * 100:.1f}-{max(trunc) * 100:.1f}%")
-    errs = [r.orchestrator.get("error_rate") for r in rows if r.orchestrator.get("error_rate") is not None]
+    errs = [x for r in rows if (x := r.orchestrator.get("error_rate")) is not None]
     if errs:
         progress.append(f"errored rollouts {min(errs) * 100:.1f}-{max(errs) * 100:.1f}%")
     fw = get_framework(state.framework)

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runtop.config import Thresholds
+from runtop.frameworks import get as get_framework
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
-from runtop.frameworks import get as get_framework
 from runtop.state import ErrorEntry, RunState, clock_diff
 from runtop.units import duration, human_bytes
 
@@ -120,7 +120,6 @@ def crash(f: Facts) -> list[Finding]:
     )
     alive = f.alive or {}
     running = sorted(r for r, pids in alive.items() if pids)
-    kw = {"cause": first.kind, "wrapper": first.wrapped_by, "phase": first.phase}
     if not alive.get(first.role) or first.certain:
         if f.alive is None:
             tail = "its process could not be checked" + (f" ({_denied_text(s)})" if s.process_denied else "")
@@ -129,9 +128,9 @@ def crash(f: Facts) -> list[Finding]:
         else:
             tail = "no run process alive" if not running else f"still running: {', '.join(running)}"
         msg = f"{role} died: {cause}{context}; {tail}"
-        return [Finding("crash", "critical", msg, _where(s, first), first.time, down=True, **kw)]
+        return [Finding("crash", "critical", msg, _where(s, first), first.time, down=True, cause=first.kind, wrapper=first.wrapped_by, phase=first.phase)]
     msg = f"{role} logged a fatal {first.kind} but its process is still alive ({_short(detail, 80)}){context}"
-    return [Finding("crash", "warning", msg, _where(s, first), first.time, **kw)]
+    return [Finding("crash", "warning", msg, _where(s, first), first.time, cause=first.kind, wrapper=first.wrapped_by, phase=first.phase)]
 
 
 # ---- processes --------------------------------------------------------------------

@@ -30,3 +30,8 @@ def skyrl_run(tmp_path):
         return root
 
     return make
+
+
+# The live-run fixture of the action tests (a real tmux server and Launcher pane), shared
+# with tests/test_action_proof.py.
+from tests.test_actions import live_run  # noqa: E402, F401

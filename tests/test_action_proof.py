@@ -12,7 +12,7 @@ import pytest
 
 from runtop.actions import ActionError, plan
 from runtop.dispatch import dispatch
-from tests.test_actions import LAUNCH, audit_lines, context, launched, live_run, received, stop_run, tmux, wait_for  # noqa: F401 - live_run is a fixture
+from tests.test_actions import LAUNCH, audit_lines, context, launched, received, stop_run, tmux, wait_for
 
 pytestmark = pytest.mark.skipif(__import__("shutil").which("tmux") is None, reason="tmux is not installed")
 

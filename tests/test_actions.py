@@ -269,8 +269,8 @@ async def test_tui_resume_shows_the_text_cancel_first_then_typed_confirmation(li
 
 async def test_tui_read_only_has_no_action_keys(live_run):
     from runtop.tui.confirm_screen import ConfirmScreen
-    from tests.tui_helpers import make_app, settle
     from tests.screen_text import screen_text
+    from tests.tui_helpers import make_app, settle
 
     root, sock = live_run
     app = make_app(str(root), fixed=False, processes=False, disks=False, interval=0.3)

@@ -192,8 +192,8 @@ def test_a_lost_gpu_is_said_on_its_row_and_the_others_are_read():
 
 
 def test_a_hanging_nvml_call_gives_up_and_the_engine_goes_on(simulated):
-    from runtop.engine import Engine, Probe
     from runtop.discovery import discover
+    from runtop.engine import Engine, Probe
 
     mon = Engine(discover(simulated("healthy", max_steps=3)), interval=0.2, gpu=nvml_probe(FakeNvml(hang=30)), vllm_url=None, processes=False, disks=False)
     gpu = next(p for p in mon.probes if p.name == "gpu")

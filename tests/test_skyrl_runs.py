@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from runtop.config import Thresholds
 from runtop.discovery import DiscoveryError, discover, with_ckpt_dir
 from runtop.health import judge
@@ -17,8 +19,6 @@ from runtop.rules import Facts
 from runtop.simulator.skyrl import RUN_NAME, SkyrlSimulator
 from runtop.snapshot import read_run
 from runtop.sources.run_reader import RunReader
-
-import pytest
 
 
 def log_of(root: str) -> str:
@@ -136,7 +136,7 @@ def test_a_live_log_read_as_it_is_written(tmp_path):
     act()
     reader = RunReader(discover(log_of(root)))
     seen_phases = set()
-    for at, act in script:
+    for _at, act in script:
         act()
         reader.poll(rescan_every=float("inf"), ckpt_every=0)
         phase = reader.state.current_phase()

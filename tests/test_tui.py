@@ -6,11 +6,11 @@ import os
 
 from runtop.simulator.skyrl import RUN_NAME as SKYRL_RUN
 from runtop.sources.gpu import GpuSnapshot
+from runtop.sources.processes import ProcessSnapshot, ProcInfo
 from runtop.tui.chart_screen import ChartScreen
 from runtop.tui.help_screen import HelpScreen
 from runtop.widgets.logs_pane import LogsPane
 from tests.screen_text import screen_text
-from runtop.sources.processes import ProcInfo, ProcessSnapshot
 from tests.tui_helpers import FIXED_MTIME, FixedProcs, make_app, settle
 
 BIG = (200, 50)

@@ -7,12 +7,12 @@ import os
 import time
 
 from runtop.discovery import discover
+from runtop.engine import Engine
 from runtop.sources.disk import DiskSnapshot, DiskUsage
 from runtop.sources.gpu import RecordedProbe
-from runtop.sources.processes import ProcInfo as ProcessInfo
 from runtop.sources.processes import ProcessSnapshot
+from runtop.sources.processes import ProcInfo as ProcessInfo
 from runtop.tui.app import RuntopApp
-from runtop.engine import Engine
 
 FIXED_MTIME = 1_787_320_000.0
 H100 = {

@@ -19,12 +19,12 @@ from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from runtop.discovery import RunLayout
+from runtop.engine import Engine
 from runtop.parsers.hygiene import mask
 from runtop.tui.chart_screen import ChartScreen
 from runtop.tui.confirm_screen import ConfirmScreen
 from runtop.tui.help_screen import HelpScreen
 from runtop.tui.keys import PANES, bindings
-from runtop.engine import Engine
 from runtop.view import View
 from runtop.widgets.alerts_pane import AlertsPane
 from runtop.widgets.disk_pane import DiskPane

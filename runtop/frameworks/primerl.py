@@ -134,7 +134,7 @@ def _configs(root: str) -> list[Tracked]:
     if not any(os.path.dirname(t.path).endswith("latest") for t in out):
         attempts = sorted(
             glob.glob(os.path.join(root, "configs", "attempt_*")),
-            key=lambda p: int(_ATTEMPT_RE.search(p).group(1)) if _ATTEMPT_RE.search(p) else 0,
+            key=lambda p: int(m.group(1)) if (m := _ATTEMPT_RE.search(p)) else 0,
         )
         if attempts:
             out = [Tracked(f, "config", "config") for f in sorted(glob.glob(os.path.join(attempts[-1], "*.*")))] + out

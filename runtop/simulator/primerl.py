@@ -20,6 +20,7 @@ The script is deterministic for a given seed.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -336,13 +337,13 @@ class Simulator(ScriptPlayer):
         yield t, die
         for k in range(1, 7):
             tk = t + 10 * k
-            yield tk, lambda tk=tk, k=k: self.orch(tk, "WARNING", f"Inference server was not reached after {10 * k} seconds (Error: All connection attempts failed) on http://localhost:8100")
+            yield tk, functools.partial(self.orch, tk, "WARNING", f"Inference server was not reached after {10 * k} seconds (Error: All connection attempts failed) on http://localhost:8100")
 
     def _hung(self, t: float) -> Iterator[Action]:
         for k in range(12):
             tk = t + 10 * k
-            yield tk, lambda tk=tk: self.orch(tk, "INFO", "Train batch 0/128 (0.0%) (+0 buffered); 128 inflight episodes (train=128, eval=0)")
-            yield tk + 1, lambda tk=tk: self.vllm(tk + 1, "ERROR", "Error in preprocessing prompt inputs: ValueError: 'max_tokens' or 'max_completion_tokens' is too large: 4000. This model's maximum context length is 4096 tokens and your request has 1297 input tokens (4000 > 4096 - 1297).")
+            yield tk, functools.partial(self.orch, tk, "INFO", "Train batch 0/128 (0.0%) (+0 buffered); 128 inflight episodes (train=128, eval=0)")
+            yield tk + 1, functools.partial(self.vllm, tk + 1, "ERROR", "Error in preprocessing prompt inputs: ValueError: 'max_tokens' or 'max_completion_tokens' is too large: 4000. This model's maximum context length is 4096 tokens and your request has 1297 input tokens (4000 > 4096 - 1297).")
 
 
     def _failing(self, t: float) -> Iterator[Action]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 from runtop.simulator.player import Action, ScriptPlayer
 
@@ -162,10 +162,14 @@ class SkyrlSimulator(ScriptPlayer):
 
         return act
 
-    def _step(self, t: float, step: int, attempt: int, reward: float, entropy: float) -> Iterator[Action]:
+    def _step(self, t: float, step: int, attempt: int, reward: float, entropy: float) -> Generator[Action, None, tuple[float, float, float]]:
         rng = self.rng
         t0 = t
-        yield t, lambda: (self.line(t0, "INFO", "Started: 'step'"), self.line(t0, "INFO", "Started: 'generate'"))
+        def started() -> None:
+            self.line(t0, "INFO", "Started: 'step'")
+            self.line(t0, "INFO", "Started: 'generate'")
+
+        yield t, started
         n = PROMPTS * SAMPLES
         gen = 240.0 + rng.random() * 60
         for i in range(n):

@@ -48,7 +48,7 @@ class DiskSnapshot:
 
 
 def find_core_dumps(roots: list[str], limit: int = MAX_WALK) -> list[tuple[str, int]]:
-    found = []
+    found: list[tuple[str, int]] = []
     seen = 0
     for root in roots:
         for dirpath, dirnames, names in os.walk(root):

@@ -13,7 +13,7 @@ import json
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +45,23 @@ class GpuSnapshot:
 
 class GpuProbe(Protocol):
     def read(self) -> GpuSnapshot: ...
+
+
+def _reading(nv: Any, i: int, h: Any) -> GpuReading:
+    """One device's numbers; each field that NVML cannot give is None, the rest still come."""
+    return GpuReading(
+        index=i,
+        name=_try(lambda: _text(nv.nvmlDeviceGetName(h))) or f"GPU {i}",
+        util_pct=_try(lambda: float(nv.nvmlDeviceGetUtilizationRates(h).gpu)),
+        mem_used=_try(lambda: int(nv.nvmlDeviceGetMemoryInfo(h).used)),
+        mem_total=_try(lambda: int(nv.nvmlDeviceGetMemoryInfo(h).total)),
+        temp_c=_try(lambda: float(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))),
+        power_w=_try(lambda: nv.nvmlDeviceGetPowerUsage(h) / 1000.0),
+        processes=tuple(
+            GpuProcess(p.pid, getattr(p, "usedGpuMemory", None))
+            for p in (_try(lambda: nv.nvmlDeviceGetComputeRunningProcesses(h)) or [])
+        ),
+    )
 
 
 class NvmlProbe:
@@ -82,21 +99,7 @@ class NvmlProbe:
             except Exception as e:  # noqa: BLE001 - a lost GPU (issue 10): say so on its row, read the rest
                 gpus.append(GpuReading(i, f"GPU {i}", None, None, None, None, None, error=f"NVML: {_nvml_text(e)}"))
                 continue
-            gpus.append(
-                GpuReading(
-                    index=i,
-                    name=_try(lambda: _text(nv.nvmlDeviceGetName(h))) or f"GPU {i}",
-                    util_pct=_try(lambda: float(nv.nvmlDeviceGetUtilizationRates(h).gpu)),
-                    mem_used=_try(lambda: int(nv.nvmlDeviceGetMemoryInfo(h).used)),
-                    mem_total=_try(lambda: int(nv.nvmlDeviceGetMemoryInfo(h).total)),
-                    temp_c=_try(lambda: float(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))),
-                    power_w=_try(lambda: nv.nvmlDeviceGetPowerUsage(h) / 1000.0),
-                    processes=tuple(
-                        GpuProcess(p.pid, getattr(p, "usedGpuMemory", None))
-                        for p in (_try(lambda: nv.nvmlDeviceGetComputeRunningProcesses(h)) or [])
-                    ),
-                )
-            )
+            gpus.append(_reading(nv, i, h))
         return GpuSnapshot(gpus=gpus, driver=driver, taken_at=now)
 
 

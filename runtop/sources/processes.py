@@ -261,7 +261,7 @@ def _own(scanned: list[tuple[psutil.Process, dict, str | None, bool]]) -> dict[i
     """The run's processes: those that belong, and every descendant of one that does."""
     by_pid = {i["pid"]: (p, i, r, m) for p, i, r, m in scanned}
     own: dict[int, tuple[psutil.Process, dict, str | None]] = {}
-    for pid, (p, info, role, mine) in by_pid.items():
+    for pid, (p, info, role, _mine) in by_pid.items():
         cur, hops = pid, 0
         while cur and hops < 32:
             entry = by_pid.get(cur)

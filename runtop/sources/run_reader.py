@@ -19,7 +19,7 @@ from runtop.parsers.events import Event, StepMetrics, Unparsed
 from runtop.parsers.records import RecordAssembler
 from runtop.parsers.skim import skim
 from runtop.sources.tailer import FileTailer
-from runtop.state import FileInfo, LogLine, RunState
+from runtop.state import MAX_LOG_LINES, FileInfo, LogLine, RunState
 
 MAX_LINE = {"log": 64 * 1024, "metrics": 1 << 20, "rollouts": 32 << 20, "config": 1 << 20}
 
@@ -282,10 +282,9 @@ class RunReader:
 
     def _keep_tail(self, f: _Followed, records: list) -> None:
         """The last lines of each record for the Logs pane (a record's first 3 continuation lines)."""
-        s = self.state
         tail = self._poll_lines
         role = f.tracked.role
-        for rec in records[-s.log_tail.maxlen :]:
+        for rec in records[-MAX_LOG_LINES:]:
             # A Ray-prefixed line is tagged with its process (`skyrl_entrypoint`), not the file's role.
             src = rec.proc.split(" pid=")[0] if rec.proc else role
             level = rec.level or ("ERROR" if rec.fmt in ("orphan", "raylet") else None)
@@ -305,7 +304,7 @@ class RunReader:
         if not lines:
             return
         lines.sort(key=lambda ln: ln.time or "")
-        lines = lines[-self.state.log_tail.maxlen :]
+        lines = lines[-MAX_LOG_LINES:]
         self.state.log_tail.extend(lines)
         self.state.log_seq += len(lines)
 

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 
 from runtop.sources.processes import ancestor_pids
 
-
-
 # A tmux that hangs (a wedged server) must not hold the caller: 3 s, then a one-line error.
 TIMEOUT_S = 3.0
 
