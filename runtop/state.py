@@ -244,6 +244,10 @@ class RunState:
     # 100k-step run must not be re-sorted a dozen times a second on the UI loop.
     _step_keys: list[int] = field(default_factory=list, repr=False)
     lost_steps: deque = field(default_factory=lambda: deque(maxlen=MAX_LOST_STEPS))
+    # Bumped whenever any step row changes, whichever row: a pane that shows steps repaints
+    # on it (issue 13: with the orchestrator a step ahead, the trainer's numbers land in the
+    # row before the last, and a signature of the last row alone missed them).
+    steps_version: int = 0
     trainer_step: int | None = None
     orchestrator_step: int | None = None
     last_step_time: str | None = None  # log time (HH:MM:SS) of the newest step line: "no step for …"
@@ -323,6 +327,7 @@ class RunState:
                 row.superseded = True
                 self.lost_steps.append(self.steps.pop(s))
                 self._step_keys.remove(s)
+                self.steps_version += 1
 
     def _row(self, step: int) -> StepRow:
         row = self.steps.get(step)
@@ -404,6 +409,7 @@ class RunState:
 
     def _on_step(self, ev: StepMetrics, source: str) -> None:
         self._activity(source)
+        self.steps_version += 1
         row = self._row(ev.step)
         target = row.trainer if ev.role == TRAINER else row.orchestrator
         for name, value in ev.values.items():

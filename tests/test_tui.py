@@ -243,3 +243,25 @@ async def test_s_appends_a_check_in(simulated):
             if os.path.exists(path):
                 break
         assert "**Health**: Finished" in open(path).read()
+
+
+async def test_the_trainers_numbers_for_a_step_show_while_the_orchestrator_is_a_step_ahead(simulated):
+    """Issue 13: the orchestrator runs a step ahead (the normal async case), so the trainer's
+    loss for step N lands in the row before the last; it must show at the next repaint, not
+    two steps later."""
+    from runtop.parsers.events import ORCHESTRATOR, TRAINER, StepMetrics
+
+    app = make_app(simulated("healthy", max_steps=9, stop_after=4))
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        mon = app.monitor
+        with mon.lock:
+            mon.state.apply(StepMetrics(ORCHESTRATOR, 5, {"reward": 0.7}, origin="log", time="14:09:00"))
+        app.refresh_panes()
+        await pilot.pause()
+        assert "\n│ 5 " in pane(app, "steps")
+        with mon.lock:
+            mon.state.apply(StepMetrics(TRAINER, 4, {"loss": 0.0777}, origin="metrics", time="14:09:05"))
+        app.refresh_panes()
+        await pilot.pause()
+        assert "0.0777" in pane(app, "steps")

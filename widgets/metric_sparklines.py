@@ -30,9 +30,7 @@ class MetricSparklines(Pane):
     TITLE = "metrics"
 
     def signature(self, view: View) -> object:
-        st = view.state
-        row = st.last_row()
-        return (len(st.steps), row.step if row else None, tuple(sorted(row.trainer.items())) if row else (), tuple(sorted(row.orchestrator.items())) if row else (), self.size.width)
+        return (view.state.steps_version, self.size.width)
 
     def render_view(self, view: View) -> Text:
         # Fixed-width lines, not a table: this pane repaints with every step.

@@ -45,8 +45,7 @@ class StepTable(SafeStatic, can_focus=True):
 
     def update_view(self, view: View) -> bool:
         st = view.state
-        row = st.last_row()
-        sig = (len(st.steps), row.step if row else None, len(row.trainer) + len(row.orchestrator) if row else 0, st.attempt, len(st.lost_steps), self.back, self.size)
+        sig = (st.steps_version, st.attempt, len(st.lost_steps), self.back, self.size)
         if sig == self._sig:
             return False
         self._sig = sig
