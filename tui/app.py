@@ -137,6 +137,8 @@ class RuntopApp(App[int]):
 
     def on_resize(self) -> None:
         self._apply_layout()
+        # Once the new layout has sizes, the panes whose size changed draw themselves again.
+        self.call_after_refresh(self.refresh_panes)
 
     @property
     def compact(self) -> bool:

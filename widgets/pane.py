@@ -49,7 +49,10 @@ class Pane(SafeStatic):
         raise NotImplementedError
 
     def update_view(self, view: View) -> bool:
-        sig = self.signature(view)
+        # The size is the base class's business (issue 13): a pane that fits its text to its
+        # width must repaint when the width changes, whatever its own signature says (the
+        # header drew before layout at a guessed width and kept it).
+        sig = (self.signature(view), self.size)
         if sig == self._sig:
             return False
         self._sig = sig
