@@ -37,6 +37,9 @@ from runtop.sources.vllm_metrics import DEFAULT_URL, fetch
 from runtop.state import LogLine, RunState
 from runtop.view import SystemView, View
 
+# What one slice of reading may take per file before the lock is given back (~20-50 ms of work).
+SLICE_BYTES = 256 << 10
+STEP_READ_S = 1.0  # … and the most one step reads before the probes have their turn
 # How long one engine step waits for the probes it started (they run in parallel).
 PROBE_WAIT_S = 0.5
 # How long a headless check-in waits for every probe at once (a hung NFS `/proc` or NVML
@@ -54,7 +57,7 @@ class OnceRun:
     def state(self) -> RunState:
         return self.reader.state
 
-    def step(self) -> bool:
+    def step(self, max_bytes: int | None = None) -> bool:
         return False
 
     def wait(self, timeout: float) -> bool:
@@ -223,10 +226,22 @@ class Engine:
         return stats
 
     def step(self) -> bool:
-        """Read the run's files and the due probes. True when anything changed."""
+        """Read the run's files and the due probes. True when anything changed.
+
+        The files are read in slices of `SLICE_BYTES` per file, the lock released between
+        them (issue 13: a 64 MB burst of warnings held the lock for 5 s, and every key that
+        repaints waited that long): the screen is never more than one slice behind a key.
+        """
         changed = False
-        with self.lock:
-            changed |= self.live.step()
+        # A run writing faster than we read must not keep the probes from their turn.
+        until = time.monotonic() + STEP_READ_S
+        while True:
+            with self.lock:
+                changed |= self.live.step(max_bytes=SLICE_BYTES)
+                more = not self.live.reader.done()
+            if not more or time.monotonic() > until:
+                break
+            time.sleep(0.003)  # hand the lock (and the GIL) to the UI thread if it waits
         now = time.monotonic()
         started = [p for p in self.probes if p.due(now)]
         for probe in started:

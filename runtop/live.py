@@ -84,8 +84,9 @@ class LiveRun:
         read, total = self._full.progress()
         return min(read / total, 0.999) if total else 0.999
 
-    def step(self) -> bool:
-        """Read what is new (and take over the backfilled state once it is ready)."""
+    def step(self, max_bytes: int | None = None) -> bool:
+        """Read what is new, at most `max_bytes` per file (and take over the backfilled state
+        once it is ready)."""
         changed = False
         if self._ready is not None:
             old = self.reader.state
@@ -93,7 +94,7 @@ class LiveRun:
             self.reader.state.processes, self.reader.state.process_denied = old.processes, old.process_denied
             self._backfilling = False
             changed = True
-        changed |= self.reader.poll(rescan_every=self.interval, ckpt_every=max(self.interval, 5.0))
+        changed |= self.reader.poll(max_bytes=max_bytes, rescan_every=self.interval, ckpt_every=max(self.interval, 5.0))
         self.reader.state.backfill_done = self.backfill_progress()
         now = time.monotonic()
         if self.processes and now - self._last_procs >= max(self.interval, 2.0):
