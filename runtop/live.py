@@ -96,6 +96,11 @@ class LiveRun:
             changed = True
         changed |= self.reader.poll(max_bytes=max_bytes, rescan_every=self.interval, ckpt_every=max(self.interval, 5.0))
         self.reader.state.backfill_done = self.backfill_progress()
+        if self.backfill_error and self.reader.state.backfill_error != self.backfill_error:
+            # Errors never vanish (issue 13): the header says so through the `unreadable` rule.
+            self.reader.state.backfill_error = self.backfill_error
+            self.reader.state.notes.append(self.backfill_error)
+            changed = True
         now = time.monotonic()
         if self.processes and now - self._last_procs >= max(self.interval, 2.0):
             self._last_procs = now

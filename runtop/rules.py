@@ -447,6 +447,8 @@ def unreadable(f: Facts) -> list[Finding]:
         who = ROLE_NAMES.get(info.role, info.role)
         msg = f"cannot read {s.relpath(info.path)} ({who}): {err}; what it says is unknown"
         out.append(Finding("unreadable", "warning", msg, s.relpath(info.path)))
+    if s.backfill_error:
+        out.append(Finding("unreadable", "warning", f"the run's history was not all read ({s.backfill_error}): numbers before the live tail are missing", "backfill"))
     return out
 
 

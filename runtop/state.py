@@ -279,6 +279,7 @@ class RunState:
     processes: dict[str, list[int]] | None = None  # role → pids; None = not looked
     process_denied: dict[str, list[str]] = field(default_factory=dict)  # user → roles runtop may not inspect
     backfill_done: float = 1.0
+    backfill_error: str | None = None  # the history behind the live tail could not be read
     first_time: str | None = None  # log clock of the first record read (for the run's duration)
     # Rollouts that ended since the orchestrator's last step: error type (None: ok), time,
     # message, and who said so (the orchestrator and the env server each report the same

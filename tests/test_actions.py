@@ -281,7 +281,7 @@ async def test_tui_read_only_has_no_action_keys(live_run):
         await pilot.press("R", "X", "T", "s")
         await pilot.pause(0.5)
         assert not isinstance(app.screen, ConfirmScreen)
-        assert any(n.message == "read-only: actions are off" for n in app._notifications)
+        assert "read-only: actions are off" in app.toasts
         app.action_act("resume")  # even called directly
         await pilot.pause(0.5)
         assert not isinstance(app.screen, ConfirmScreen)

@@ -211,3 +211,13 @@ def test_vllm_alive_but_holding_no_gpu_memory(tmp_path):
     v = HealthTracker().evaluate(Facts(state, time.time(), Thresholds(), gpu=gpus))
     dead = findings(v, "inference_dead")[0]
     assert v.verdict == "Down" and "holds no GPU memory" in dead.message
+
+
+def test_a_backfill_that_failed_is_said_not_swallowed():
+    """Issue 13: `backfill_error` was set and never shown. The history behind the live tail
+    could not be read: the verdict says so (never better than Degraded)."""
+    from runtop.state import RunState
+
+    state = RunState(backfill_error="backfill stopped: [Errno 5] Input/output error")
+    v = judge(state)
+    assert v.verdict == "Degraded" and "history was not all read" in v.reasons[0] and "Errno 5" in v.reasons[0]

@@ -237,7 +237,7 @@ async def test_the_tui_shows_no_escape_and_no_secret_and_toasts_masked(sample_ru
             )
         for _ in range(50):
             await pilot.pause(0.1)
-            if any("RuntimeError" in n.message for n in app._notifications):
+            if any("RuntimeError" in n for n in app.toasts):
                 break
         texts = [screen_text(app)]
         for key in "123456789":
@@ -245,7 +245,7 @@ async def test_the_tui_shows_no_escape_and_no_secret_and_toasts_masked(sample_ru
             await pilot.pause(0.05)
             texts.append(screen_text(app))
             await pilot.press(key)
-        toasts = [n.message + n.title for n in app._notifications]
+        toasts = list(app.toasts)
         assert any("RuntimeError" in t for t in toasts), "the crash was toasted"
         for text in texts + toasts:
             assert_clean(text)

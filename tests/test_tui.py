@@ -228,7 +228,7 @@ async def test_a_new_critical_finding_toasts_and_rings(tmp_path):
             if rings:
                 break
         assert rings, "no bell for the new critical finding"
-        assert any("trainer died" in n.message for n in app._notifications)
+        assert any("trainer died" in n for n in app.toasts)
 
 
 async def test_s_appends_a_check_in(simulated):

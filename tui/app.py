@@ -80,7 +80,9 @@ class RuntopApp(App[int]):
     def notify(self, message: str, *, title: str = "", markup: bool = False, **kw: Any) -> None:  # type: ignore[override]
         """Every toast shows run text (a finding, an error): controls and secrets masked, and
         no Rich markup read from it (issue 10)."""
-        super().notify(mask(str(message)), title=mask(str(title)), markup=markup, **kw)
+        message, title = mask(str(message)), mask(str(title))
+        self.toasts.append(message + title)
+        super().notify(message, title=title, markup=markup, **kw)
 
     def __init__(
         self,
@@ -103,6 +105,7 @@ class RuntopApp(App[int]):
             monitor_options["launcher"] = self._capture_launcher
         self.quit_after = quit_after  # `runtop demo --duration`: leave by itself
         self.interval = interval
+        self.toasts: list[str] = []  # every toast shown, masked (tests read it, not Textual's internals)
         self.monitor = monitor or Engine(layout, interval=interval, **monitor_options)
         self.slot = "steps"  # the compact layout's switchable pane
         self.metric = 0
