@@ -14,12 +14,25 @@ a safe resume must name the last *complete* one.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
+
+
+class Problem(str, Enum):
+    """Why a checkpoint is not complete: what the rules and actions decide on (issue 13: no
+    rule searches the prose `reason`, which is for people)."""
+
+    IN_PROGRESS = "in_progress"  # a `.tmp` file: being written, or interrupted
+    MISSING_PART = "missing_part"  # a part that is written last is absent
+    FAILED_SAVE = "failed_save"  # metadata without weights (SIGBUS, a full disk): a save that failed
+    NOT_NAMED = "not_named"  # SkyRL's latest_ckpt_global_step.txt does not reach it
+    AMBIGUOUS = "ambiguous"  # two dirs name the same step
 
 
 @dataclass(frozen=True, slots=True)
 class CheckpointVerdict:
     complete: bool
     reason: str
+    problem: Problem | None = None
 
 
 def judge_primerl(files: dict[str, int]) -> CheckpointVerdict:
@@ -33,9 +46,9 @@ def judge_primerl(files: dict[str, int]) -> CheckpointVerdict:
     if not has_progress:
         missing.append("orchestrator/progress.pt")
     if tmp:
-        return CheckpointVerdict(False, f"save in progress or interrupted ({tmp[0]})")
+        return CheckpointVerdict(False, f"save in progress or interrupted ({tmp[0]})", Problem.IN_PROGRESS)
     if missing:
-        return CheckpointVerdict(False, "missing " + " and ".join(missing))
+        return CheckpointVerdict(False, "missing " + " and ".join(missing), Problem.MISSING_PART)
     return CheckpointVerdict(True, "trainer/.metadata and orchestrator/progress.pt present")
 
 
@@ -52,18 +65,18 @@ def judge_skyrl(step: int, files: dict[str, int], latest: int | None) -> Checkpo
     """`files`: path relative to `global_step_N/` → size; `latest`: the txt's step (None: no txt)."""
     tmp = sorted(f for f in files if f.endswith(".tmp") or ".tmp." in f.rsplit("/", 1)[-1])
     if tmp:
-        return CheckpointVerdict(False, f"save in progress or interrupted ({tmp[0]})")
+        return CheckpointVerdict(False, f"save in progress or interrupted ({tmp[0]})", Problem.IN_PROGRESS)
     policy = {k[len("policy/"):]: v for k, v in files.items() if k.startswith("policy/")}
     if not policy:
-        return CheckpointVerdict(False, "no policy/ files")
+        return CheckpointVerdict(False, "no policy/ files", Problem.MISSING_PART)
     weights = [k for k in policy if k.rsplit("/", 1)[-1] not in _SKYRL_META and k.endswith(_WEIGHT_EXTS)]
     if not weights:
         names = ", ".join(sorted(policy)[:4])
-        return CheckpointVerdict(False, f"policy/ holds only {names} ({_kb(sum(policy.values()))}): no weight shards, a failed save")
+        return CheckpointVerdict(False, f"policy/ holds only {names} ({_kb(sum(policy.values()))}): no weight shards, a failed save", Problem.FAILED_SAVE)
     if "trainer_state.pt" not in files:
-        return CheckpointVerdict(False, "no trainer_state.pt")
+        return CheckpointVerdict(False, "no trainer_state.pt", Problem.MISSING_PART)
     if latest is None:
-        return CheckpointVerdict(False, "latest_ckpt_global_step.txt missing (written last): the save did not finish")
+        return CheckpointVerdict(False, "latest_ckpt_global_step.txt missing (written last): the save did not finish", Problem.NOT_NAMED)
     if latest < step:
-        return CheckpointVerdict(False, f"latest_ckpt_global_step.txt says {latest}: this save did not finish")
+        return CheckpointVerdict(False, f"latest_ckpt_global_step.txt says {latest}: this save did not finish", Problem.NOT_NAMED)
     return CheckpointVerdict(True, f"{len(weights)} weight file(s), trainer_state.pt, named by latest_ckpt_global_step.txt ({latest})")

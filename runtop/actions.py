@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from runtop.config import ActionsConfig
 from runtop.frameworks import get as get_framework
+from runtop.parsers.checkpoints import Problem
 from runtop.launcher import ASSIGN_WORD_RE, launch_from_pane, launcher_argv, record_pane, recorded_pane
 from runtop.sources.processes import ancestor_pids, run_processes
 from runtop.sources.tmux import Pane, Tmux, TmuxError
@@ -176,7 +177,7 @@ def check_command(cmd: str) -> str:
 
 def complete_step(state: RunState) -> tuple[int, str]:
     """(step, path) of the last complete checkpoint, validated; else ActionError saying why."""
-    ambiguous = [c for c in state.checkpoints.values() if c.reason.startswith("ambiguous:")]
+    ambiguous = [c for c in state.checkpoints.values() if c.problem is Problem.AMBIGUOUS]
     if ambiguous:
         raise ActionError(f"checkpoint dirs are ambiguous ({ambiguous[0].reason}): rename or remove one, then resume")
     ck = state.last_complete_checkpoint()

@@ -148,7 +148,8 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
         },
         "lost_steps": [step_dict(row) for row in state.lost_steps],
         "checkpoints": [
-            {"step": c.step, "path": c.path, "complete": c.complete, "bytes": c.bytes, "reason": c.reason}
+            {"step": c.step, "path": c.path, "complete": c.complete, "bytes": c.bytes, "reason": c.reason,
+             "problem": c.problem.value if c.problem else None}
             for c in sorted(state.checkpoints.values(), key=lambda c: c.step)
         ],
         "last_complete_checkpoint": ckpt.step if ckpt else None,

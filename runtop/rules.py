@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from runtop.config import Thresholds
 from runtop.frameworks import get as get_framework
+from runtop.parsers.checkpoints import Problem
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
 from runtop.state import ErrorEntry, RunState, clock_diff
@@ -299,10 +300,10 @@ def checkpoint_incomplete(f: Facts) -> list[Finding]:
     for c in cks:
         if c.complete:
             continue
-        in_progress = c.step == newest and not moved_on and (saving or "in progress" in c.reason)
+        in_progress = c.step == newest and not moved_on and (saving or c.problem is Problem.IN_PROGRESS)
         if in_progress:
             continue
-        failed_save = "common.pt" in c.reason or "failed save" in c.reason
+        failed_save = c.problem is Problem.FAILED_SAVE
         safe = f"; last complete: step {last_ok.step}" if last_ok else "; no complete checkpoint"
         msg = f"checkpoint step {c.step} is incomplete: {c.reason}{safe}"
         out.append(Finding("checkpoint_incomplete", "critical" if failed_save else "warning", msg, s.relpath(c.path)))

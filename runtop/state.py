@@ -14,6 +14,7 @@ import sys
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
+from runtop.parsers.checkpoints import Problem
 from runtop.parsers.events import (
     TRAINER,
     AgentError,
@@ -107,8 +108,9 @@ class Checkpoint:
     step: int
     path: str
     complete: bool
-    reason: str
+    reason: str  # for people
     bytes: int
+    problem: Problem | None = None  # for rules and actions
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from runtop.parsers.checkpoints import judge_primerl, judge_skyrl
+from runtop.parsers.checkpoints import Problem, judge_primerl, judge_skyrl
 from runtop.parsers.numbers import strict_int
 from runtop.state import Checkpoint
 
@@ -53,7 +53,7 @@ def scan_primerl(roots: list[tuple[str, str | None]]) -> dict[int, Checkpoint]:
                 if os.path.isdir(orch):
                     _listing(orch, "", files)
             verdict = judge_primerl(files)
-            _put(out, Checkpoint(step, path, verdict.complete, verdict.reason, sum(files.values())))
+            _put(out, Checkpoint(step, path, verdict.complete, verdict.reason, sum(files.values()), verdict.problem))
     return out
 
 
@@ -69,7 +69,7 @@ def _put(out: dict[int, Checkpoint], ck: Checkpoint) -> None:
         return
     names = sorted({os.path.basename(prev.path), os.path.basename(ck.path)})
     reason = f"{AMBIGUOUS} {' and '.join(names)} both name step {ck.step}"
-    out[ck.step] = Checkpoint(ck.step, min(prev.path, ck.path), False, reason, prev.bytes + ck.bytes)
+    out[ck.step] = Checkpoint(ck.step, min(prev.path, ck.path), False, reason, prev.bytes + ck.bytes, Problem.AMBIGUOUS)
 
 
 def read_latest_txt(ckpt_dir: str) -> int | None:
@@ -98,5 +98,5 @@ def scan_skyrl(ckpt_dir: str) -> dict[int, Checkpoint]:
         files: dict[str, int] = {}
         _listing(path, "", files)
         verdict = judge_skyrl(step, files, latest)
-        _put(out, Checkpoint(step, path, verdict.complete, verdict.reason, sum(files.values())))
+        _put(out, Checkpoint(step, path, verdict.complete, verdict.reason, sum(files.values()), verdict.problem))
     return out
