@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .events import Notice
+from .events import Kind, Notice
 from .records import Record
 
 # The line that ends a Python traceback: `torch.OutOfMemoryError: CUDA out of memory…`,
@@ -54,7 +54,7 @@ CRASH_SIGNATURES: list[Signature] = [
     _sig("EngineDeadError", r"EngineDeadError", rank=22, certain=True, wrapper=True),
     _sig("WorkerDied", r"A worker died or was killed while executing a task", rank=30, wrapper=True),
     _sig("ActorDiedError", r"ActorDiedError|RayActorError|The actor died unexpectedly", rank=31, wrapper=True),
-    _sig("TooManyOpenFiles", r"Too many open files", fatal=False),
+    _sig(Kind.TOO_MANY_OPEN_FILES, r"Too many open files", fatal=False),
 ]
 
 _QUICK = re.compile(

@@ -8,6 +8,7 @@ memory stays bounded however long the run (DESIGN.md, "keep parsed events").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 # Roles a prime-rl (or SkyRL) log line can come from.
 ORCHESTRATOR = "orchestrator"
@@ -15,6 +16,33 @@ TRAINER = "trainer"
 INFERENCE = "inference"
 ENV = "env"
 LAUNCHER = "launcher"
+
+class Kind(str, Enum):
+    """The notice kinds runtop recognises by name (issue 13: one list, not strings matched
+    across files). A notice's kind may also be an exception type (`torch.OutOfMemoryError`)
+    or a crash signature (`SIGBUS`); those stay plain strings."""
+
+    INFERENCE_UNREACHABLE = "inference_unreachable"
+    ULIMIT = "ulimit"
+    MAX_TOKENS_TOO_LARGE = "max_tokens_too_large"
+    CONTEXT_OVERFLOW = "context_overflow"
+    TOOL_TIMEOUT = "tool_timeout"
+    TOO_MANY_OPEN_FILES = "TooManyOpenFiles"
+    EMPTY_BATCH = "empty_batch"
+    DROPPED_TRACES = "dropped_traces"
+    ENV_WORKER_DIED = "env_worker_died"
+    INFERENCE_NOT_READY = "inference_not_ready"
+    INFERENCE_SHUTDOWN = "inference_shutdown"
+
+    TRACE_FAILED = "trace_failed"  # `trace_failed:<ErrorType>` carries the type after the colon
+
+    # A kind is shown and serialised as its value, on every Python version.
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
 
 
 @dataclass(frozen=True, slots=True)

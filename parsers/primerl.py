@@ -17,6 +17,7 @@ from .events import (
     CheckpointSave,
     EnvLag,
     Event,
+    Kind,
     MaxSteps,
     Notice,
     Resumed,
@@ -212,7 +213,7 @@ def parse_record(rec: Record, role: str) -> list[Event]:
             return _step_line(rec, role)
         m = EMPTY_BATCH_RE.match(msg)
         if m:
-            return [Notice(ORCHESTRATOR, "WARNING", "empty_batch", msg.strip(), t)]
+            return [Notice(ORCHESTRATOR, "WARNING", Kind.EMPTY_BATCH, msg.strip(), t)]
     if level in ("ERROR", "CRITICAL") or rec.fmt == "orphan":
         if rec.fmt == "glog" and "exitcode" in msg and not has_traceback(rec.lines()):
             # torchrun reporting that a rank died; the rank's own traceback names the cause,
@@ -222,7 +223,7 @@ def parse_record(rec: Record, role: str) -> list[Event]:
                 return [notice]
             return [Notice(role, level, "ChildFailedError", msg.strip(), t, fatal=True, wrapper=True, rank=60)]
         if "Inference server is not ready" in msg:
-            return [Notice(ORCHESTRATOR, level, "inference_not_ready", msg.strip(), t, fatal=True)]
+            return [Notice(ORCHESTRATOR, level, Kind.INFERENCE_NOT_READY, msg.strip(), t, fatal=True)]
         notice = error_notice(rec, role, traceback_is_fatal=True)
         out: list[Event] = [notice] if notice else []
         if "failed" in msg and not notice_fatal(notice) and (m := ROLLOUT_FAILED_RE.search(msg)) is not None:
@@ -277,17 +278,17 @@ def _warning(msg: str, role: str, t: str | None) -> list[Event]:
 def _warning_notice(msg: str, role: str, t: str | None) -> Notice:
     text = msg.strip()
     if text.startswith("Inference server was not reached"):
-        return Notice(ORCHESTRATOR, "WARNING", "inference_unreachable", text, t)
+        return Notice(ORCHESTRATOR, "WARNING", Kind.INFERENCE_UNREACHABLE, text, t)
     if text.startswith("Trace failed"):
         m = TRACE_FAILED_RE.match(text)
-        kind = f"trace_failed:{m.group(2)}" if m else "trace_failed"
+        kind = f"{Kind.TRACE_FAILED}:{m.group(2)}" if m else Kind.TRACE_FAILED
         return Notice(ORCHESTRATOR, "WARNING", kind, text, t)
     if text.startswith("Dropped") and DROPPED_RE.match(text):
-        return Notice(ORCHESTRATOR, "WARNING", "dropped_traces", text, t)
+        return Notice(ORCHESTRATOR, "WARNING", Kind.DROPPED_TRACES, text, t)
     if "ulimit" in text:
-        return Notice(role, "WARNING", "ulimit", text, t)
+        return Notice(role, "WARNING", Kind.ULIMIT, text, t)
     if "Worker" in text and "died" in text:
-        return Notice(ENV, "WARNING", "env_worker_died", text, t)
+        return Notice(ENV, "WARNING", Kind.ENV_WORKER_DIED, text, t)
     sig = crash_signature(text)
     if sig:
         return Notice(role, "WARNING", sig[0], text, t)
@@ -306,5 +307,5 @@ def _env_router(rec: Record, t: str | None) -> list[Event]:
                 break
         return [EnvLag(int(m.group(1)) if m else None, lag, t)]
     if "died" in msg and "Worker" in msg:
-        return [Notice(ENV, "WARNING", "env_worker_died", msg.strip(), t)]
+        return [Notice(ENV, "WARNING", Kind.ENV_WORKER_DIED, msg.strip(), t)]
     return []

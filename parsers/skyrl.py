@@ -46,6 +46,7 @@ from .events import (
     Event,
     ExtraLog,
     FormatFailure,
+    Kind,
     LaunchConfig,
     MaxSteps,
     Notice,
@@ -624,11 +625,11 @@ class SkyrlParser:
             self._agent_traceback(rec, lines, t, out)
             return
         if msg.startswith("Timeout error during execute"):
-            out.append(Notice(ENV, "WARNING", "tool_timeout", msg[:300], t, count=n))
+            out.append(Notice(ENV, "WARNING", Kind.TOOL_TIMEOUT, msg[:300], t, count=n))
             return
         if "exceeded max_prompt_len" in msg:
             if OVERFLOW_RE.search(msg):
-                out.append(Notice(ENV, "WARNING", "context_overflow", msg[:300], t, count=n))
+                out.append(Notice(ENV, "WARNING", Kind.CONTEXT_OVERFLOW, msg[:300], t, count=n))
             return
         if level == "WARNING":
             rule = format_rule(msg)
@@ -682,7 +683,7 @@ class SkyrlParser:
             return
         if level == "WARNING":
             sig = crash_signature(msg)
-            kind = sig[0] if sig else ("ulimit" if "ulimit" in msg else "warning")
+            kind = sig[0] if sig else (Kind.ULIMIT if "ulimit" in msg else "warning")
             out.append(Notice(role, "WARNING", kind, msg[:300], t, count=n))
 
     def _agent_traceback(self, rec: Record, lines: list[str], t: str | None, out: list[Event]) -> None:

@@ -6,7 +6,7 @@ import re
 from dataclasses import replace
 
 from .crashes import crash_signature, error_notice
-from .events import INFERENCE, Event, Notice, VllmStats
+from .events import INFERENCE, Event, Kind, Notice, VllmStats
 from .numbers import finite, strict_float
 from .records import Record
 
@@ -79,13 +79,13 @@ def parse_record(rec: Record, role: str = INFERENCE) -> list[Event]:
     if m:
         # The rollouts then hang at 0/N (seeds 002/004): name it.
         detail = text[m.start() :].split("\n", 1)[0]
-        return [Notice(INFERENCE, "ERROR", "max_tokens_too_large", detail.strip(), t)]
+        return [Notice(INFERENCE, "ERROR", Kind.MAX_TOKENS_TOO_LARGE, detail.strip(), t)]
     if "ulimit" in msg:
         m = ULIMIT_RE.search(msg)
         if m:
-            return [Notice(INFERENCE, "WARNING", "ulimit", msg.strip(), t)]
+            return [Notice(INFERENCE, "WARNING", Kind.ULIMIT, msg.strip(), t)]
     if "Shutting down FastAPI HTTP server" in msg:
-        return [Notice(INFERENCE, "INFO", "inference_shutdown", msg.strip(), t)]
+        return [Notice(INFERENCE, "INFO", Kind.INFERENCE_SHUTDOWN, msg.strip(), t)]
     level = rec.level or ""
     dead = DEATH_RE.search(text) is not None
     if dead or level in ("ERROR", "CRITICAL") or rec.fmt == "orphan":

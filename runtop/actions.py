@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 from runtop.config import ActionsConfig
 from runtop.frameworks import get as get_framework
-from runtop.parsers.checkpoints import Problem
 from runtop.launcher import ASSIGN_WORD_RE, launch_from_pane, launcher_argv, record_pane, recorded_pane
+from runtop.parsers.checkpoints import Problem
 from runtop.sources.processes import ancestor_pids, run_processes
 from runtop.sources.tmux import Pane, Tmux, TmuxError
 from runtop.state import RunState

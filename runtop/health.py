@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from runtop.config import Thresholds
+from runtop.parsers.events import Kind
 from runtop.rules import RULES, Facts, Finding
 from runtop.state import RunState
 from runtop.units import duration
@@ -140,7 +141,7 @@ def finished_text(state: RunState) -> str:
 def booting_text(state: RunState) -> str | None:
     """What a run with no step yet waits for: `waiting for the inference server at
     http://localhost:8000 for 50 s` (the orchestrator retries every 10 s)."""
-    text = state.last_warning.get("inference_unreachable")
+    text = state.last_warning.get(Kind.INFERENCE_UNREACHABLE)
     if text:
         m = WAIT_RE.search(text)
         url = URL_RE.search(text)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from runtop.config import Thresholds
 from runtop.frameworks import get as get_framework
 from runtop.parsers.checkpoints import Problem
+from runtop.parsers.events import Kind
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
 from runtop.state import ErrorEntry, RunState, clock_diff
@@ -179,9 +180,9 @@ def inference_dead(f: Facts) -> list[Finding]:
         if not any((held.get(pid) or 0) > 1 << 30 for pid in pids):
             msg = f"vLLM is running but holds no GPU memory while {' and '.join(others)} wait: its engine has likely died{cause}"
             return [Finding("inference_dead", "critical", msg, "NVML", None, down=True)]
-    n = s.warnings.get("inference_unreachable", 0)
+    n = s.warnings.get(Kind.INFERENCE_UNREACHABLE, 0)
     if n:
-        text = s.last_warning.get("inference_unreachable", "")
+        text = s.last_warning.get(Kind.INFERENCE_UNREACHABLE, "")
         secs = _seconds_in(text)
         if secs is not None and secs >= f.cfg.inference_unreachable_s:
             msg = f"orchestrator cannot reach vLLM: {_short(text, 90)} ({n} retries){cause}"
@@ -241,7 +242,7 @@ def _newest_log_time(s: RunState) -> str | None:
 def rollouts_hung(f: Facts) -> list[Finding]:
     """Batches stuck at 0/N while vLLM rejects every request (seeds 002/004: `max_tokens` too large)."""
     s = f.state
-    rejects = [e for e in s.errors if e.kind == "max_tokens_too_large"]
+    rejects = [e for e in s.errors if e.kind == Kind.MAX_TOKENS_TOO_LARGE]
     if not rejects:
         return []
     stuck = s.batch is None or s.batch.done == 0
@@ -424,9 +425,9 @@ def environment(f: Facts) -> list[Finding]:
     """`ulimit` warnings and too many open files (seed 002), and error kinds never seen before."""
     s = f.state
     out = []
-    if s.warnings.get("ulimit"):
-        out.append(Finding("environment", "warning", _short(s.last_warning.get("ulimit", "ulimit too low"), 140), "warning"))
-    fds = [e for e in s.errors if e.kind == "TooManyOpenFiles" or "Too many open files" in e.message]
+    if s.warnings.get(Kind.ULIMIT):
+        out.append(Finding("environment", "warning", _short(s.last_warning.get(Kind.ULIMIT, "ulimit too low"), 140), "warning"))
+    fds = [e for e in s.errors if e.kind == Kind.TOO_MANY_OPEN_FILES or "Too many open files" in e.message]
     if fds:
         out.append(Finding("environment", "critical", f"too many open files: {_short(fds[-1].message, 100)}", _where(s, fds[-1]), fds[-1].time))
     return out

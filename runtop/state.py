@@ -27,6 +27,7 @@ from runtop.parsers.events import (
     Event,
     ExtraLog,
     FormatFailure,
+    Kind,
     LaunchConfig,
     MaxSteps,
     Notice,
@@ -478,9 +479,9 @@ class RunState:
             self.last_warning[ev.kind] = ev.message
         else:
             self.events[ev.kind] = (ev.time, ev.message)
-        if ev.kind == "context_overflow":
+        if ev.kind == Kind.CONTEXT_OVERFLOW:
             self.context_overflows += ev.count
-        elif ev.kind == "tool_timeout":
+        elif ev.kind == Kind.TOOL_TIMEOUT:
             self.slow_calls.timeouts += ev.count
 
     # ---- SkyRL: phases, the agent layer, relaunches ----------------------
