@@ -20,10 +20,8 @@ the status dict move the trainer's counter.
 from __future__ import annotations
 
 import ast
-import builtins
 import posixpath
 import re
-import shlex
 import warnings
 from collections import Counter
 from dataclasses import replace
@@ -47,7 +45,6 @@ from .events import (
     ExtraLog,
     FormatFailure,
     Kind,
-    LaunchConfig,
     MaxSteps,
     Notice,
     Phase,
@@ -58,31 +55,10 @@ from .events import (
     Trajectory,
     Unparsed,
 )
-from .numbers import strict_float, strict_int
+from .numbers import strict_float
 from .records import Record
-from .records import match_header as generic_header
-
-# `(skyrl_entrypoint pid=66570)`, `(MegatronPolicyWorkerBase pid=12, ip=10.0.0.2)`, `(pid=9)`, `(raylet)`.
-RAY_PREFIX_RE = re.compile(r"\(((?:[\w.:\- ]+? )?pid=\d+|raylet)(?:, ip=[\d.]+)?\)\s?", re.ASCII)
-RANK_PREFIX_RE = re.compile(r"(?:\[(?:rank|[A-Za-z_]*)\d{1,6}\]: ?)+", re.ASCII)
-REPEATED_RE = re.compile(r"(?<!\s)\s*\[repeated (\d+)x across cluster\]", re.ASCII)
-# loguru: `2026-02-19 11:00:58.123 | INFO     | skyrl_train.trainer:train:342 - Started: 'step'`
-LOGURU_RE = re.compile(
-    r"\d{4}-\d{2}-\d{2}[ T](\d{2}:\d{2}:\d{2})(?:[.,]\d+)?\s*\|\s*"
-    r"(TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\|\s*(\S+)\s+-\s?(.*)",
-    re.S | re.ASCII,
-)
-# An autoretry wrapper: `[2026-02-19 16:44:02] Attempt #2 (Total restarts: 1)`.
-WRAPPER_RE = re.compile(r"\[\d{4}-\d{2}-\d{2}[ T](\d{2}:\d{2}:\d{2})\]\s?(.*)", re.S | re.ASCII)
-# Bare `print`s and tqdm frames that carry something: each is a record of its own.
-STATEMENT_RE = re.compile(
-    r"(?:global_step: \d|(?:ft|gt|rubric|total)_reward: |reward/|avg_final_rewards|\{'|Step \d+:|"
-    r"Policy Train epoch|Training Batches Processed|Training exited with code|Attempt #\d|"
-    r"Started: '|Finished: '|Total steps: |Rubric evaluation complete|\*\*\* SIG)", re.ASCII
-)
-# Inside a code-execution record (code, then its output) only these strict forms
-# start a record: the output is the model's text and can look like anything.
-AGENT_SAFE_RE = re.compile(r"(?:(?:ft|gt|rubric|total)_reward: [-+\d.eE]+\b|Rubric evaluation complete|global_step: \d+\s*$)", re.ASCII)
+from .skyrl_agent import _is_agent_traceback, called_functions, format_rule, launch_config
+from .skyrl_records import _proc_role
 
 TIMER_RE = re.compile(r"(Started|Finished): '([\w.\-/ ]+)'(?:, time cost: ([\d.]+)s)?", re.ASCII)
 GLOBAL_STEP_RE = re.compile(r"global_step: (\d+)\s*$", re.ASCII)
@@ -103,19 +79,6 @@ TIMEOUT_RE = re.compile(r"Timeout error during execute on attempt (\d+)/(\d+)", 
 OVERFLOW_RE = re.compile(r"Context \((\d+) tokens\) exceeded max_prompt_len \((\d+)\)", re.ASCII)
 ATTEMPT_RE = re.compile(r"Attempt #(\d+)", re.ASCII)
 EXITED_RE = re.compile(r"Training exited with code (-?\d+)(?: after (\d+)s)?", re.ASCII)
-RULE_NUMBER_RE = re.compile(r"\bRule (\d)\b", re.ASCII)
-
-# skyrl-agent's eight format rules, by the text of their warning (FORMATS.md).
-FORMAT_RULES: list[tuple[int, str]] = [
-    (7, "is_last but outer is <"),  # before 5: both speak of the outer tag
-    (5, "but doesn't end with </"),
-    (6, "multiple outer <execute> blocks"),
-    (8, "<think> or </think> in after_think"),
-    (2, "not exactly one <think> and one </think>"),
-    (1, "not start with <think>"),
-    (3, "not end with </execute> or </solution>"),
-    (4, "no action tag after </think>"),
-]
 
 # The per-step status dict (full precision, authoritative) → canonical names.
 STATUS_KEYS = {
@@ -132,152 +95,6 @@ STATUS_KEYS = {
 # Rollout-side keys (the generator's numbers).
 ORCH_KEYS = {"avg_final_rewards": "reward", "avg_response_length": "seq_len"}
 MAX_DICT_CHARS = 64 * 1024
-
-# Names in agent code that are not the tool being called.
-_NOT_TOOLS = set(dir(builtins)) | {"print", "def", "if", "for", "while", "return", "with", "elif", "and", "or", "not", "in", "lambda", "assert", "except"}
-_METHODS = {
-    "append", "extend", "join", "split", "strip", "rstrip", "lstrip", "format", "get", "items", "keys", "values",
-    "head", "tail", "lower", "upper", "replace", "startswith", "endswith", "read", "write", "loads", "dumps",
-    "copy", "update", "pop", "sort", "sort_values", "to_string", "to_dict", "iterrows", "apply", "find", "count",
-    "index", "add", "encode", "decode", "mean", "sum", "groupby", "merge", "unique", "tolist", "describe", "json",
-    "close", "isin", "dropna", "fillna", "reset_index", "set_index", "astype", "DataFrame", "Series", "compile",
-    "search", "match", "findall", "sub", "exists", "makedirs", "sleep", "now",
-}
-_MODULES = {"pd", "np", "json", "re", "os", "sys", "math", "time", "random", "collections", "itertools", "datetime", "pandas", "numpy", "str", "self"}
-CALL_RE = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\(", re.ASCII)
-# An unclosed string runs to the end of its line (or text): a match that cannot fail is
-# one that never rescans (a line of `"\\"\\…` was quadratic).
-STRING_RE = re.compile(r"'''.*?(?:'''|\Z)|\"\"\".*?(?:\"\"\"|\Z)|'(?:\\.|[^'\\\n])*(?:'|\\?$)|\"(?:\\.|[^\"\\\n])*(?:\"|\\?$)", re.S | re.M | re.ASCII)
-DEF_RE = re.compile(r"\bdef\s+\w+\s*\(", re.ASCII)
-
-
-# The end of a tqdm frame: `| 80/80 [02:57<00:00,  2.22s/it, pg=-0.402]`. A frame ends in
-# `\r`, not a newline, so the next record can follow it on the same line.
-TQDM_END_RE = re.compile(r"\|\s*\d+/\d+ \[[^\]]*\]", re.ASCII)
-
-
-def split_glued(lines: list[str]) -> list[str]:
-    """Cut a record glued behind a tqdm frame onto its own line."""
-    out: list[str] | None = None
-    for i, line in enumerate(lines):
-        if "%|" not in line:
-            if out is not None:
-                out.append(line)
-            continue
-        m = TQDM_END_RE.search(line)
-        if m is None or m.end() >= len(line.rstrip()):
-            if out is not None:
-                out.append(line)
-            continue
-        if out is None:
-            out = lines[:i]
-        out.append(line[: m.end()])
-        out.append(line[m.end() :])
-    return lines if out is None else out
-
-
-def _proc_role(proc: str | None) -> str:
-    if proc and any(k in proc for k in ("VLLM", "vLLM", "vllm", "Inference", "RayWorkerWrapper")):
-        return INFERENCE
-    return TRAINER
-
-
-def _body_header(body: str, agent_block: bool) -> Record | None:
-    if agent_block:
-        # Inside code/output, only a real log record or a strict agent print starts a record.
-        if body[:1].isdigit():
-            m = LOGURU_RE.match(body)
-            if m:
-                return Record("loguru", m.group(1), m.group(2), m.group(4), where=m.group(3))
-        if AGENT_SAFE_RE.match(body):
-            return Record("print", None, None, body)
-        return None
-    c = body[:1]
-    if c.isdigit():
-        m = LOGURU_RE.match(body)
-        if m:
-            return Record("loguru", m.group(1), m.group(2), m.group(4), where=m.group(3))
-    elif c == "[":
-        m = WRAPPER_RE.match(body)
-        if m:
-            return Record("wrapper", m.group(1), "INFO", m.group(2))
-    elif c == "+":
-        stripped = body.lstrip("+")
-        if stripped.startswith(" "):
-            return Record("shell", None, None, stripped[1:])
-    if STATEMENT_RE.match(body):
-        return Record("print", None, None, body)
-    return generic_header(body)
-
-
-def _in_agent_block(rec: Record | None) -> bool:
-    return rec is not None and rec.message.startswith(("Code execution took", "Timeout error during execute"))
-
-
-def header(line: str, pending: Record | None) -> Record | None:
-    """The record `line` starts, or None when it continues `pending`."""
-    proc = None
-    body = line
-    if line.startswith("("):
-        m = RAY_PREFIX_RE.match(line)
-        if m:
-            proc = m.group(1)
-            body = line[m.end() :]
-    repeat = 1
-    if "[repeated " in body:
-        m = REPEATED_RE.search(body)
-        if m:
-            repeat = 1 + int(m.group(1))  # the line shown plus the N Ray folded into it
-            body = body[: m.start()] + body[m.end() :]
-    if proc is not None and body.startswith("[") and "]:" in body[:16]:
-        body = RANK_PREFIX_RE.sub("", body, count=1)  # `(Worker pid=9) [rank0]:[E302 …`: three layers of prefix
-    same_proc = pending is not None and pending.proc == proc
-    rec = _body_header(body, _in_agent_block(pending) and same_proc)
-    if rec is None and proc is None and pending is not None and pending.proc is not None:
-        # The driver's own stderr (its traceback) after a Ray worker's line: Ray prefixes every
-        # line it forwards, so an unprefixed line is another process's record.
-        rec = Record("orphan", None, None, body)
-    if rec is None and proc is not None:
-        if proc == "raylet":
-            rec = Record("raylet", None, None, body)
-        elif pending is not None and not same_proc:
-            # Continuation lines carry their header's prefix; another process's line is its own record.
-            rec = Record("print", None, None, body)
-    if rec is not None:
-        rec.proc = proc
-        rec.repeat = repeat
-    return rec
-
-
-def called_functions(code: str, limit: int = 6) -> tuple[str, ...]:
-    """The tools a code block calls (`advanced_web_search`, `gget.info`), in order, without builtins."""
-    code = STRING_RE.sub("''", DEF_RE.sub("", code))
-    code = "\n".join(line.split("#", 1)[0] for line in code.splitlines())
-    out: list[str] = []
-    for name in CALL_RE.findall(code):
-        parts = name.split(".")
-        if len(parts) == 1 and name in _NOT_TOOLS:
-            continue
-        if len(parts) > 1 and (parts[-1] in _METHODS or parts[0] in _MODULES):
-            continue
-        if name not in out:
-            out.append(name)
-            if len(out) >= limit:
-                break
-    return tuple(out)
-
-
-def format_rule(msg: str) -> int | None:
-    m = RULE_NUMBER_RE.search(msg[:200])
-    if m and 1 <= int(m.group(1)) <= 8:
-        return int(m.group(1))
-    # The model's message follows the rule's text after `: `: look only before it.
-    for rule, phrase in FORMAT_RULES:
-        i = msg.find(phrase)
-        if 0 <= i < 300:
-            return rule
-    return None
-
 
 def _literal_dict(text: str) -> dict[Any, Any] | None:
     text = text.strip()
@@ -314,17 +131,6 @@ def _kv_numbers(text: str) -> dict[str, float]:
         if num is not None:
             out[k] = num
     return out
-
-
-def _is_agent_traceback(rec: Record, lines: list[str]) -> bool:
-    """A traceback the model's code raised (inside an observation), not the trainer's."""
-    if rec.level in ("ERROR", "CRITICAL"):
-        return False
-    if any(w in rec.message for w in ("Code execution", "Observation", "Output", "[runtime-error]", "execute")):
-        return True
-    if rec.where and rec.where.startswith("skyrl_agent"):
-        return True
-    return any('File "<string>"' in line or 'File "<stdin>"' in line for line in lines)
 
 
 class SkyrlParser:
@@ -694,29 +500,3 @@ class SkyrlParser:
             out.append(AgentError(exc[0], exc[1][:200], t, count=rec.repeat))
 
 
-def launch_config(cmd: str) -> LaunchConfig | None:
-    """The `key=value` overrides of a launch command from a shell trace (`+ python -m skyrl_train…`)."""
-    if "=" not in cmd or ("trainer." not in cmd and "generator." not in cmd):
-        return None
-    try:
-        tokens = shlex.split(cmd, posix=True)
-    except ValueError:
-        tokens = cmd.split()
-    kv = {}
-    for tok in tokens:
-        k, sep, v = tok.partition("=")
-        if sep and "." in k:
-            kv[k.lstrip("+")] = v
-
-    def i(key: str) -> int | None:
-        return strict_int(kv.get(key))
-
-    batch, n = i("trainer.train_batch_size"), i("generator.n_samples_per_prompt")
-    return LaunchConfig(
-        run_name=kv.get("trainer.run_name"),
-        ckpt_dir=kv.get("trainer.ckpt_path"),
-        ckpt_interval=i("trainer.ckpt_interval"),
-        keep_last=i("trainer.max_ckpts_to_keep"),
-        max_steps=None,
-        batch_rollouts=batch * n if batch and n else None,
-    )

@@ -16,11 +16,11 @@ def events_of(text: str | bytes, role: str = "orchestrator") -> list:
 
 def skyrl_events_of(text: str | bytes, batch_rollouts: int | None = None) -> list:
     """SkyRL driver-log text through the reader's path: clean, unglue tqdm frames, group, parse."""
-    from runtop.parsers import skyrl
+    from runtop.parsers import skyrl, skyrl_records
 
     data = text.encode() if isinstance(text, str) else text
-    lines = skyrl.split_glued(clean_bytes(data).decode("utf-8", "replace").split("\n"))
-    asm = RecordAssembler(skyrl.header)
+    lines = skyrl_records.split_glued(clean_bytes(data).decode("utf-8", "replace").split("\n"))
+    asm = RecordAssembler(skyrl_records.header)
     records = asm.feed(lines) + asm.flush()
     return skyrl.SkyrlParser(batch_rollouts).parse(records)
 

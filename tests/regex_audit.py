@@ -111,7 +111,7 @@ def parser_entries() -> dict[str, tuple[Callable[[str], object], list[str]]]:
     from runtop.parsers import metrics_jsonl, rollouts
     from runtop.parsers.configs import parse_config
     from runtop.parsers.hygiene import mask, public
-    from runtop.parsers.skyrl import called_functions, launch_config
+    from runtop.parsers.skyrl_agent import called_functions, launch_config
     from runtop.parsers.text import parse_duration, split_fields
     from tests.helpers import events_of, skyrl_events_of
 

@@ -24,7 +24,7 @@ from runtop.parsers import metrics_jsonl, rollouts
 from runtop.parsers.configs import parse_config
 from runtop.parsers.hygiene import mask, printable, public, redact
 from runtop.parsers.numbers import loads, strict_float, strict_int
-from runtop.parsers.skyrl import called_functions, format_rule, launch_config
+from runtop.parsers.skyrl_agent import called_functions, format_rule, launch_config
 from runtop.parsers.text import clean_bytes, parse_duration, split_fields
 from runtop.simulator.primerl import Simulator
 from runtop.simulator.skyrl import SkyrlSimulator

@@ -164,7 +164,7 @@ def test_a_superscript_in_skyrl_latest_txt_is_no_step(tmp_path):
 
 
 def test_a_bad_skyrl_launch_line_keeps_the_checkpoint_dir():
-    from runtop.parsers.skyrl import launch_config
+    from runtop.parsers.skyrl_agent import launch_config
 
     cfg = launch_config("python -m skyrl_train.entrypoints.main_base trainer.ckpt_path=/ck trainer.train_batch_size=² generator.n_samples_per_prompt=٥")
     assert cfg is not None and cfg.ckpt_dir == "/ck" and cfg.batch_rollouts is None

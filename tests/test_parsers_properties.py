@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from runtop.parsers import metrics_jsonl, rollouts
 from runtop.parsers.configs import parse_config
-from runtop.parsers.skyrl import called_functions, format_rule, launch_config
+from runtop.parsers.skyrl_agent import called_functions, format_rule, launch_config
 from runtop.parsers.text import parse_duration, redact, split_fields
 from tests.helpers import events_of, skyrl_events_of
 

@@ -73,7 +73,7 @@ class SkyRL(Framework):
         return _layout(path) if _SKYRL_SIGNS.search(text) else None
 
     def header(self, tracked: Tracked) -> HeaderFn | None:
-        from runtop.parsers.skyrl import header
+        from runtop.parsers.skyrl_records import header
 
         return header
 
@@ -83,7 +83,7 @@ class SkyRL(Framework):
         return SkyrlParser(batch_rollouts).parse
 
     def split_lines(self, lines: list[str]) -> list[str]:
-        from runtop.parsers.skyrl import split_glued
+        from runtop.parsers.skyrl_records import split_glued
 
         return split_glued(lines)
 

@@ -1,0 +1,136 @@
+"""Which physical lines of a SkyRL driver log start a record (FORMATS.md, SkyRL line anatomy).
+
+One driver log interleaves many Ray processes: every line carries its process's prefix
+`(name pid=N[, ip=…])`, so a line from another process starts a record of its own even
+without a header; loguru records, bare `print`s that carry numbers, tqdm frames, Ray's
+own lines and shell traces each start one. Used by the shared `RecordAssembler`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .events import INFERENCE, TRAINER
+from .records import Record
+from .records import match_header as generic_header
+
+# `(skyrl_entrypoint pid=66570)`, `(MegatronPolicyWorkerBase pid=12, ip=10.0.0.2)`, `(pid=9)`, `(raylet)`.
+RAY_PREFIX_RE = re.compile(r"\(((?:[\w.:\- ]+? )?pid=\d+|raylet)(?:, ip=[\d.]+)?\)\s?", re.ASCII)
+RANK_PREFIX_RE = re.compile(r"(?:\[(?:rank|[A-Za-z_]*)\d{1,6}\]: ?)+", re.ASCII)
+REPEATED_RE = re.compile(r"(?<!\s)\s*\[repeated (\d+)x across cluster\]", re.ASCII)
+# loguru: `2026-02-19 11:00:58.123 | INFO     | skyrl_train.trainer:train:342 - Started: 'step'`
+LOGURU_RE = re.compile(
+    r"\d{4}-\d{2}-\d{2}[ T](\d{2}:\d{2}:\d{2})(?:[.,]\d+)?\s*\|\s*"
+    r"(TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\|\s*(\S+)\s+-\s?(.*)",
+    re.S | re.ASCII,
+)
+# An autoretry wrapper: `[2026-02-19 16:44:02] Attempt #2 (Total restarts: 1)`.
+WRAPPER_RE = re.compile(r"\[\d{4}-\d{2}-\d{2}[ T](\d{2}:\d{2}:\d{2})\]\s?(.*)", re.S | re.ASCII)
+# Bare `print`s and tqdm frames that carry something: each is a record of its own.
+STATEMENT_RE = re.compile(
+    r"(?:global_step: \d|(?:ft|gt|rubric|total)_reward: |reward/|avg_final_rewards|\{'|Step \d+:|"
+    r"Policy Train epoch|Training Batches Processed|Training exited with code|Attempt #\d|"
+    r"Started: '|Finished: '|Total steps: |Rubric evaluation complete|\*\*\* SIG)", re.ASCII
+)
+# Inside a code-execution record (code, then its output) only these strict forms
+# start a record: the output is the model's text and can look like anything.
+AGENT_SAFE_RE = re.compile(r"(?:(?:ft|gt|rubric|total)_reward: [-+\d.eE]+\b|Rubric evaluation complete|global_step: \d+\s*$)", re.ASCII)
+
+# The end of a tqdm frame: `| 80/80 [02:57<00:00,  2.22s/it, pg=-0.402]`. A frame ends in
+# `\r`, not a newline, so the next record can follow it on the same line.
+TQDM_END_RE = re.compile(r"\|\s*\d+/\d+ \[[^\]]*\]", re.ASCII)
+
+
+def split_glued(lines: list[str]) -> list[str]:
+    """Cut a record glued behind a tqdm frame onto its own line."""
+    out: list[str] | None = None
+    for i, line in enumerate(lines):
+        if "%|" not in line:
+            if out is not None:
+                out.append(line)
+            continue
+        m = TQDM_END_RE.search(line)
+        if m is None or m.end() >= len(line.rstrip()):
+            if out is not None:
+                out.append(line)
+            continue
+        if out is None:
+            out = lines[:i]
+        out.append(line[: m.end()])
+        out.append(line[m.end() :])
+    return lines if out is None else out
+
+
+def _proc_role(proc: str | None) -> str:
+    if proc and any(k in proc for k in ("VLLM", "vLLM", "vllm", "Inference", "RayWorkerWrapper")):
+        return INFERENCE
+    return TRAINER
+
+
+def _body_header(body: str, agent_block: bool) -> Record | None:
+    if agent_block:
+        # Inside code/output, only a real log record or a strict agent print starts a record.
+        if body[:1].isdigit():
+            m = LOGURU_RE.match(body)
+            if m:
+                return Record("loguru", m.group(1), m.group(2), m.group(4), where=m.group(3))
+        if AGENT_SAFE_RE.match(body):
+            return Record("print", None, None, body)
+        return None
+    c = body[:1]
+    if c.isdigit():
+        m = LOGURU_RE.match(body)
+        if m:
+            return Record("loguru", m.group(1), m.group(2), m.group(4), where=m.group(3))
+    elif c == "[":
+        m = WRAPPER_RE.match(body)
+        if m:
+            return Record("wrapper", m.group(1), "INFO", m.group(2))
+    elif c == "+":
+        stripped = body.lstrip("+")
+        if stripped.startswith(" "):
+            return Record("shell", None, None, stripped[1:])
+    if STATEMENT_RE.match(body):
+        return Record("print", None, None, body)
+    return generic_header(body)
+
+
+def _in_agent_block(rec: Record | None) -> bool:
+    return rec is not None and rec.message.startswith(("Code execution took", "Timeout error during execute"))
+
+
+def header(line: str, pending: Record | None) -> Record | None:
+    """The record `line` starts, or None when it continues `pending`."""
+    proc = None
+    body = line
+    if line.startswith("("):
+        m = RAY_PREFIX_RE.match(line)
+        if m:
+            proc = m.group(1)
+            body = line[m.end() :]
+    repeat = 1
+    if "[repeated " in body:
+        m = REPEATED_RE.search(body)
+        if m:
+            repeat = 1 + int(m.group(1))  # the line shown plus the N Ray folded into it
+            body = body[: m.start()] + body[m.end() :]
+    if proc is not None and body.startswith("[") and "]:" in body[:16]:
+        body = RANK_PREFIX_RE.sub("", body, count=1)  # `(Worker pid=9) [rank0]:[E302 …`: three layers of prefix
+    same_proc = pending is not None and pending.proc == proc
+    rec = _body_header(body, _in_agent_block(pending) and same_proc)
+    if rec is None and proc is None and pending is not None and pending.proc is not None:
+        # The driver's own stderr (its traceback) after a Ray worker's line: Ray prefixes every
+        # line it forwards, so an unprefixed line is another process's record.
+        rec = Record("orphan", None, None, body)
+    if rec is None and proc is not None:
+        if proc == "raylet":
+            rec = Record("raylet", None, None, body)
+        elif pending is not None and not same_proc:
+            # Continuation lines carry their header's prefix; another process's line is its own record.
+            rec = Record("print", None, None, body)
+    if rec is not None:
+        rec.proc = proc
+        rec.repeat = repeat
+    return rec
+
+
