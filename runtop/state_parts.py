@@ -1,0 +1,203 @@
+"""What a `RunState` is made of: the step rows, attempts, checkpoints, errors, counters
+and file records it keeps, and the bounds that keep it small (issue 13: `runtop/state.py`
+holds the aggregate and its reducers, this module the parts)."""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import dataclass, field
+
+from runtop.parsers.checkpoints import Problem
+
+# The per-step columns of `runtop status --json` (issue 2), and which role owns each.
+STEP_FIELDS = (
+    "reward",
+    "loss",
+    "entropy",
+    "kl",
+    "grad_norm",
+    "clip_ratio",
+    "lr",
+    "seq_len",
+    "step_time_s",
+    "throughput_tok_s",
+)
+ORCH_OWNED = {"reward", "reward_all", "seq_len", "truncated", "error_rate", "cancelled", "turns", "off_policy_max", "rollouts"}
+# Which source of a step's number wins when two give it: structured rows (prime-rl's
+# metrics.jsonl, SkyRL's full-precision status dict) over scraped log lines, and those
+# over SkyRL's `Step N:` dump, rounded to 4 decimals (FORMATS.md).
+ORIGIN_RANK = {"metrics": 3, "status": 3, "log": 2, "dump": 1}
+MAX_ERRORS = 200
+MAX_RECENT_ROLLOUTS = 200
+MAX_DEATH_ERRORS = 64  # fatal errors kept per death to choose its cause from
+MAX_LOG_LINES = 1000  # the Logs pane's tail: the only text RunState keeps, and bounded
+MAX_LOST_STEPS = 500
+MAX_DURATIONS = 4096
+SLOW_CALL_THRESHOLD_S = 180.0  # the seeds' "slow execution" threshold
+
+
+@dataclass(slots=True)
+class StepRow:
+    step: int
+    attempt: int
+    trainer: dict[str, float] = field(default_factory=dict)
+    orchestrator: dict[str, float] = field(default_factory=dict)
+    origin: dict[str, str] = field(default_factory=dict)
+    phases_s: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, float] = field(default_factory=dict)
+    superseded: bool = False
+
+    def value(self, name: str) -> float | None:
+        """The merged value of a column: orchestrator's for rollout metrics, else the trainer's.
+
+        `step_time_s` is the trainer's alone (the orchestrator's is reported apart), so
+        one column never mixes two clocks.
+        """
+        if name in ORCH_OWNED:
+            return self.orchestrator.get(name)
+        return self.trainer.get(name)
+
+
+@dataclass
+class Attempt:
+    number: int
+    reason: str
+    resumed_from: int | None = None
+
+
+@dataclass
+class Checkpoint:
+    step: int
+    path: str
+    complete: bool
+    reason: str  # for people
+    bytes: int
+    problem: Problem | None = None  # for rules and actions
+
+
+@dataclass
+class ErrorEntry:
+    time: str | None
+    source: str
+    role: str
+    kind: str
+    message: str
+    fatal: bool
+    # Root-cause reading (issue 12, `runtop.causes`): see `parsers.events.Notice`.
+    wrapper: bool = False
+    pid: int | None = None
+    actor: str | None = None
+    rank: int = 40
+    certain: bool = False
+    signature: str | None = None
+    phase: str | None = None  # what the run was doing: `save_checkpoints`, `checkpoint save (step 14)`
+    wrapped_by: str | None = None  # set on a chosen cause: the wrapper that reported it
+    hint: str | None = None  # where to look next (`/dev/shm` for a SIGBUS during a save)
+
+
+@dataclass
+class RolloutCounters:
+    total: int = 0
+    errored: int = 0
+    truncated: int = 0
+    empty: int = 0
+    by_stop: Counter = field(default_factory=Counter)
+    by_error: Counter = field(default_factory=Counter)
+    reward_sum: float = 0.0
+    reward_n: int = 0
+    positive: int = 0
+    steps: set[int] = field(default_factory=set)
+
+
+@dataclass
+class FunctionCalls:
+    count: int = 0
+    durations: deque = field(default_factory=lambda: deque(maxlen=512))
+    max_s: float = 0.0
+    last_time: str | None = None
+
+
+@dataclass
+class EnvCounters:
+    started: int = 0
+    done: int = 0
+    by_stop: Counter = field(default_factory=Counter)
+    durations: deque = field(default_factory=lambda: deque(maxlen=MAX_DURATIONS))
+    lag_ms: dict[str, float] = field(default_factory=dict)
+    active_tasks: int | None = None
+    # Start times of rollouts still open (bounded: a dead env never closes them).
+    open_starts: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class AgentCounters:
+    """skyrl-agent's per-trajectory numbers, since the attempt began."""
+
+    rewards: dict[str, list[float]] = field(default_factory=dict)  # kind → [n, passed (>0), sum]
+    trajectories: int = 0
+    format_failures: Counter = field(default_factory=Counter)  # rule number → count
+    code_errors: Counter = field(default_factory=Counter)  # the model's own exceptions, by type
+    last_code_error: dict[str, str] = field(default_factory=dict)
+
+    def pass_rate(self, kind: str) -> float | None:
+        r = self.rewards.get(kind)
+        return r[1] / r[0] if r and r[0] else None
+
+
+@dataclass
+class PhaseInfo:
+    name: str
+    since: str | None
+    progress: tuple[int, int] | None = None
+
+
+@dataclass
+class SlowCalls:
+    threshold_s: float = SLOW_CALL_THRESHOLD_S
+    count: int = 0
+    timeouts: int = 0
+    by_function: dict[str, FunctionCalls] = field(default_factory=dict)
+
+
+@dataclass
+class FileInfo:
+    path: str
+    role: str
+    kind: str  # "log", "metrics", "rollouts", "config"
+    bytes_read: int = 0
+    size: int = 0
+    last_time: str | None = None
+    mtime: float | None = None
+    restarts: int = 0
+    lines_capped: int = 0
+    error: str | None = None
+    # The first fatal error of this file's latest death, every fatal error of that death
+    # (the cause is chosen from them: `runtop.causes`), and whether the role kept working after.
+    fatal: ErrorEntry | None = None
+    fatals: list[ErrorEntry] = field(default_factory=list)
+    active_after_fatal: bool = False
+    # Records that made a parser fail (issue 10): how many, and the last one's line and reason.
+    unparsed: int = 0
+    unparsed_line: int = 0
+    unparsed_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    source: str  # the file's role (trainer, orchestrator, inference, …) or name
+    level: str | None
+    time: str | None
+    text: str
+
+
+def clock_diff(start: str, end: str) -> float:
+    """Seconds from `HH:MM:SS` to `HH:MM:SS`; prime-rl logs carry no date, so wrap at midnight."""
+    def secs(t: str) -> int:
+        h, m, s = t.split(":")
+        return int(h) * 3600 + int(m) * 60 + int(s)
+
+    try:
+        d = secs(end) - secs(start)
+    except ValueError:
+        return 0.0
+    return float(d + 86400 if d < 0 else d)
