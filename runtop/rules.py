@@ -1,4 +1,7 @@
-"""The health rules: each a pure function of the run's facts, returning findings.
+"""The health rules: each a pure function of the run's facts, returning findings. This
+module holds the registry and the rules of life and death (a crash, a missing role, a
+dead inference server, a stall, stuck rollouts, what cannot be read); `rules_quality`
+the rest; `findings` what they answer with.
 
 A finding names its rule, a severity (info / warning / critical), a one-line cause
 and its evidence (file and log time, or the value). `down` marks the findings that
@@ -9,93 +12,18 @@ each cites the incident that drove it.
 
 from __future__ import annotations
 
-import math
 import re
-import statistics
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
-from runtop.config import Thresholds
+from runtop.findings import ROLE_NAMES, Facts, Finding, _short, _where
 from runtop.frameworks import get as get_framework
-from runtop.parsers.checkpoints import Problem
 from runtop.parsers.events import Kind
-from runtop.sources.disk import DiskSnapshot
-from runtop.sources.gpu import GpuSnapshot
-from runtop.state import ErrorEntry, RunState, clock_diff
-from runtop.units import duration, human_bytes
+from runtop.rules_quality import checkpoint_incomplete, disk_pressure, environment, rollout_quality, training_signal
+from runtop.state import RunState, clock_diff
+from runtop.units import duration
 
-ROLE_NAMES = {
-    "trainer": "trainer",
-    "orchestrator": "orchestrator",
-    "inference": "inference server (vLLM)",
-    "env": "env server",
-    "launcher": "launcher",
-}
-
-
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    severity: str  # "info" | "warning" | "critical"
-    message: str
-    evidence: str | None = None
-    since: str | None = None
-    down: bool = False  # the run is not training any more
-    # For a death (issue 12): the cause an expert names, the wrapper that reported it, the open phase.
-    cause: str | None = None
-    wrapper: str | None = None
-    phase: str | None = None
-
-    @property
-    def key(self) -> str:
-        """What makes two findings the same incident (for transitions): rule and cause, not the numbers."""
-        return f"{self.rule}:{self.message.split(':', 1)[0][:60]}"
-
-
-@dataclass
-class Facts:
-    state: RunState
-    now: float  # wall clock, seconds since the epoch
-    cfg: Thresholds
-    disk: DiskSnapshot | None = None
-    gpu: GpuSnapshot | None = None
-    missing_roles: list[str] = field(default_factory=list)  # from the process sampler, when there is one
-    zombie_roles: list[str] = field(default_factory=list)
-
-    @property
-    def alive(self) -> dict[str, list[int]] | None:
-        """role → pids, or None when the process table was not read or cannot be trusted:
-        titled processes runtop may not inspect (another user's) could be this run's, so
-        their absence proves nothing (issue 10)."""
-        if self.state.process_denied:
-            return None
-        return self.state.processes
-
-    def newest_write(self) -> float | None:
-        return max(self.state.write_times(), default=None)
-
-    def oldest_write(self) -> float | None:
-        return min(self.state.write_times(), default=None)
-
-    def booting(self) -> bool:
-        """Within the grace period of a start: nothing has finished a step yet and the files are young."""
-        if self.state.current_step() is not None:
-            return False
-        oldest = self.oldest_write()
-        return oldest is None or self.now - oldest < self.cfg.grace_s
-
-    def finished(self) -> bool:
-        return self.state.run_finished()
-
-
-def _where(state: RunState, e: ErrorEntry) -> str:
-    return f"{state.relpath(e.source)} {e.time or ''}".strip()
-
-
-def _short(text: str, n: int = 110) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
-
+__all__ = ["RULES", "Facts", "Finding"]
 
 # ---- crash ----------------------------------------------------------------------
 def crash(f: Facts) -> list[Finding]:
@@ -283,154 +211,6 @@ def rollouts_failing(f: Facts) -> list[Finding]:
     down = span >= max(f.cfg.stall_min_s, 1.0)
     return [Finding("rollouts_failing", "critical" if down else "warning", msg, "orchestrator/env logs",
                     times[0] if times else None, down=down, cause=kind)]
-
-
-# ---- checkpoints --------------------------------------------------------------------
-def checkpoint_incomplete(f: Facts) -> list[Finding]:
-    """A save that did not finish, a `policy/` of only `common.pt` (seed 000), or one orders of
-    magnitude smaller than the previous one."""
-    s = f.state
-    cks = sorted(s.checkpoints.values(), key=lambda c: c.step)
-    if not cks:
-        return []
-    out = []
-    newest = cks[-1].step
-    moved_on = (s.trainer_step or 0) > newest or bool(s.open_fatals())
-    saving = any(p.name == "save_checkpoints" for p in s.phases)
-    last_ok = s.last_complete_checkpoint()
-    for c in cks:
-        if c.complete:
-            continue
-        in_progress = c.step == newest and not moved_on and (saving or c.problem is Problem.IN_PROGRESS)
-        if in_progress:
-            continue
-        failed_save = c.problem is Problem.FAILED_SAVE
-        safe = f"; last complete: step {last_ok.step}" if last_ok else "; no complete checkpoint"
-        msg = f"checkpoint step {c.step} is incomplete: {c.reason}{safe}"
-        out.append(Finding("checkpoint_incomplete", "critical" if failed_save else "warning", msg, s.relpath(c.path)))
-    done = [c for c in cks if c.complete and c.bytes > 0]
-    for prev, cur in zip(done, done[1:]):
-        if cur.bytes < f.cfg.ckpt_shrink_ratio * prev.bytes:
-            msg = f"checkpoint step {cur.step} is {human_bytes(cur.bytes)}, step {prev.step} was {human_bytes(prev.bytes)}: the save likely failed"
-            out.append(Finding("checkpoint_incomplete", "critical", msg, s.relpath(cur.path)))
-    return out
-
-
-# ---- disk ----------------------------------------------------------------------------------
-def disk_pressure(f: Facts) -> list[Finding]:
-    """A watched filesystem over 85 %, or full before the next checkpoint; core dumps; no retention."""
-    s = f.state
-    out = []
-    d = f.disk
-    if d is not None:
-        med = s.median_step_time()
-        ckpt_every = (s.ckpt_interval or 1) * med if med else None
-        for u in d.disks:
-            label = ", ".join(u.labels)
-            if u.pct >= f.cfg.disk_crit_pct:
-                out.append(Finding("disk_pressure", "critical", f"{label} is {u.pct:.0f}% full ({human_bytes(u.free)} free)", u.path))
-            elif u.pct >= f.cfg.disk_warn_pct:
-                out.append(Finding("disk_pressure", "warning", f"{label} is {u.pct:.0f}% full ({human_bytes(u.free)} free)", u.path))
-            elif u.full_in_s is not None and ckpt_every is not None and u.full_in_s < ckpt_every:
-                out.append(Finding("disk_pressure", "warning", f"{label} will be full in {duration(u.full_in_s)}, before the next checkpoint", u.path))
-        if d.core_dumps:
-            total = sum(n for _, n in d.core_dumps)
-            sev = "warning" if total >= f.cfg.core_dump_warn_bytes else "info"
-            msg = f"{len(d.core_dumps)} core dump(s), {human_bytes(total)}: they filled the disk in seed 000 (set `ulimit -c 0`)"
-            out.append(Finding("disk_pressure", sev, msg, d.core_dumps[0][0]))
-    n = len(s.checkpoints)
-    if s.keep_last is None and n > f.cfg.max_checkpoints_without_retention:
-        total = sum(c.bytes for c in s.checkpoints.values())
-        out.append(Finding("disk_pressure", "info", f"{n} checkpoints ({human_bytes(total)}) and no retention set (keep_last / max_ckpts_to_keep)", "checkpoints"))
-    return out
-
-
-# ---- the training signal -----------------------------------------------------------------
-def _series(s: RunState, column: str, window: int = 50) -> list[tuple[int, float]]:
-    rows = [r for r in s.rows(window) if r.attempt == s.attempt]
-    return [(r.step, v) for r in rows if (v := r.value(column)) is not None]
-
-
-def training_signal(f: Facts) -> list[Finding]:
-    """Entropy sliding (seed 000: 7.45 → 6.91 → 6.16), grad-norm or KL spikes, reward collapse, NaN loss."""
-    s = f.state
-    cfg = f.cfg
-    out = []
-    last = s.last_row()
-    if last is not None:
-        bad = sorted(k for k, v in last.trainer.items() if isinstance(v, float) and not math.isfinite(v) and k in ("loss", "entropy", "grad_norm", "kl"))
-        if bad:
-            out.append(Finding("training_signal", "critical", f"{', '.join(bad)} is not finite at step {last.step}", f"step {last.step}"))
-    ent = [(st, v) for st, v in _series(s, "entropy") if math.isfinite(v)]
-    if ent:
-        st, v = ent[-1]
-        if v < cfg.entropy_floor:
-            out.append(Finding("training_signal", "warning", f"entropy {v:.4g} is below the floor {cfg.entropy_floor:g} at step {st}", f"step {st}"))
-        w = cfg.entropy_window
-        if len(ent) > w:
-            tail = ent[-(w + 1) :]
-            falling = all(b[1] < a[1] for a, b in zip(tail, tail[1:]))
-            first = tail[0][1]
-            rate = (first - tail[-1][1]) / (w * abs(first)) if first else 0.0
-            if falling and rate >= cfg.entropy_drop_per_step:
-                msg = f"entropy falling {rate * 100:.0f}%/step for {w} steps: {first:.4g} → {tail[-1][1]:.4g}"
-                out.append(Finding("training_signal", "warning", msg, f"steps {tail[0][0]}-{tail[-1][0]}"))
-    for column, label, k in (("grad_norm", "grad norm", cfg.grad_norm_spike), ("kl", "KL", cfg.kl_spike)):
-        ser = [(st, v) for st, v in _series(s, column) if math.isfinite(v)]
-        if len(ser) >= 6:
-            base = statistics.median(v for _, v in ser[:-1][-20:])
-            st, v = ser[-1]
-            if base > 0 and v > k * base:
-                out.append(Finding("training_signal", "warning", f"{label} spike: {v:.4g} at step {st}, {v / base:.1f}× the median {base:.4g}", f"step {st}"))
-    rew = [(st, v) for st, v in _series(s, "reward", 20) if math.isfinite(v)]
-    if len(rew) >= 5:
-        best = max(v for _, v in rew)
-        st, v = rew[-1]
-        if best > 0 and v < cfg.reward_collapse * best:
-            out.append(Finding("training_signal", "warning", f"reward collapsed to {v:.4g} at step {st} from a best of {best:.4g}", f"step {st}"))
-    return out
-
-
-# ---- rollout quality ------------------------------------------------------------------------
-def rollout_quality(f: Facts) -> list[Finding]:
-    """Format failures, errored or truncated rollouts, context overflows and timeouts above their rates."""
-    s = f.state
-    cfg = f.cfg
-    out = []
-    n = s.agent.trajectories
-    if n >= 10:
-        fails = sum(s.agent.format_failures.values())
-        if fails / n >= cfg.format_failure_rate:
-            rules = ", ".join(f"Rule {k} ×{v}" for k, v in sorted(s.agent.format_failures.items()))
-            out.append(Finding("rollout_quality", "warning", f"format failures in {fails}/{n} trajectories ({fails / n:.0%}): {rules}", "agent warnings"))
-        if s.context_overflows / n >= cfg.context_overflow_rate:
-            out.append(Finding("rollout_quality", "warning", f"context overflows in {s.context_overflows}/{n} trajectories", "agent warnings"))
-        if s.slow_calls.timeouts / n >= cfg.timeout_rate:
-            out.append(Finding("rollout_quality", "warning", f"tool timeouts: {s.slow_calls.timeouts} in {n} trajectories", "agent warnings"))
-    r = s.rollouts
-    if r.total >= 10:
-        if r.errored / r.total >= cfg.errored_rate:
-            kinds = ", ".join(f"{k} ×{v}" for k, v in r.by_error.most_common(3))
-            out.append(Finding("rollout_quality", "warning", f"{r.errored}/{r.total} rollouts errored ({kinds})", "rollout files"))
-        if r.truncated / r.total >= cfg.truncated_rate:
-            out.append(Finding("rollout_quality", "warning", f"{r.truncated}/{r.total} rollouts truncated", "rollout files"))
-    row = s.last_row()
-    if row is not None and (e := row.orchestrator.get("error_rate")) is not None and e >= cfg.errored_rate:
-        out.append(Finding("rollout_quality", "warning", f"{e:.0%} of the last step's rollouts errored", f"step {row.step}"))
-    return out
-
-
-# ---- the environment -----------------------------------------------------------------------
-def environment(f: Facts) -> list[Finding]:
-    """`ulimit` warnings and too many open files (seed 002), and error kinds never seen before."""
-    s = f.state
-    out = []
-    if s.warnings.get(Kind.ULIMIT):
-        out.append(Finding("environment", "warning", _short(s.last_warning.get(Kind.ULIMIT, "ulimit too low"), 140), "warning"))
-    fds = [e for e in s.errors if e.kind == Kind.TOO_MANY_OPEN_FILES or "Too many open files" in e.message]
-    if fds:
-        out.append(Finding("environment", "critical", f"too many open files: {_short(fds[-1].message, 100)}", _where(s, fds[-1]), fds[-1].time))
-    return out
 
 
 def _denied_text(s: RunState) -> str:

@@ -1,0 +1,84 @@
+"""What a health rule answers with (`Finding`) and what it reads (`Facts`), and the
+helpers every rule uses to name roles and evidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from runtop.config import Thresholds
+from runtop.sources.disk import DiskSnapshot
+from runtop.sources.gpu import GpuSnapshot
+from runtop.state import ErrorEntry, RunState
+
+ROLE_NAMES = {
+    "trainer": "trainer",
+    "orchestrator": "orchestrator",
+    "inference": "inference server (vLLM)",
+    "env": "env server",
+    "launcher": "launcher",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: str  # "info" | "warning" | "critical"
+    message: str
+    evidence: str | None = None
+    since: str | None = None
+    down: bool = False  # the run is not training any more
+    # For a death (issue 12): the cause an expert names, the wrapper that reported it, the open phase.
+    cause: str | None = None
+    wrapper: str | None = None
+    phase: str | None = None
+
+    @property
+    def key(self) -> str:
+        """What makes two findings the same incident (for transitions): rule and cause, not the numbers."""
+        return f"{self.rule}:{self.message.split(':', 1)[0][:60]}"
+
+
+@dataclass
+class Facts:
+    state: RunState
+    now: float  # wall clock, seconds since the epoch
+    cfg: Thresholds
+    disk: DiskSnapshot | None = None
+    gpu: GpuSnapshot | None = None
+    missing_roles: list[str] = field(default_factory=list)  # from the process sampler, when there is one
+    zombie_roles: list[str] = field(default_factory=list)
+
+    @property
+    def alive(self) -> dict[str, list[int]] | None:
+        """role → pids, or None when the process table was not read or cannot be trusted:
+        titled processes runtop may not inspect (another user's) could be this run's, so
+        their absence proves nothing (issue 10)."""
+        if self.state.process_denied:
+            return None
+        return self.state.processes
+
+    def newest_write(self) -> float | None:
+        return max(self.state.write_times(), default=None)
+
+    def oldest_write(self) -> float | None:
+        return min(self.state.write_times(), default=None)
+
+    def booting(self) -> bool:
+        """Within the grace period of a start: nothing has finished a step yet and the files are young."""
+        if self.state.current_step() is not None:
+            return False
+        oldest = self.oldest_write()
+        return oldest is None or self.now - oldest < self.cfg.grace_s
+
+    def finished(self) -> bool:
+        return self.state.run_finished()
+
+
+def _where(state: RunState, e: ErrorEntry) -> str:
+    return f"{state.relpath(e.source)} {e.time or ''}".strip()
+
+
+def _short(text: str, n: int = 110) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
