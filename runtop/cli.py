@@ -154,7 +154,8 @@ def _thresholds(args: argparse.Namespace):
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from runtop.report import to_markdown, write_json
+    from runtop.report import to_markdown
+    from runtop.report_json import write_json
     from runtop.snapshot import read_and_judge
 
     state, verdict = read_and_judge(args.path, ckpt_dir=args.ckpt_dir, cfg=_thresholds(args))
@@ -177,7 +178,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from runtop.report import write_json
+    from runtop.report_json import write_json
     from runtop.snapshot import read_and_judge
 
     state, verdict = read_and_judge(args.path, ckpt_dir=args.ckpt_dir, cfg=_thresholds(args))

@@ -6,7 +6,7 @@ import json
 import os
 
 from runtop.discovery import discover
-from runtop.report import to_json
+from runtop.report_json import to_json
 from runtop.sources.run_reader import RunReader
 
 

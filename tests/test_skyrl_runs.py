@@ -14,7 +14,8 @@ import pytest
 from runtop.config import Thresholds
 from runtop.discovery import DiscoveryError, discover, with_ckpt_dir
 from runtop.health import judge
-from runtop.report import to_json, to_markdown
+from runtop.report import to_markdown
+from runtop.report_json import to_json
 from runtop.rules import Facts
 from runtop.simulator.skyrl import RUN_NAME, SkyrlSimulator
 from runtop.snapshot import read_run

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from runtop.health import judge
-from runtop.report import to_json, to_markdown
+from runtop.report import to_markdown
+from runtop.report_json import to_json
 from runtop.snapshot import read_run
 
 
@@ -77,7 +78,7 @@ def test_streamed_json_equals_the_document(simulated):
     import io
     import json
 
-    from runtop.report import write_json
+    from runtop.report_json import write_json
 
     state = read_run(simulated("healthy", max_steps=5))
     buf = io.StringIO()
