@@ -148,11 +148,17 @@ class Context:
 
 @dataclass(frozen=True)
 class ActionSpec:
+    """One vetted action: its key is defined here only (the TUI's bindings and the
+    read-only guard come from this table), and `destructive` alone decides that the user
+    must type a token to confirm it (issue 13)."""
+
     name: str
     key: str
     description: str
     destructive: bool
     build: Callable[[Context], Plan]
+    label: str = ""  # the key bar's word
+    shown: bool = False  # in the key bar (else in the help screen only)
 
 
 # ---- validation ------------------------------------------------------------------------
@@ -318,11 +324,11 @@ def _checkin_plan(ctx: Context) -> Plan:
 
 
 REGISTRY: tuple[ActionSpec, ...] = (
-    ActionSpec("resume", "R", "resume from the last complete checkpoint", True, _resume_plan),
-    ActionSpec("stop", "X", "stop the run (C-c in the Launcher)", True, _stop_plan),
-    ActionSpec("restart", "T", "stop, then resume from the last complete checkpoint", True, _restart_plan),
-    ActionSpec("open-logs", "O", "switch tmux to the Logs window", False, _logs_plan),
-    ActionSpec("checkin", "s", "append a check-in to STATUS.md", False, _checkin_plan),
+    ActionSpec("resume", "R", "resume from the last complete checkpoint", True, _resume_plan, "Resume", shown=True),
+    ActionSpec("stop", "X", "stop the run (C-c in the Launcher)", True, _stop_plan, "Stop", shown=True),
+    ActionSpec("restart", "T", "stop, then resume from the last complete checkpoint", True, _restart_plan, "Restart"),
+    ActionSpec("open-logs", "O", "switch tmux to the Logs window", False, _logs_plan, "tmux Logs window"),
+    ActionSpec("checkin", "s", "append a check-in to STATUS.md", False, _checkin_plan, "Check-in", shown=True),
 )
 BY_NAME = {a.name: a for a in REGISTRY}
 
@@ -335,9 +341,16 @@ def plan(name: str, ctx: Context) -> Plan:
     if spec is None:
         raise ActionError(f"unknown action {name!r}; actions: {', '.join(BY_NAME)}")
     try:
-        return spec.build(ctx)
+        p = spec.build(ctx)
     except ActionError as e:
         return Plan(spec.name, spec.description, "", disabled=str(e))
+    # The registry decides what needs a typed token: a destructive plan always has one (its
+    # builder's, or the action's name); a harmless one never asks.
+    if spec.destructive and not p.disabled and not p.confirm:
+        p.confirm = spec.name
+    elif not spec.destructive:
+        p.confirm = None
+    return p
 
 
 def plans(ctx: Context) -> list[Plan]:

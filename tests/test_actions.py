@@ -306,3 +306,24 @@ def test_launcher_pane_lines_reach_the_logs_tail(live_run):
     new = [ln for ln in mon.state.log_tail if ln.source == "launcher"][n:]
     assert [(ln.text, ln.level) for ln in new] == [("Trainer failed with exit code 1", "ERROR")]
     mon.close()
+
+
+def test_action_keys_are_defined_once_and_destructive_alone_decides_the_typed_token(monkeypatch):
+    """Issue 13: the key bar, the help screen and the read-only guard come from the action
+    registry; a destructive action always asks for a typed token, a harmless one never."""
+    from types import SimpleNamespace
+
+    from runtop import actions
+    from runtop.tui.app import READ_ONLY_KEYS
+    from runtop.tui.keys import KEYS
+
+    keys = [a.key for a in actions.REGISTRY]
+    assert len(set(keys)) == len(keys) and READ_ONLY_KEYS == set(keys)
+    assert set(keys) <= {k.key for k in KEYS}
+    forgot = actions.ActionSpec("stop", "X", "stop", True, lambda ctx: actions.Plan("stop", "stop", "C-c"))
+    chatty = actions.ActionSpec("open-logs", "O", "logs", False, lambda ctx: actions.Plan("open-logs", "logs", "select", confirm="yes"))
+    monkeypatch.setitem(actions.BY_NAME, "stop", forgot)
+    monkeypatch.setitem(actions.BY_NAME, "open-logs", chatty)
+    ctx = SimpleNamespace(read_only=False)
+    assert actions.plan("stop", ctx).confirm == "stop"  # type: ignore[arg-type]
+    assert actions.plan("open-logs", ctx).confirm is None  # type: ignore[arg-type]

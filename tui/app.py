@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
+from runtop.actions import REGISTRY as ACTIONS
 from runtop.discovery import RunLayout
 from runtop.engine import Engine
 from runtop.parsers.hygiene import mask
@@ -49,7 +50,7 @@ class StateChanged(Message):
         return isinstance(message, StateChanged)
 
 
-READ_ONLY_KEYS = {"R", "X", "T", "O", "s"}
+READ_ONLY_KEYS = {a.key for a in ACTIONS}
 
 
 class RuntopApp(App[int]):

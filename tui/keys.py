@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from textual.binding import Binding
 
+from runtop.actions import REGISTRY as ACTIONS
+
 
 @dataclass(frozen=True)
 class Key:
@@ -35,12 +37,12 @@ KEYS: tuple[Key, ...] = (
     *(Key(k, f"pane('{pid}')", f"{title}", show=False) for k, pid, title in PANES),
     Key("minus", "hide_pane", "Hide the selected pane", show=False, shown_key="-"),
     Key("plus", "show_all", "Show hidden panes", show=False, shown_key="+"),
-    Key("s", "checkin", "Check-in"),
-    # Vetted actions (issue 6): each opens the confirmation modal first; none in read-only mode.
-    Key("R", "act('resume')", "Resume", shown_key="R"),
-    Key("X", "act('stop')", "Stop", shown_key="X"),
-    Key("T", "act('restart')", "Restart", show=False, shown_key="T"),
-    Key("O", "act('open-logs')", "tmux Logs window", show=False, shown_key="O"),
+    # Vetted actions (issue 6), from the one action registry: each opens the confirmation modal
+    # first (the check-in writes at once); none in read-only mode.
+    *(
+        Key(a.key, "checkin" if a.name == "checkin" else f"act('{a.name}')", a.label, show=a.shown, shown_key=a.key)
+        for a in ACTIONS
+    ),
     Key("c", "chart", "Chart"),
     Key("m", "next_metric", "Next chart metric", show=False),
     Key("l", "log_level", "Log level"),
