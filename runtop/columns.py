@@ -1,31 +1,56 @@
-"""The step columns, described once: every view of a step (the markdown check-in's table,
-the TUI's step table, its sparklines and chart) is drawn from this list (glances' way)."""
+"""The per-step metrics, described once (issue 13): which role owns each, its JSON key,
+its label in the check-in and the TUI, its digits, its column width and whether it is a
+sparkline. The state's ownership, the JSON row of `runtop status --json`, the check-in's
+table, the TUI's step table, sparklines and chart are all drawn from `METRICS` (glances'
+way); a framework's parser maps its own keys onto these names.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+TRAINER, ORCHESTRATOR = "trainer", "orchestrator"
+
 
 @dataclass(frozen=True)
-class Column:
-    name: str  # the `StepRow.value` key
-    label: str  # the check-in's header (the seeds' words)
-    short: str  # the TUI's header
-    digits: int  # significant digits in the check-in
-    width: int  # characters in the TUI's step table
-    spark: bool = True  # drawn as a sparkline
+class Metric:
+    name: str  # the `StepRow.value` key, and the JSON key
+    owner: str  # the role whose number it is (the orchestrator's: rollout-side numbers)
+    label: str = ""  # the check-in's header (the seeds' words); "" = not a table column
+    short: str = ""  # the TUI's header
+    digits: int = 4  # significant digits in the check-in
+    width: int = 0  # characters in the TUI's step table (0: not a column)
+    spark: bool = False  # drawn as a sparkline
+    good: str | None = None  # "up" / "down": which way is better, where one is
 
 
-STEP_COLUMNS = (
-    Column("reward", "reward", "reward", 4, 8),
-    Column("loss", "policy loss", "loss", 4, 10),
-    Column("clip_ratio", "clip ratio", "clip", 4, 7, spark=False),
-    Column("entropy", "entropy", "entropy", 4, 8),
-    Column("kl", "KL", "KL", 5, 10),
-    Column("grad_norm", "grad norm", "grad norm", 4, 10),
-    Column("seq_len", "response length", "seq len", 1, 8),
-    Column("step_time_s", "step time", "time", 0, 7),
+METRICS: tuple[Metric, ...] = (
+    Metric("reward", ORCHESTRATOR, "reward", "reward", 4, 8, spark=True, good="up"),
+    Metric("loss", TRAINER, "policy loss", "loss", 4, 10, spark=True),
+    Metric("clip_ratio", TRAINER, "clip ratio", "clip", 4, 7),
+    Metric("entropy", TRAINER, "entropy", "entropy", 4, 8, spark=True),
+    Metric("kl", TRAINER, "KL", "KL", 5, 10, spark=True, good="down"),
+    Metric("grad_norm", TRAINER, "grad norm", "grad norm", 4, 10, spark=True),
+    Metric("seq_len", ORCHESTRATOR, "response length", "seq len", 1, 8, spark=True),
+    Metric("step_time_s", TRAINER, "step time", "time", 0, 7, spark=True, good="down"),
+    Metric("lr", TRAINER),
+    Metric("throughput_tok_s", TRAINER, good="up"),
+    Metric("truncated", ORCHESTRATOR, good="down"),
+    Metric("error_rate", ORCHESTRATOR, good="down"),
+    Metric("reward_all", ORCHESTRATOR, good="up"),
+    Metric("turns", ORCHESTRATOR),
+    Metric("inference_tok_s", ORCHESTRATOR, good="up"),  # v0.5's orchestrator `Throughput`
+    Metric("async_level", ORCHESTRATOR),
+    Metric("off_policy_max", ORCHESTRATOR),
+    Metric("cancelled", ORCHESTRATOR, good="down"),
+    Metric("mfu", TRAINER, good="up"),
+    Metric("peak_mem_gib", TRAINER),
 )
+BY_NAME = {m.name: m for m in METRICS}
+# Numbers the orchestrator owns, whatever else writes a key of that name.
+ORCH_OWNED = frozenset(m.name for m in METRICS if m.owner == ORCHESTRATOR) | {"rollouts"}
+
+STEP_COLUMNS = tuple(m for m in METRICS if m.width)
 # Sparkline order: what a researcher looks at first.
 SPARK_ORDER = ("reward", "entropy", "grad_norm", "kl", "loss", "seq_len", "step_time_s")
-SPARKLINES = tuple(c for name in SPARK_ORDER for c in STEP_COLUMNS if c.name == name and c.spark)
+SPARKLINES = tuple(BY_NAME[name] for name in SPARK_ORDER if BY_NAME[name].spark)

@@ -14,9 +14,10 @@ import statistics
 from typing import Any
 
 from runtop import __version__
+from runtop.columns import METRICS, ORCHESTRATOR
 from runtop.health import Verdict, judge
 from runtop.parsers.hygiene import public
-from runtop.state import STEP_FIELDS, RunState, StepRow
+from runtop.state import RunState, StepRow
 
 
 def _num(v: float | None) -> float | None:
@@ -27,16 +28,12 @@ def _num(v: float | None) -> float | None:
 
 def step_dict(row: StepRow) -> dict[str, Any]:
     d: dict[str, Any] = {"step": row.step, "attempt": row.attempt}
-    for name in STEP_FIELDS:
-        d[name] = _num(row.value(name))
+    # Every metric of the one registry, from the role that owns it (`runtop.columns`).
+    for m in METRICS:
+        d[m.name] = _num((row.orchestrator if m.owner == ORCHESTRATOR else row.trainer).get(m.name))
     # Keys that come from a run's files are made public here, so a row needs no second walk.
     d["phases_s"] = {public(k): _num(v) for k, v in row.phases_s.items()}
     d["orchestrator_step_time_s"] = _num(row.orchestrator.get("step_time_s"))
-    # v0.5's orchestrator line carries `Throughput` (inference) and `Async Level` (issue 12).
-    for name in ("truncated", "error_rate", "reward_all", "turns", "inference_tok_s", "async_level", "off_policy_max"):
-        d[name] = _num(row.orchestrator.get(name))
-    for name in ("mfu", "peak_mem_gib"):
-        d[name] = _num(row.trainer.get(name))
     # Where the numbers came from, per role: "metrics" (metrics.jsonl), "log", or both.
     origins: dict[str, set[str]] = {}
     for key, origin in row.origin.items():

@@ -7,22 +7,9 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
+from runtop.columns import ORCH_OWNED
 from runtop.parsers.checkpoints import Problem
 
-# The per-step columns of `runtop status --json` (issue 2), and which role owns each.
-STEP_FIELDS = (
-    "reward",
-    "loss",
-    "entropy",
-    "kl",
-    "grad_norm",
-    "clip_ratio",
-    "lr",
-    "seq_len",
-    "step_time_s",
-    "throughput_tok_s",
-)
-ORCH_OWNED = {"reward", "reward_all", "seq_len", "truncated", "error_rate", "cancelled", "turns", "off_policy_max", "rollouts"}
 # Which source of a step's number wins when two give it: structured rows (prime-rl's
 # metrics.jsonl, SkyRL's full-precision status dict) over scraped log lines, and those
 # over SkyRL's `Step N:` dump, rounded to 4 decimals (FORMATS.md).

@@ -35,3 +35,14 @@ def test_every_package_is_installed():
             rel = init.parent.relative_to(folder).parts
             found.add(".".join((name, *rel)))
     assert found <= listed, f"not in pyproject.toml packages: {sorted(found - listed)}"
+
+
+def test_the_json_schema_names_every_metric_of_the_registry():
+    """Issue 13: the metric registry drives the JSON step row; the README's schema says so,
+    and this keeps the two equal: a metric added to `runtop.columns` is documented."""
+    from runtop.columns import METRICS
+
+    readme = (ROOT / "README.md").read_text()
+    steps_row = next(line for line in readme.splitlines() if line.startswith("| `steps` |"))
+    missing = [m.name for m in METRICS if f"`{m.name}`" not in steps_row]
+    assert not missing, f"README's `steps` row lacks {missing}"
