@@ -26,18 +26,9 @@ from runtop.tui.chart_screen import ChartScreen
 from runtop.tui.confirm_screen import ConfirmScreen
 from runtop.tui.help_screen import HelpScreen
 from runtop.tui.keys import PANES, bindings
+from runtop.tui.panes import PANE_SPECS, placed, widget
 from runtop.view import View
-from runtop.widgets.alerts_pane import AlertsPane
-from runtop.widgets.disk_pane import DiskPane
-from runtop.widgets.env_calls import EnvCalls
-from runtop.widgets.gpu_pane import GpuPane
-from runtop.widgets.health_header import HealthHeader
-from runtop.widgets.inference_pane import InferencePane
 from runtop.widgets.logs_pane import LogsPane
-from runtop.widgets.metric_sparklines import MetricSparklines
-from runtop.widgets.process_tree import ProcessTree
-from runtop.widgets.rollout_gauges import RolloutGauges
-from runtop.widgets.step_table import StepTable
 
 COMPACT_WIDTH, COMPACT_HEIGHT = 120, 40
 MIN_STEP_S = 0.25  # floor for --interval: the engine never reads and repaints more often
@@ -115,21 +106,19 @@ class RuntopApp(App[int]):
 
     # ---- layout -------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield HealthHeader(id="header")
+        # Every pane from the one registry (tui/panes.py), in its place.
+        for p in placed("header"):
+            yield widget(p)
         with Horizontal(id="top"):
-            yield MetricSparklines(id="metrics")
-            yield AlertsPane(id="alerts", classes="pane")
+            for p in placed("top"):
+                yield widget(p)
         with Horizontal(id="body"):
-            with Vertical(id="left"):
-                yield StepTable(id="steps", classes="pane")
-                yield RolloutGauges(id="rollouts", classes="pane")
-                yield EnvCalls(id="env", classes="pane")
-            with Vertical(id="right"):
-                yield ProcessTree(id="procs", classes="pane")
-                yield DiskPane(id="disk", classes="pane")
-                yield GpuPane(id="gpus", classes="pane")
-                yield InferencePane(id="inference", classes="pane")
-        yield LogsPane(id="logs", classes="pane")
+            for column in ("left", "right"):
+                with Vertical(id=column):
+                    for p in placed(column):
+                        yield widget(p)
+        for p in placed("bottom"):
+            yield widget(p)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -194,8 +183,8 @@ class RuntopApp(App[int]):
         # Render under the engine's lock: a pane never sees a half-applied poll.
         with self.monitor.lock:
             view = self.monitor.view()
-            for w in self.query("HealthHeader, MetricSparklines, StepTable, RolloutGauges, EnvCalls, AlertsPane, ProcessTree, DiskPane, GpuPane, InferencePane, LogsPane"):
-                w.update_view(view)  # type: ignore[attr-defined]
+            for p in PANE_SPECS:
+                self.query_one(f"#{p.id}").update_view(view)  # type: ignore[attr-defined]
 
     def on_unmount(self) -> None:
         self._stop = True

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from textual.binding import Binding
 
 from runtop.actions import REGISTRY as ACTIONS
+from runtop.tui.panes import PANE_SPECS
 
 
 @dataclass(frozen=True)
@@ -19,17 +20,7 @@ class Key:
 
 
 # Number keys: (key, pane id, title). Large layout: zoom that pane; compact: show it in the slot.
-PANES = (
-    ("1", "steps", "step table"),
-    ("2", "procs", "processes"),
-    ("3", "rollouts", "rollouts"),
-    ("4", "env", "env calls"),
-    ("5", "disk", "disk"),
-    ("6", "gpus", "gpus"),
-    ("7", "inference", "inference"),
-    ("8", "logs", "logs"),
-    ("9", "alerts", "alerts"),
-)
+PANES = tuple(sorted((p.key, p.id, p.title) for p in PANE_SPECS if p.key))
 
 KEYS: tuple[Key, ...] = (
     Key("q", "quit", "Quit"),
