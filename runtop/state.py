@@ -46,6 +46,7 @@ from runtop.parsers.events import (
     VllmStats,
     Waiting,
 )
+from runtop.state_meta import MetaReducers
 from runtop.state_parts import (  # noqa: F401 - the parts are read from here too (`from runtop.state import Checkpoint`)
     MAX_DEATH_ERRORS,
     MAX_DURATIONS,
@@ -69,10 +70,11 @@ from runtop.state_parts import (  # noqa: F401 - the parts are read from here to
     StepRow,
     clock_diff,
 )
+from runtop.state_rollouts import RolloutReducers
 
 
 @dataclass
-class RunState:
+class RunState(RolloutReducers, MetaReducers):
     path: str = ""
     framework: str = "unknown"
     layout: str = "unknown"
@@ -203,11 +205,6 @@ class RunState:
         self.vllm, self.vllm_source = ev, "log"
         self._activity(source)
 
-    def _on_max_steps(self, ev: MaxSteps, source: str) -> None:
-        # A config's max_steps is what the user asked for; a log line only fills a gap.
-        if self.max_steps is None:
-            self.max_steps, self.max_steps_source = ev.value, ev.source
-
     def _on_save(self, ev: CheckpointSave, source: str) -> None:
         self.last_save[ev.role] = ev.step
         self._saving[ev.role] = ev.step
@@ -231,22 +228,6 @@ class RunState:
     def _on_lag(self, ev: EnvLag, source: str) -> None:
         self.env.lag_ms = dict(ev.lag_ms)
         self.env.active_tasks = ev.active_tasks
-
-    def _on_rollout_failed(self, ev: RolloutFailed, source: str) -> None:
-        self.rollouts_since_step.append((ev.error_type, ev.time, ev.message, "orchestrator"))
-
-    def _on_sample_filter(self, ev: SampleFilter, source: str) -> None:
-        self.sample_filter = ev
-
-    def _on_unrecognised(self, ev: Unrecognised, source: str) -> None:
-        self.unrecognised[ev.source] = ev.reason
-
-    def _on_unparsed(self, ev: Unparsed, source: str) -> None:
-        info = self.files.get(source)
-        if info is None:
-            info = self.files[source] = FileInfo(source, "?", "?")
-        info.unparsed += 1
-        info.unparsed_line, info.unparsed_reason = ev.line, ev.reason
 
     def _activity(self, source: str) -> None:
         info = self.files.get(source)
@@ -327,136 +308,8 @@ class RunState:
             self.slow_calls.timeouts += ev.count
 
     # ---- SkyRL: phases, the agent layer, relaunches ----------------------
-    def _on_phase(self, ev: Phase, source: str) -> None:
-        self._activity(source)
-        stack = self.phases
-        if ev.started:
-            for p in stack:
-                if p.name == ev.name:  # a progress frame of a phase already open
-                    p.progress = ev.progress or p.progress
-                    return
-            if len(stack) < 8:
-                stack.append(PhaseInfo(ev.name, ev.time, ev.progress))
-            return
-        for i in range(len(stack) - 1, -1, -1):
-            if stack[i].name == ev.name:
-                del stack[i:]
-                return
-
-    def current_phase(self) -> str | None:
-        """`generate 34/80`: the innermost open phase and its progress."""
-        if not self.phases:
-            return None
-        p = self.phases[-1]
-        prog = p.progress
-        if p.name == "generate" and self.batch is not None:
-            prog = (self.batch.done, self.batch.total or 0)
-        if prog is None:
-            return p.name
-        return f"{p.name} {prog[0]}/{prog[1] if prog[1] else '?'}"
-
-    def _on_agent_reward(self, ev: AgentReward, source: str) -> None:
-        r = self.agent.rewards.setdefault(ev.kind, [0, 0, 0.0])
-        r[0] += 1
-        r[1] += ev.value > 0
-        r[2] += ev.value
-
-    def _on_trajectory(self, ev: Trajectory, source: str) -> None:
-        self._activity(source)
-        self.agent.trajectories += 1
-
-    def _on_format(self, ev: FormatFailure, source: str) -> None:
-        self.agent.format_failures[ev.rule] += ev.count
-
-    def _on_agent_error(self, ev: AgentError, source: str) -> None:
-        self.agent.code_errors[ev.kind] += ev.count
-        self.agent.last_code_error[ev.kind] = ev.message
-
-    def _on_slow_call(self, ev: SlowCall, source: str) -> None:
-        sc = self.slow_calls
-        sc.count += 1
-        # A code block that calls several tools counts for each: the log cannot say which was slow.
-        for name in ev.functions or ("(no call found)",):
-            calls = sc.by_function.get(name)
-            if calls is None:
-                if len(sc.by_function) >= 200:
-                    continue
-                calls = sc.by_function[name] = FunctionCalls()
-            calls.count += 1
-            calls.durations.append(ev.duration_s)
-            calls.max_s = max(calls.max_s, ev.duration_s)
-            calls.last_time = ev.time
-
     def _on_attempt_start(self, ev: AttemptStart, source: str) -> None:
         self.new_attempt(ev.reason, number=ev.number)
-
-    def _on_launch_config(self, ev: LaunchConfig, source: str) -> None:
-        # The launch command is what the user asked for; a later relaunch may change it.
-        if ev.run_name:
-            self.run_name = ev.run_name
-        if ev.ckpt_interval is not None:
-            self.ckpt_interval = ev.ckpt_interval
-        if ev.keep_last is not None:
-            self.keep_last = ev.keep_last
-        if ev.batch_rollouts is not None:
-            self.batch_rollouts = ev.batch_rollouts
-        if ev.ckpt_dir:
-            self.checkpoint_dir, self.checkpoint_dir_source = ev.ckpt_dir, "launch command trainer.ckpt_path"
-
-    def _on_ckpt_dir(self, ev: CheckpointDir, source: str) -> None:
-        # Where saves actually went (`Successfully saved … to:`) is said after the launch
-        # command, so the newest word wins. `--ckpt-dir` is the reader's and beats both.
-        self.checkpoint_dir, self.checkpoint_dir_source = ev.path, ev.source
-
-    def _on_extra_log(self, ev: ExtraLog, source: str) -> None:
-        if len(self.extra_logs) < 16:
-            self.extra_logs.setdefault(ev.path, ev.role)
-
-    def _on_env(self, ev: RolloutStart | RolloutDone, source: str) -> None:
-        self._activity(source)
-        env = self.env
-        if isinstance(ev, RolloutStart):
-            env.started += 1
-            if ev.time is not None:
-                if len(env.open_starts) > 10_000:
-                    env.open_starts.pop(next(iter(env.open_starts)))
-                env.open_starts[ev.rollout_id] = ev.time
-            return
-        env.done += 1
-        env.by_stop[ev.stop or "unknown"] += 1
-        self.rollouts_since_step.append((ev.error_type, ev.time, ev.stop or "", "env"))
-        start = env.open_starts.pop(ev.rollout_id, None)
-        if start is None or ev.time is None:
-            return
-        dur = clock_diff(start, ev.time)
-        env.durations.append(dur)
-        if dur >= self.slow_calls.threshold_s:
-            self.slow_calls.count += 1
-            calls = self.slow_calls.by_function.setdefault("rollout", FunctionCalls())
-            calls.count += 1
-            calls.durations.append(dur)
-            calls.max_s = max(calls.max_s, dur)
-            calls.last_time = ev.time
-
-    def _on_rollout(self, ev: Rollout, source: str) -> None:
-        r = self.rollouts
-        r.total += 1
-        if not ev.ok:
-            r.errored += 1
-            r.by_error[ev.error_type or "unknown"] += 1
-        if ev.truncated:
-            r.truncated += 1
-        if ev.empty:
-            r.empty += 1
-        if ev.stop_condition:
-            r.by_stop[ev.stop_condition] += 1
-        if ev.reward is not None:
-            r.reward_sum += ev.reward
-            r.reward_n += 1
-            if ev.reward > 0:
-                r.positive += 1
-        if ev.step is not None:
-            r.steps.add(ev.step)
 
     # ---- derived --------------------------------------------------------
     def step_keys(self) -> list[int]:
