@@ -26,7 +26,6 @@ from runtop.parsers.events import (
     Event,
     ExtraLog,
     FormatFailure,
-    Kind,
     LaunchConfig,
     MaxSteps,
     Notice,
@@ -46,6 +45,7 @@ from runtop.parsers.events import (
     VllmStats,
     Waiting,
 )
+from runtop.state_errors import ErrorReducers
 from runtop.state_meta import MetaReducers
 from runtop.state_parts import (  # noqa: F401 - the parts are read from here too (`from runtop.state import Checkpoint`)
     MAX_DEATH_ERRORS,
@@ -74,7 +74,7 @@ from runtop.state_rollouts import RolloutReducers
 
 
 @dataclass
-class RunState(RolloutReducers, MetaReducers):
+class RunState(RolloutReducers, MetaReducers, ErrorReducers):
     path: str = ""
     framework: str = "unknown"
     layout: str = "unknown"
@@ -266,47 +266,6 @@ class RunState(RolloutReducers, MetaReducers):
                 self.rollouts_since_step.clear()  # the batch moved
                 self.waiting.pop("orchestrator", None)
 
-    def _phase_of(self, ev: Notice) -> str | None:
-        """What the run was doing when a role logged a fatal error: the innermost open SkyRL
-        phase; for prime-rl (which marks no phase end) a checkpoint save not yet followed by
-        a step, when the error belongs to it (its traceback runs through saving code, or it
-        is a way a save dies: SIGBUS, a full disk)."""
-        if self.phases:
-            return self.phases[-1].name
-        saving = self._saving.get(ev.role)
-        if saving is None or not (ev.in_save or ev.signature in ("SIGBUS", "NoSpaceLeft")):
-            return None
-        return f"checkpoint save (step {saving})"
-
-    def _on_notice(self, ev: Notice, source: str) -> None:
-        if ev.level in ("ERROR", "CRITICAL") or ev.fatal:
-            entry = ErrorEntry(
-                ev.time, source, ev.role, ev.kind, ev.message, ev.fatal, ev.wrapper, ev.pid, ev.actor, ev.rank,
-                ev.certain, ev.signature, self._phase_of(ev) if ev.fatal else None,
-            )
-            self.errors.append(entry)
-            self.error_count += 1
-            info = self.files.get(source)
-            # A death is every fatal error until the role works again: the OOM and torchrun's
-            # ChildFailedError reporting it, Ray's ActorDiedError and the worker's SIGBUS
-            # printed after it. `runtop.causes` picks the cause among them.
-            if ev.fatal and info is not None:
-                if info.fatal is None or info.active_after_fatal:
-                    info.fatal = entry
-                    info.fatals = []
-                    info.active_after_fatal = False
-                if len(info.fatals) < MAX_DEATH_ERRORS:
-                    info.fatals.append(entry)
-        elif ev.level == "WARNING":
-            self.warnings[ev.kind] += ev.count
-            self.last_warning[ev.kind] = ev.message
-        else:
-            self.events[ev.kind] = (ev.time, ev.message)
-        if ev.kind == Kind.CONTEXT_OVERFLOW:
-            self.context_overflows += ev.count
-        elif ev.kind == Kind.TOOL_TIMEOUT:
-            self.slow_calls.timeouts += ev.count
-
     # ---- SkyRL: phases, the agent layer, relaunches ----------------------
     def _on_attempt_start(self, ev: AttemptStart, source: str) -> None:
         self.new_attempt(ev.reason, number=ev.number)
@@ -323,18 +282,6 @@ class RunState(RolloutReducers, MetaReducers):
 
     def last_row(self) -> StepRow | None:
         return self.steps[self._step_keys[-1]] if self._step_keys else None
-
-    def open_fatals(self) -> list[ErrorEntry]:
-        """The cause of each death that ends its log (nothing of the role's work came after),
-        oldest first: the most specific error of the death, not the wrapper that reported it."""
-        from runtop.causes import root_cause
-
-        out = [
-            root_cause(i.fatals or [i.fatal])
-            for i in self.files.values()
-            if i.kind == "log" and i.fatal is not None and not i.active_after_fatal
-        ]
-        return sorted(out, key=lambda e: e.time or "99")
 
     def write_times(self) -> list[float]:
         """Modification times of the run's logs and metrics files."""

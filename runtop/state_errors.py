@@ -1,0 +1,81 @@
+"""The reducers of what goes wrong: notices become errors and warnings, the fatal errors of
+each death are kept for `runtop.causes` to choose from, with the phase that was open
+(issue 12), and the deaths that end their logs are read back (issue 13: `RunState` split
+by concern)."""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from typing import TYPE_CHECKING
+
+from runtop.parsers.events import Kind, Notice
+from runtop.state_parts import MAX_DEATH_ERRORS, ErrorEntry, FileInfo, PhaseInfo, SlowCalls
+
+
+class ErrorReducers:
+    """Mixed into `RunState`, whose dataclass fields these are."""
+
+    if TYPE_CHECKING:
+        errors: deque[ErrorEntry]
+        error_count: int
+        warnings: Counter[str]
+        last_warning: dict[str, str]
+        events: dict[str, tuple[str | None, str]]
+        files: dict[str, FileInfo]
+        phases: list[PhaseInfo]
+        context_overflows: int
+        slow_calls: SlowCalls
+        _saving: dict[str, int]
+
+    def _phase_of(self, ev: Notice) -> str | None:
+        """What the run was doing when a role logged a fatal error: the innermost open SkyRL
+        phase; for prime-rl (which marks no phase end) a checkpoint save not yet followed by
+        a step, when the error belongs to it (its traceback runs through saving code, or it
+        is a way a save dies: SIGBUS, a full disk)."""
+        if self.phases:
+            return self.phases[-1].name
+        saving = self._saving.get(ev.role)
+        if saving is None or not (ev.in_save or ev.signature in ("SIGBUS", "NoSpaceLeft")):
+            return None
+        return f"checkpoint save (step {saving})"
+
+    def _on_notice(self, ev: Notice, source: str) -> None:
+        if ev.level in ("ERROR", "CRITICAL") or ev.fatal:
+            entry = ErrorEntry(
+                ev.time, source, ev.role, ev.kind, ev.message, ev.fatal, ev.wrapper, ev.pid, ev.actor, ev.rank,
+                ev.certain, ev.signature, self._phase_of(ev) if ev.fatal else None,
+            )
+            self.errors.append(entry)
+            self.error_count += 1
+            info = self.files.get(source)
+            # A death is every fatal error until the role works again: the OOM and torchrun's
+            # ChildFailedError reporting it, Ray's ActorDiedError and the worker's SIGBUS
+            # printed after it. `runtop.causes` picks the cause among them.
+            if ev.fatal and info is not None:
+                if info.fatal is None or info.active_after_fatal:
+                    info.fatal = entry
+                    info.fatals = []
+                    info.active_after_fatal = False
+                if len(info.fatals) < MAX_DEATH_ERRORS:
+                    info.fatals.append(entry)
+        elif ev.level == "WARNING":
+            self.warnings[ev.kind] += ev.count
+            self.last_warning[ev.kind] = ev.message
+        else:
+            self.events[ev.kind] = (ev.time, ev.message)
+        if ev.kind == Kind.CONTEXT_OVERFLOW:
+            self.context_overflows += ev.count
+        elif ev.kind == Kind.TOOL_TIMEOUT:
+            self.slow_calls.timeouts += ev.count
+
+    def open_fatals(self) -> list[ErrorEntry]:
+        """The cause of each death that ends its log (nothing of the role's work came after),
+        oldest first: the most specific error of the death, not the wrapper that reported it."""
+        from runtop.causes import root_cause
+
+        out = [
+            root_cause(i.fatals or [i.fatal])
+            for i in self.files.values()
+            if i.kind == "log" and i.fatal is not None and not i.active_after_fatal
+        ]
+        return sorted(out, key=lambda e: e.time or "99")
