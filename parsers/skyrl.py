@@ -19,10 +19,8 @@ the status dict move the trainer's counter.
 
 from __future__ import annotations
 
-import ast
 import posixpath
 import re
-import warnings
 from collections import Counter
 from dataclasses import replace
 from typing import Any
@@ -58,13 +56,13 @@ from .events import (
 from .numbers import strict_float
 from .records import Record
 from .skyrl_agent import _is_agent_traceback, called_functions, format_rule, launch_config
+from .skyrl_numbers import ORCH_KEYS, STATUS_KEYS, _kv_numbers, _literal_dict, _num, dump_numbers
 from .skyrl_records import _proc_role
 
 TIMER_RE = re.compile(r"(Started|Finished): '([\w.\-/ ]+)'(?:, time cost: ([\d.]+)s)?", re.ASCII)
 GLOBAL_STEP_RE = re.compile(r"global_step: (\d+)\s*$", re.ASCII)
 REWARD_LINE_RE = re.compile(r"(ft|gt|rubric|total)_reward: ([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan)", re.ASCII)
 RUBRIC_RE = re.compile(r"Rubric evaluation complete for instance (\S+?):?\s+(.*)", re.ASCII)
-KV_NUM_RE = re.compile(r"(?<![\w/@])([\w/@]+)[:=]\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\b", re.ASCII)
 STEP_DUMP_RE = re.compile(r"Step (\d+):\s*(\{.*)?$", re.S | re.ASCII)
 POLICY_TQDM_RE = re.compile(r"Policy Train epoch \[(\d{1,12})/(\d{1,12})\]:.{0,400}?\|\s*(\d{1,12})/(\d{1,12})(?:\s*\[([^\]]*)\])?", re.ASCII)
 POSTFIX_RE = re.compile(r"(?<!\w)(\w+)=([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\b", re.ASCII)
@@ -79,59 +77,6 @@ TIMEOUT_RE = re.compile(r"Timeout error during execute on attempt (\d+)/(\d+)", 
 OVERFLOW_RE = re.compile(r"Context \((\d+) tokens\) exceeded max_prompt_len \((\d+)\)", re.ASCII)
 ATTEMPT_RE = re.compile(r"Attempt #(\d+)", re.ASCII)
 EXITED_RE = re.compile(r"Training exited with code (-?\d+)(?: after (\d+)s)?", re.ASCII)
-
-# The per-step status dict (full precision, authoritative) → canonical names.
-STATUS_KEYS = {
-    "policy_loss": "loss",
-    "ppo_clip_ratio": "clip_ratio",
-    "loss_metrics/clip_ratio": "clip_ratio",
-    "clip_ratio": "clip_ratio",
-    "policy_entropy": "entropy",
-    "raw_grad_norm": "grad_norm",
-    "grad_norm": "grad_norm",
-    "policy_lr": "lr",
-    "policy_kl": "kl",
-}
-# Rollout-side keys (the generator's numbers).
-ORCH_KEYS = {"avg_final_rewards": "reward", "avg_response_length": "seq_len"}
-MAX_DICT_CHARS = 64 * 1024
-
-def _literal_dict(text: str) -> dict[Any, Any] | None:
-    text = text.strip()
-    if not text.startswith("{") or len(text) > MAX_DICT_CHARS:
-        return None
-    try:
-        with warnings.catch_warnings():
-            # `'\c'` in a logged dict is an invalid escape: Python would print a warning on
-            # stderr, over the TUI's screen. The value is still read.
-            warnings.simplefilter("ignore")
-            obj = ast.literal_eval(text)  # never eval: the log is data
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-def _num(v: object) -> float | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, (int, float)):
-        try:
-            return float(v)
-        except OverflowError:  # an int past float range (ast.literal_eval reads 10**400)
-            return None
-    if isinstance(v, str):
-        return strict_float(v)
-    return None
-
-
-def _kv_numbers(text: str) -> dict[str, float]:
-    out = {}
-    for k, v in KV_NUM_RE.findall(text):
-        num = strict_float(v)
-        if num is not None:
-            out[k] = num
-    return out
-
 
 class SkyrlParser:
     """Records of one SkyRL driver log → events. One per file; reset it when the file restarts."""
@@ -346,30 +291,7 @@ class SkyrlParser:
 
     def _dump(self, d: dict[Any, Any], t: str | None, out: list[Event], step: int | None) -> None:
         """The `Step N:` dump: 4-decimal strings, used only where nothing better exists."""
-        trainer: dict[str, float] = {}
-        orch: dict[str, float] = {}
-        phases: dict[str, float] = {}
-        extra: dict[str, float] = {}
-        for k, v in d.items():
-            num = _num(v)
-            if num is None or not isinstance(k, str):
-                continue
-            head, _, rest = k.partition("/")
-            if head == "timing" and rest:
-                if rest == "step":
-                    trainer["step_time_s"] = num
-                elif rest not in self._phases_seen:
-                    phases[rest] = num
-                continue
-            for key in (k, rest, k.rsplit("/", 1)[-1]):
-                if key in STATUS_KEYS:
-                    trainer[STATUS_KEYS[key]] = num
-                    break
-                if key in ORCH_KEYS:
-                    orch[ORCH_KEYS[key]] = num
-                    break
-            else:
-                extra[k] = num
+        trainer, orch, phases, extra = dump_numbers(d, self._phases_seen)
         self._emit(out, ORCHESTRATOR, orch, phases=phases, origin="dump", time=t, step=step)
         self._emit(out, TRAINER, trainer, extra=extra, origin="dump", time=t, step=step)
 

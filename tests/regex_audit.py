@@ -103,7 +103,10 @@ def worst(p: re.Pattern[str], small: int, large: int) -> tuple[float, float, str
 
 
 # ---- whole parsers: hostile lines built from their patterns' alphabets ------------------
-PARSER_MODULES = ("text", "records", "primerl", "vllm", "skyrl", "crashes", "metrics_jsonl", "rollouts", "hygiene", "numbers")
+PARSER_MODULES = (
+    "text", "records", "primerl", "vllm", "skyrl", "skyrl_records", "skyrl_agent", "skyrl_numbers", "crashes",
+    "metrics_jsonl", "rollouts", "hygiene", "numbers", "checkpoints", "configs",
+)
 
 
 def parser_entries() -> dict[str, tuple[Callable[[str], object], list[str]]]:

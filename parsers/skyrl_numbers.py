@@ -1,0 +1,98 @@
+"""How a SkyRL step's numbers are read: the status dict (full precision, authoritative),
+the `Step N:` dump (4-decimal strings, used only where nothing better exists) and the
+`key: value` prints, mapped onto runtop's metric names (`runtop.columns`). Pure functions."""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from typing import Any
+
+from .numbers import strict_float
+
+KV_NUM_RE = re.compile(r"(?<![\w/@])([\w/@]+)[:=]\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\b", re.ASCII)
+
+# The per-step status dict (full precision, authoritative) → canonical names.
+STATUS_KEYS = {
+    "policy_loss": "loss",
+    "ppo_clip_ratio": "clip_ratio",
+    "loss_metrics/clip_ratio": "clip_ratio",
+    "clip_ratio": "clip_ratio",
+    "policy_entropy": "entropy",
+    "raw_grad_norm": "grad_norm",
+    "grad_norm": "grad_norm",
+    "policy_lr": "lr",
+    "policy_kl": "kl",
+}
+# Rollout-side keys (the generator's numbers).
+ORCH_KEYS = {"avg_final_rewards": "reward", "avg_response_length": "seq_len"}
+MAX_DICT_CHARS = 64 * 1024
+
+def _literal_dict(text: str) -> dict[Any, Any] | None:
+    text = text.strip()
+    if not text.startswith("{") or len(text) > MAX_DICT_CHARS:
+        return None
+    try:
+        with warnings.catch_warnings():
+            # `'\c'` in a logged dict is an invalid escape: Python would print a warning on
+            # stderr, over the TUI's screen. The value is still read.
+            warnings.simplefilter("ignore")
+            obj = ast.literal_eval(text)  # never eval: the log is data
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _num(v: object) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        try:
+            return float(v)
+        except OverflowError:  # an int past float range (ast.literal_eval reads 10**400)
+            return None
+    if isinstance(v, str):
+        return strict_float(v)
+    return None
+
+
+def _kv_numbers(text: str) -> dict[str, float]:
+    out = {}
+    for k, v in KV_NUM_RE.findall(text):
+        num = strict_float(v)
+        if num is not None:
+            out[k] = num
+    return out
+
+
+
+
+def dump_numbers(d: dict[Any, Any], phases_seen: set[str]) -> tuple[dict[str, float], dict[str, float], dict[str, float], dict[str, float]]:
+    """(trainer values, generator values, phase times, everything else) of a `Step N:` dump.
+    A phase already timed by its `Finished:` line keeps that time."""
+    trainer: dict[str, float] = {}
+    orch: dict[str, float] = {}
+    phases: dict[str, float] = {}
+    extra: dict[str, float] = {}
+    for k, v in d.items():
+        num = _num(v)
+        if num is None or not isinstance(k, str):
+            continue
+        head, _, rest = k.partition("/")
+        if head == "timing" and rest:
+            if rest == "step":
+                trainer["step_time_s"] = num
+            elif rest not in phases_seen:
+                phases[rest] = num
+            continue
+        for key in (k, rest, k.rsplit("/", 1)[-1]):
+            if key in STATUS_KEYS:
+                trainer[STATUS_KEYS[key]] = num
+                break
+            if key in ORCH_KEYS:
+                orch[ORCH_KEYS[key]] = num
+                break
+        else:
+            extra[k] = num
+    return trainer, orch, phases, extra
