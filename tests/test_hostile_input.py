@@ -264,7 +264,9 @@ def test_a_tui_that_crashes_exits_non_zero(sample_run, monkeypatch, capsys):
     monkeypatch.setattr(appmod.RuntopApp, "on_mount", boom)
     monkeypatch.setattr(appmod.RuntopApp, "run", lambda self, **kw: real_run(self, headless=True))
     args = cli.build_parser().parse_args(["tui", sample_run])
-    assert cli._run_tui(discover(sample_run), args) == cli.EXIT_INTERNAL
+    from runtop import cli_live
+
+    assert cli_live._run_tui(discover(sample_run), args) == cli.EXIT_INTERNAL
     assert "the TUI stopped on an internal error" in capsys.readouterr().err
 
 
