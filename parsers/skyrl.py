@@ -26,14 +26,12 @@ from dataclasses import replace
 from typing import Any
 
 from . import vllm
-from .crashes import crash_signature, error_notice, exception_of, has_traceback
+from .crashes import crash_signature, error_notice, has_traceback
 from .events import (
-    ENV,
     INFERENCE,
     LAUNCHER,
     ORCHESTRATOR,
     TRAINER,
-    AgentError,
     AgentReward,
     AttemptStart,
     BatchProgress,
@@ -41,21 +39,19 @@ from .events import (
     CheckpointSave,
     Event,
     ExtraLog,
-    FormatFailure,
     Kind,
     MaxSteps,
     Notice,
     Phase,
     Resumed,
     RoleFinished,
-    SlowCall,
     StepMetrics,
     Trajectory,
     Unparsed,
 )
 from .numbers import strict_float
 from .records import Record
-from .skyrl_agent import _is_agent_traceback, called_functions, format_rule, launch_config
+from .skyrl_agent import _is_agent_traceback, agent_events, agent_traceback, launch_config
 from .skyrl_numbers import ORCH_KEYS, STATUS_KEYS, _kv_numbers, _literal_dict, _num, dump_numbers
 from .skyrl_records import _proc_role
 
@@ -72,9 +68,6 @@ SAVED_RE = re.compile(r"Successfully saved checkpoint for global_step_(\d+) to: 
 LOADING_RE = re.compile(r"Loading checkpoint from:? (\S+)", re.ASCII)
 RESUMING_RE = re.compile(r"Resuming from global_step:? (\d+)", re.ASCII)
 INFRA_RE = re.compile(r"Infrastructure logs will be written to:? (\S+)", re.ASCII)
-SLOW_RE = re.compile(r"Code execution took ([\d.]+) seconds", re.ASCII)
-TIMEOUT_RE = re.compile(r"Timeout error during execute on attempt (\d+)/(\d+)", re.ASCII)
-OVERFLOW_RE = re.compile(r"Context \((\d+) tokens\) exceeded max_prompt_len \((\d+)\)", re.ASCII)
 ATTEMPT_RE = re.compile(r"Attempt #(\d+)", re.ASCII)
 EXITED_RE = re.compile(r"Training exited with code (-?\d+)(?: after (\d+)s)?", re.ASCII)
 
@@ -341,29 +334,10 @@ class SkyrlParser:
         role = _proc_role(rec.proc)
         level = rec.level or ""
         n = rec.repeat
-        if msg.startswith("Code execution took"):
-            m = SLOW_RE.match(msg)
-            if m and strict_float(m.group(1)) is not None:
-                code: list[str] = []
-                for line in lines:
-                    if line.strip().startswith("Output:"):
-                        break
-                    code.append(line)
-                out.append(SlowCall(strict_float(m.group(1)) or 0.0, called_functions("\n".join(code)), t))
-            self._agent_traceback(rec, lines, t, out)
+        agent = agent_events(rec, msg, lines, t)
+        if agent is not None:  # the agent's own lines: slow tools, timeouts, overflows, format rules
+            out.extend(agent)
             return
-        if msg.startswith("Timeout error during execute"):
-            out.append(Notice(ENV, "WARNING", Kind.TOOL_TIMEOUT, msg[:300], t, count=n))
-            return
-        if "exceeded max_prompt_len" in msg:
-            if OVERFLOW_RE.search(msg):
-                out.append(Notice(ENV, "WARNING", Kind.CONTEXT_OVERFLOW, msg[:300], t, count=n))
-            return
-        if level == "WARNING":
-            rule = format_rule(msg)
-            if rule is not None:
-                out.append(FormatFailure(rule, t, count=n))
-                return
         if (m := SAVED_RE.search(msg)) is not None:
             step, path = int(m.group(1)), m.group(2)
             out.append(CheckpointSave(TRAINER, step, t))
@@ -395,7 +369,7 @@ class SkyrlParser:
             out.append(ExtraLog(m.group(1), INFERENCE))
             return
         if has_traceback(lines) and _is_agent_traceback(rec, lines):
-            self._agent_traceback(rec, lines, t, out)
+            out.extend(agent_traceback(rec, lines, t))
             return
         if level in ("ERROR", "CRITICAL") or rec.fmt in ("orphan", "raylet", "print") or has_traceback(lines):
             fatal_tb = rec.proc is None or rec.proc.startswith("skyrl_entrypoint")
@@ -413,12 +387,3 @@ class SkyrlParser:
             sig = crash_signature(msg)
             kind = sig[0] if sig else (Kind.ULIMIT if "ulimit" in msg else "warning")
             out.append(Notice(role, "WARNING", kind, msg[:300], t, count=n))
-
-    def _agent_traceback(self, rec: Record, lines: list[str], t: str | None, out: list[Event]) -> None:
-        if not has_traceback(lines):
-            return
-        exc = exception_of(lines)
-        if exc:
-            out.append(AgentError(exc[0], exc[1][:200], t, count=rec.repeat))
-
-

@@ -11,8 +11,9 @@ import builtins
 import re
 import shlex
 
-from .events import LaunchConfig
-from .numbers import strict_int
+from .crashes import exception_of, has_traceback
+from .events import ENV, AgentError, Event, FormatFailure, Kind, LaunchConfig, Notice, SlowCall
+from .numbers import strict_float, strict_int
 from .records import Record
 
 RULE_NUMBER_RE = re.compile(r"\bRule (\d)\b", re.ASCII)
@@ -114,3 +115,41 @@ def launch_config(cmd: str) -> LaunchConfig | None:
         max_steps=None,
         batch_rollouts=batch * n if batch and n else None,
     )
+
+
+SLOW_RE = re.compile(r"Code execution took ([\d.]+) seconds", re.ASCII)
+OVERFLOW_RE = re.compile(r"Context \((\d+) tokens\) exceeded max_prompt_len \((\d+)\)", re.ASCII)
+
+
+def agent_traceback(rec: Record, lines: list[str], t: str | None) -> list[Event]:
+    """The model's own exception, from a traceback inside an observation."""
+    if not has_traceback(lines):
+        return []
+    exc = exception_of(lines)
+    return [AgentError(exc[0], exc[1][:200], t, count=rec.repeat)] if exc else []
+
+
+def agent_events(rec: Record, msg: str, lines: list[str], t: str | None) -> list[Event] | None:
+    """The events of one of the agent's own lines, or None when it is not one: a slow code
+    block (and the tools it called), a tool timeout, a context overflow, a format rule."""
+    n = rec.repeat
+    if msg.startswith("Code execution took"):
+        out: list[Event] = []
+        m = SLOW_RE.match(msg)
+        if m and strict_float(m.group(1)) is not None:
+            code: list[str] = []
+            for line in lines:
+                if line.strip().startswith("Output:"):
+                    break
+                code.append(line)
+            out.append(SlowCall(strict_float(m.group(1)) or 0.0, called_functions("\n".join(code)), t))
+        return out + agent_traceback(rec, lines, t)
+    if msg.startswith("Timeout error during execute"):
+        return [Notice(ENV, "WARNING", Kind.TOOL_TIMEOUT, msg[:300], t, count=n)]
+    if "exceeded max_prompt_len" in msg:
+        return [Notice(ENV, "WARNING", Kind.CONTEXT_OVERFLOW, msg[:300], t, count=n)] if OVERFLOW_RE.search(msg) else []
+    if (rec.level or "") == "WARNING":
+        rule = format_rule(msg)
+        if rule is not None:
+            return [FormatFailure(rule, t, count=n)]
+    return None
