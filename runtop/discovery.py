@@ -13,11 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-ROLE_OF_LOG = {"orchestrator.log": "orchestrator", "trainer.log": "trainer", "inference.log": "inference"}
 _STEP_DIR_RE = re.compile(r"step_(\d{1,12})\Z", re.ASCII)
-_ATTEMPT_RE = re.compile(r"attempt_(\d{1,12})\Z", re.ASCII)
-# How many recent steps' rollout files are read: they can be GBs each (FORMATS.md).
-ROLLOUT_STEPS = 3
 
 
 class DiscoveryError(Exception):

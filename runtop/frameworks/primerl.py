@@ -13,8 +13,6 @@ import re
 from typing import Any
 
 from runtop.discovery import (
-    ROLE_OF_LOG,
-    ROLLOUT_STEPS,
     RunLayout,
     Tracked,
     _isdir,
@@ -25,6 +23,9 @@ from runtop.frameworks.base import Framework, drop_flags
 from runtop.state import Checkpoint, RunState
 
 _ATTEMPT_RE = re.compile(r"attempt_(\d{1,12})\Z", re.ASCII)
+ROLE_OF_LOG = {"orchestrator.log": "orchestrator", "trainer.log": "trainer", "inference.log": "inference"}
+# How many recent steps' rollout files are read: they can be GBs each (FORMATS.md).
+ROLLOUT_STEPS = 3
 RUN_NAME_RE = re.compile(r"^[\w.][\w.\-]*$", re.ASCII)  # never a flag: `--resume` is no run name
 OLD_LAYOUTS = ("v0.5-v0.6", "v0.7-v0.8", "v0.5-v0.8")
 
