@@ -52,7 +52,7 @@ from .events import (
 from .numbers import strict_float
 from .records import Record
 from .skyrl_agent import _is_agent_traceback, agent_events, agent_traceback, launch_config
-from .skyrl_numbers import ORCH_KEYS, STATUS_KEYS, _kv_numbers, _literal_dict, _num, dump_numbers
+from .skyrl_numbers import ORCH_KEYS, _kv_numbers, _literal_dict, dump_numbers, global_step_of, status_numbers
 from .skyrl_records import _proc_role
 
 TIMER_RE = re.compile(r"(Started|Finished): '([\w.\-/ ]+)'(?:, time cost: ([\d.]+)s)?", re.ASCII)
@@ -259,25 +259,13 @@ class SkyrlParser:
         d = _literal_dict(text)
         if not d:
             return
-        for key in ("trainer/global_step", "global_step"):
-            gs = d.get(key)
-            if isinstance(gs, int) and not isinstance(gs, bool) and 0 <= gs < 1 << 40:
-                self._late_step(gs, t, out)
-                break
+        gs = global_step_of(d)
+        if gs is not None:
+            self._late_step(gs, t, out)
         if dump_step is not None or any(isinstance(v, str) for v in d.values()):
             self._dump(d, t, out, dump_step)
             return
-        values: dict[str, float] = {}
-        extra: dict[str, float] = {}
-        for k, v in d.items():
-            num = _num(v)
-            if num is None or not isinstance(k, str):
-                continue
-            name = STATUS_KEYS.get(k)
-            if name is not None:
-                values[name] = num
-            else:
-                extra[k] = num
+        values, extra = status_numbers(d)
         if not values:
             return  # some other dict (sampling params, a config): not the status line
         self._emit(out, TRAINER, values, extra=extra, origin="status", time=t)

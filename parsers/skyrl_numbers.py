@@ -68,6 +68,32 @@ def _kv_numbers(text: str) -> dict[str, float]:
 
 
 
+def global_step_of(d: dict[Any, Any]) -> int | None:
+    """The step a status dict names (`trainer/global_step`, upstream SkyRL), if any."""
+    for key in ("trainer/global_step", "global_step"):
+        gs = d.get(key)
+        if isinstance(gs, int) and not isinstance(gs, bool) and 0 <= gs < 1 << 40:
+            return gs
+    return None
+
+
+def status_numbers(d: dict[Any, Any]) -> tuple[dict[str, float], dict[str, float]]:
+    """(trainer values, everything else numeric) of the full-precision status dict; no
+    values means it is some other dict (sampling params, a config)."""
+    values: dict[str, float] = {}
+    extra: dict[str, float] = {}
+    for k, v in d.items():
+        num = _num(v)
+        if num is None or not isinstance(k, str):
+            continue
+        name = STATUS_KEYS.get(k)
+        if name is not None:
+            values[name] = num
+        else:
+            extra[k] = num
+    return values, extra
+
+
 def dump_numbers(d: dict[Any, Any], phases_seen: set[str]) -> tuple[dict[str, float], dict[str, float], dict[str, float], dict[str, float]]:
     """(trainer values, generator values, phase times, everything else) of a `Step N:` dump.
     A phase already timed by its `Finished:` line keeps that time."""
