@@ -13,10 +13,10 @@ import re
 from .events import INFERENCE, TRAINER
 from .records import Record
 from .records import match_header as generic_header
+from .text import RANK_PREFIX_RE
 
 # `(skyrl_entrypoint pid=66570)`, `(MegatronPolicyWorkerBase pid=12, ip=10.0.0.2)`, `(pid=9)`, `(raylet)`.
 RAY_PREFIX_RE = re.compile(r"\(((?:[\w.:\- ]+? )?pid=\d+|raylet)(?:, ip=[\d.]+)?\)\s?", re.ASCII)
-RANK_PREFIX_RE = re.compile(r"(?:\[(?:rank|[A-Za-z_]*)\d{1,6}\]: ?)+", re.ASCII)
 REPEATED_RE = re.compile(r"(?<!\s)\s*\[repeated (\d+)x across cluster\]", re.ASCII)
 # loguru: `2026-02-19 11:00:58.123 | INFO     | skyrl_train.trainer:train:342 - Started: 'step'`
 LOGURU_RE = re.compile(

@@ -15,7 +15,10 @@ from .hygiene import strip_escapes_bytes
 # output `[rank2]: Traceback …` with a space that must go too, or every traceback line reads
 # as an indented continuation (FORMATS.md, "What genuine output adds"). Wrappers can add it
 # twice (`[rank0]:[rank0]: …`).
-TORCHRUN_PREFIX_RE_B = re.compile(rb"(?m)^(?:\[(?:rank|[A-Za-z_]*)\d{1,6}\]: ?)+", re.ASCII)
+RANK_PREFIX = r"(?:\[(?:rank|[A-Za-z_]*)\d{1,6}\]: ?)+"
+TORCHRUN_PREFIX_RE_B = re.compile(b"(?m)^" + RANK_PREFIX.encode(), re.ASCII)
+# The same prefix behind another one (a Ray worker's line), where the chunk pass cannot see it.
+RANK_PREFIX_RE = re.compile(RANK_PREFIX, re.ASCII)
 # Colour codes whose ESC byte was lost (pasted logs: `[36m(pid=12)[0m`). Stripped only in
 # data that carries a reset code, so a `[5m` in plain text is left alone.
 BARE_SGR_RE_B = re.compile(rb"\[(?:\d{1,3}(?:;\d{1,3}){0,4})?m", re.ASCII)
