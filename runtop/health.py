@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from runtop.config import Thresholds
 from runtop.parsers.events import Kind
-from runtop.rules import RULES, Facts, Finding
+from runtop.rules import RULES, Facts, Finding, seconds_in, waiting_on
 from runtop.state import RunState
 from runtop.units import duration
 
@@ -143,16 +143,13 @@ def booting_text(state: RunState) -> str | None:
     http://localhost:8000 for 50 s` (the orchestrator retries every 10 s)."""
     text = state.last_warning.get(Kind.INFERENCE_UNREACHABLE)
     if text:
-        m = WAIT_RE.search(text)
+        secs = seconds_in(text)
         url = URL_RE.search(text)
         at = f" at {url.group(0).rstrip('.,)')}" if url else ""
-        return f"waiting for the inference server{at}" + (f" for {m.group(1)} s" if m else "")
-    for role, on in sorted(state.waiting.items()):
-        return f"{role} waiting on {on}"
-    return None
+        return f"waiting for the inference server{at}" + (f" for {secs:g} s" if secs is not None else "")
+    return waiting_on(state) or None
 
 
-WAIT_RE = re.compile(r"after (\d+(?:\.\d+)?) ?s", re.ASCII)
 URL_RE = re.compile(r"https?://[^\s,;)]+", re.ASCII)
 
 

@@ -111,7 +111,7 @@ def inference_dead(f: Facts) -> list[Finding]:
     n = s.warnings.get(Kind.INFERENCE_UNREACHABLE, 0)
     if n:
         text = s.last_warning.get(Kind.INFERENCE_UNREACHABLE, "")
-        secs = _seconds_in(text)
+        secs = seconds_in(text)
         if secs is not None and secs >= f.cfg.inference_unreachable_s:
             msg = f"orchestrator cannot reach vLLM: {_short(text, 90)} ({n} retries){cause}"
             return [Finding("inference_dead", "critical", msg, "orchestrator log", None, down=alive is not None and not alive.get("inference"))]
@@ -121,7 +121,7 @@ def inference_dead(f: Facts) -> list[Finding]:
 AFTER_SECONDS_RE = re.compile(r"after (\d+(?:\.\d+)?) seconds")
 
 
-def _seconds_in(text: str) -> float | None:
+def seconds_in(text: str) -> float | None:
     m = AFTER_SECONDS_RE.search(text)
     return float(m.group(1)) if m else None
 
@@ -138,7 +138,7 @@ def stalled(f: Facts) -> list[Finding]:
     quiet = f.now - newest
     med = s.median_step_time()
     limit = max(f.cfg.stall_min_s, f.cfg.stall_k * med if med else 0.0)
-    waiting = _waiting_on(s)
+    waiting = waiting_on(s)
     alive = f.alive
     if quiet >= max(f.cfg.silence_s, limit):
         nobody = alive is not None and not any(p for r, p in alive.items() if r != "ray")
@@ -154,7 +154,7 @@ def stalled(f: Facts) -> list[Finding]:
     return []
 
 
-def _waiting_on(s: RunState) -> str:
+def waiting_on(s: RunState) -> str:
     for role, on in sorted(s.waiting.items()):
         return f"{role} waiting on {on}"
     if s.batch is not None and s.batch.inflight == 0 and s.batch.done < (s.batch.total or 1):
