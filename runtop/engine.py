@@ -8,13 +8,17 @@ no GPU memory" speaks to `runtop check` too.
 Everything here does I/O and runs off the UI loop. Each probe has its own period
 (a TTL), so more panes never mean more syscalls, and its own error: a probe that
 fails shows why in its pane while the others carry on. The state is written only
-under `lock`; the app takes the same lock while it renders, so a pane never sees a
-half-applied poll.
+on the engine's thread, under `lock`; the screen never takes that lock. After each
+bounded slice of reading the engine publishes a frozen, versioned `View`
+(`runtop.publish`), and the app renders the newest one: a pane never sees a
+half-applied poll, and a key never waits on the disk.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -26,6 +30,7 @@ from runtop.frameworks import get as get_framework
 from runtop.health import HealthTracker, Verdict
 from runtop.live import LiveRun
 from runtop.parsers.events import VllmStats
+from runtop.publish import Publisher, Slice
 from runtop.rules import Facts
 from runtop.sources.deadline import Deadline, Slow
 from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
@@ -40,6 +45,7 @@ from runtop.view import SystemView, View
 # What one slice of reading may take per file before the lock is given back (~20-50 ms of work).
 SLICE_BYTES = 256 << 10
 STEP_READ_S = 1.0  # … and the most one step reads before the probes have their turn
+PUBLISH_S = 0.05  # while a step reads, a fresh view at most this often (copying has a cost)
 # How long one engine step waits for the probes it started (they run in parallel).
 PROBE_WAIT_S = 0.5
 # How long a headless check-in waits for every probe at once (a hung NFS `/proc` or NVML
@@ -183,7 +189,11 @@ class Engine:
         self._gpu = gpu
         self.vllm_url = vllm_url
         self.probes: list[Probe] = []
-        self.new_findings: list = []
+        # Findings that began, handed to the screen without a shared lock.
+        self._new_findings: queue.SimpleQueue = queue.SimpleQueue()
+        self._publisher = Publisher()
+        self._readings: dict[str, int] = {"process": 0, "disk": 0, "gpu": 0, "vllm": 0}  # answers stored, per probe
+        self._published_at = 0.0
         if processes:
             self.probes.append(Probe("process", interval, self._sample_procs))
         if disks:
@@ -199,6 +209,7 @@ class Engine:
         self._launcher_lines: list[str] = []
         if launcher is not None:
             self.probes.append(Probe("launcher", max(interval, 5.0), launcher, idle_period=idle, unavailable=(TmuxError, ActionError)))
+        self.published: View = self._publish()
 
     @property
     def state(self) -> RunState:
@@ -239,9 +250,11 @@ class Engine:
             with self.lock:
                 changed |= self.live.step(max_bytes=SLICE_BYTES)
                 more = not self.live.reader.done()
+                if more and changed and time.monotonic() - self._published_at >= PUBLISH_S:
+                    self.published = self._publish()
             if not more or time.monotonic() > until:
                 break
-            time.sleep(0.003)  # hand the lock (and the GIL) to the UI thread if it waits
+            time.sleep(0.003)  # hand the GIL to the UI thread
         now = time.monotonic()
         started = [p for p in self.probes if p.due(now)]
         for probe in started:
@@ -260,7 +273,9 @@ class Engine:
             with self.lock:
                 self._procs_into_state()
                 self.verdict = self.health.evaluate(self.facts())
-                self.new_findings.extend(self.verdict.new)
+                for finding in self.verdict.new:
+                    self._new_findings.put(finding)
+                self.published = self._publish()
         return changed
 
     def probe_all(self, timeout: float = PROBE_ALL_S) -> Verdict:
@@ -288,6 +303,7 @@ class Engine:
         with self.lock:
             self._procs_into_state()
             self.verdict = self.health.evaluate(self.facts())
+            self.published = self._publish()
         return self.verdict
 
     def _procs_into_state(self) -> None:
@@ -303,12 +319,18 @@ class Engine:
         )
 
     def take_new_findings(self) -> list:
-        """Findings that began since the last call (the app toasts the critical ones). Call under `lock`."""
-        out, self.new_findings = self.new_findings, []
-        return out
+        """Findings that began since the last call (the app toasts the critical ones); any thread."""
+        out = []
+        while True:
+            try:
+                out.append(self._new_findings.get_nowait())
+            except queue.Empty:
+                return out
 
     def _store(self, name: str, value: object, error: str | None) -> None:
         sv = self.system
+        if name in self._readings:
+            self._readings[name] += 1  # a reading, or an error, is news for its pane
         if error is not None:
             sv.errors[name] = error
             if name == "vllm":
@@ -341,8 +363,33 @@ class Engine:
         self.state.log_seq += len(fresh)
 
     def view(self) -> View:
-        """The current view (call under `lock`)."""
-        return View(self.state, self.system, self.verdict, self.clock(), self.interval, self.live.reader.checkpoint_dir())
+        """The newest published view: frozen, so any thread may read it without a lock."""
+        return self.published
+
+    def refresh_view(self) -> View:
+        """Publish the state as it is now (the engine's thread, or a caller that steps it)."""
+        with self.lock:
+            self.published = self._publish()
+            return self.published
+
+    def _publish(self) -> View:
+        """A frozen copy of the state and the readings, with a version per slice (under `lock`)."""
+        pub = self._publisher
+        state = pub.freeze(self.state)
+        sv = self.system
+        system = dataclasses.replace(sv, errors=dict(sv.errors))
+        now = self.clock()
+        for part, content in (
+            (Slice.PROCESS, self._readings["process"]),
+            (Slice.DISK, self._readings["disk"]),
+            (Slice.GPU, self._readings["gpu"]),
+            (Slice.VLLM, self._readings["vllm"]),
+            (Slice.VERDICT, (self.verdict.verdict, tuple(self.verdict.reasons), tuple(self.verdict.alerts))),
+            (Slice.CLOCK, int(now)),
+        ):
+            pub.mark(part, content)
+        self._published_at = time.monotonic()
+        return View(state, system, self.verdict, now, self.interval, self.live.reader.checkpoint_dir(), pub.versions())
 
     def wait(self, timeout: float) -> bool:
         return self.live.wait(timeout)

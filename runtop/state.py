@@ -90,6 +90,9 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
     # `steps`' keys in order, kept as rows come and go: the TUI asks on every refresh, and a
     # 100k-step run must not be re-sorted a dozen times a second on the UI loop.
     _step_keys: list[int] = field(default_factory=list, repr=False)
+    # Rows written (or dropped) since the engine last published a view (`runtop.publish`):
+    # only these are copied again, so a 100k-step run is not copied at every poll.
+    _dirty_steps: set[int] = field(default_factory=set, repr=False)
     lost_steps: deque = field(default_factory=lambda: deque(maxlen=MAX_LOST_STEPS))
     # Bumped whenever any step row changes, whichever row: a pane that shows steps repaints
     # on it (issue 13: with the orchestrator a step ahead, the trainer's numbers land in the
@@ -175,9 +178,12 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
                 row.superseded = True
                 self.lost_steps.append(self.steps.pop(s))
                 self._step_keys.remove(s)
+                self._dirty_steps.add(s)
                 self.steps_version += 1
 
     def _row(self, step: int) -> StepRow:
+        """The row of `step`, to be written (so it is marked for the next published view)."""
+        self._dirty_steps.add(step)
         row = self.steps.get(step)
         if row is not None and row.attempt < self.attempt:
             # A step of an earlier attempt that this attempt redoes: keep the old one visible as lost.

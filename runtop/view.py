@@ -1,14 +1,18 @@
 """What a screen renders: the run's state, the latest system readings, the verdict, the clock.
 
-Widgets read a `View` and nothing else (DESIGN.md: widgets render state only).
+Widgets read a `View` and nothing else (DESIGN.md: widgets render state only). A view the
+engine publishes is frozen: its state is a copy the engine never writes again, and
+`versions` says which slices moved since earlier views (`runtop.publish`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from runtop.health import Verdict
 from runtop.parsers.events import VllmStats
+from runtop.publish import Slice
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
 from runtop.sources.processes import ProcessSnapshot
@@ -27,7 +31,7 @@ class SystemView:
     errors: dict[str, str] = field(default_factory=dict)  # probe name → why it has no reading
 
 
-@dataclass
+@dataclass(frozen=True)
 class View:
     state: RunState
     system: SystemView
@@ -35,3 +39,4 @@ class View:
     now: float  # wall clock (seconds since the epoch), injectable for snapshot tests
     interval: float = 2.0
     checkpoint_dir: str | None = None
+    versions: Mapping[Slice, int] = field(default_factory=dict)

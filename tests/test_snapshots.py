@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 
 import pytest
 
@@ -18,22 +19,27 @@ from runtop.simulator.skyrl import SkyrlSimulator
 from tests.tui_helpers import make_app, settle
 
 
-def fixed_dir(name: str) -> str:
-    # Hard-coded, not $TMPDIR: run paths show in the disk and logs panes.
+@pytest.fixture
+def fixed_dir(request) -> Iterator[str]:
+    """A run dir of this test alone, removed after it. Its path is fixed, not $TMPDIR's:
+    paths show in the disk and logs panes, so a random one would change the picture. One
+    per test id, so tests run side by side (pytest-xdist) never share one."""
+    name = request.node.name.replace("[", "-").rstrip("]")
     path = os.path.join("/tmp", "runtop-snapshots", name)
     shutil.rmtree(path, ignore_errors=True)
-    return path
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
-def test_main_layout_prime_rl_trainer_oom(snap_compare, size):
-    root = fixed_dir("oom")
+def test_main_layout_prime_rl_trainer_oom(snap_compare, size, fixed_dir):
+    root = fixed_dir
     Simulator(root, scenario="trainer-oom", max_steps=9).run()
     assert snap_compare(make_app(root), terminal_size=size, run_before=settle)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
-def test_main_layout_skyrl_healthy(snap_compare, size):
-    root = fixed_dir("skyrl")
+def test_main_layout_skyrl_healthy(snap_compare, size, fixed_dir):
+    root = fixed_dir
     SkyrlSimulator(root, max_steps=4).run()
     assert snap_compare(make_app(os.path.join(root, "logs", f"{SKYRL_RUN}.log")), terminal_size=size, run_before=settle)

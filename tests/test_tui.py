@@ -11,17 +11,7 @@ from runtop.tui.chart_screen import ChartScreen
 from runtop.tui.help_screen import HelpScreen
 from runtop.widgets.logs_pane import LogsPane
 from tests.screen_text import screen_text
-from tests.tui_helpers import FIXED_MTIME, FixedProcs, make_app, settle
-
-BIG = (200, 50)
-
-
-def pane(app, pid: str) -> str:
-    """The text a pane shows (its own region of the screen)."""
-    w = app.query_one(f"#{pid}")
-    region = w.region
-    lines = screen_text(app).split("\n")[region.y : region.y + region.height]
-    return "\n".join(line[region.x : region.x + region.width] for line in lines)
+from tests.tui_helpers import BIG, FIXED_MTIME, FixedProcs, make_app, pane, settle
 
 
 async def test_a_run_that_ended_normally_reads_finished_everywhere(simulated):
@@ -257,11 +247,13 @@ async def test_the_trainers_numbers_for_a_step_show_while_the_orchestrator_is_a_
         mon = app.monitor
         with mon.lock:
             mon.state.apply(StepMetrics(ORCHESTRATOR, 5, {"reward": 0.7}, origin="log", time="14:09:00"))
+        mon.refresh_view()
         app.refresh_panes()
         await pilot.pause()
         assert "\n│ 5 " in pane(app, "steps")
         with mon.lock:
             mon.state.apply(StepMetrics(TRAINER, 4, {"loss": 0.0777}, origin="metrics", time="14:09:05"))
+        mon.refresh_view()
         app.refresh_panes()
         await pilot.pause()
         assert "0.0777" in pane(app, "steps")

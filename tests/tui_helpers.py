@@ -13,6 +13,7 @@ from runtop.sources.gpu import RecordedProbe
 from runtop.sources.processes import ProcessSnapshot
 from runtop.sources.processes import ProcInfo as ProcessInfo
 from runtop.tui.app import RuntopApp
+from tests.screen_text import screen_text
 
 FIXED_MTIME = 1_787_320_000.0
 H100 = {
@@ -108,5 +109,17 @@ async def settle(pilot, timeout: float = 10.0) -> None:
             break
         await asyncio.sleep(0.05)
     await pilot.pause(0.3)
+    app.monitor.refresh_view()
     app.refresh_panes()
     await pilot.pause()
+
+
+BIG = (200, 50)
+
+
+def pane(app, pid: str) -> str:
+    """The text a pane shows (its own region of the screen)."""
+    w = app.query_one(f"#{pid}")
+    region = w.region
+    lines = screen_text(app).split("\n")[region.y : region.y + region.height]
+    return "\n".join(line[region.x : region.x + region.width] for line in lines)

@@ -167,8 +167,7 @@ class RuntopApp(App[int]):
         if self._confirming:
             return  # the screen holds still while the user reads the exact text they will send
         self.refresh_panes()
-        with self.monitor.lock:
-            new = self.monitor.take_new_findings()
+        new = self.monitor.take_new_findings()
         critical = [f for f in new if f.severity == "critical"]
         for f in critical:
             self.notify(f.message, title=f"{f.rule}", severity="error", timeout=15)
@@ -176,15 +175,16 @@ class RuntopApp(App[int]):
             self.bell()
 
     def view(self) -> View:
-        with self.monitor.lock:
-            return self.monitor.view()
+        return self.monitor.view()
 
     def refresh_panes(self) -> None:
-        # Render under the engine's lock: a pane never sees a half-applied poll.
-        with self.monitor.lock:
-            view = self.monitor.view()
-            for p in PANE_SPECS:
-                self.query_one(f"#{p.id}").update_view(view)  # type: ignore[attr-defined]
+        # The newest frozen view, taken without a lock: the engine may be mid-read, and a
+        # pane still never sees a half-applied poll (issue 13).
+        if self._stop:
+            return  # the engine's last message can arrive after the panes are gone
+        view = self.monitor.view()
+        for p in PANE_SPECS:
+            self.query_one(f"#{p.id}").update_view(view)  # type: ignore[attr-defined]
 
     def on_unmount(self) -> None:
         self._stop = True
@@ -265,15 +265,14 @@ class RuntopApp(App[int]):
     def _action_context(self):
         from runtop.actions import Context
 
-        return Context.for_run(self.monitor.state, read_only=self.read_only, **self.action_options)
+        return Context.for_run(self.monitor.view().state, read_only=self.read_only, **self.action_options)
 
     @work(thread=True, group="actions", exclusive=True)
     def _plan_action(self, name: str) -> None:
         from runtop.actions import ActionError, plan
 
         try:
-            with self.monitor.lock:
-                ctx = self._action_context()
+            ctx = self._action_context()
             p = plan(name, ctx)
         except ActionError as e:
             self.call_from_thread(self._done, f"{name}: {e}", True)
@@ -323,9 +322,9 @@ class RuntopApp(App[int]):
         from runtop.outputs import OutputError
         from runtop.report import to_markdown
 
-        with self.monitor.lock:
-            text = to_markdown(self.monitor.state, self.monitor.verdict)
-            path = status_path(self.monitor.state.path)
+        view = self.monitor.view()
+        text = to_markdown(view.state, view.verdict)
+        path = status_path(view.state.path)
         try:
             append_checkin(path, text)
         except (OSError, OutputError) as e:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from runtop.publish import Slice
 from runtop.view import View
 from runtop.widgets.pane import Pane
 
@@ -12,9 +13,7 @@ SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "grey70"}
 
 class AlertsPane(Pane):
     TITLE = "alerts"
-
-    def signature(self, view: View) -> object:
-        return tuple((a.rule, a.severity, a.message, a.since) for a in view.verdict.alerts), view.verdict.verdict
+    READS = (Slice.VERDICT,)
 
     def render_view(self, view: View) -> Text:
         alerts = view.verdict.alerts

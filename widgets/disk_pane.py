@@ -7,6 +7,7 @@ import os
 from rich.table import Table
 from rich.text import Text
 
+from runtop.publish import Slice
 from runtop.view import View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import bar, duration, human_bytes
@@ -22,12 +23,7 @@ def _short(view: View, path: str) -> str:
 
 class DiskPane(Pane):
     TITLE = "disk"
-
-    def signature(self, view: View) -> object:
-        d = view.system.disk
-        ck = tuple((c.step, c.complete, c.bytes >> 20) for c in view.state.checkpoints.values())
-        disks = () if d is None else tuple((u.labels, u.used >> 26, u.total, None if u.full_in_s is None else int(u.full_in_s // 600)) for u in d.disks)
-        return disks, ck, tuple(d.core_dumps) if d else (), tuple(d.errors) if d else (), view.system.errors.get("disk"), self.size.width
+    READS = (Slice.DISK, Slice.CHECKPOINTS, Slice.RUN)
 
     def render_view(self, view: View) -> Table:
         d = view.system.disk

@@ -11,8 +11,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable
 
+from runtop.publish import Slice
 from runtop.view import View
-from runtop.widgets.pane import SafeStatic
+from runtop.widgets.pane import SafeStatic, versions
 from runtop.widgets.render import duration
 
 
@@ -42,7 +43,7 @@ class EnvCalls(Vertical):
     def update_view(self, view: View) -> bool:
         s = view.state
         sc = s.slow_calls
-        sig = (sc.count, sc.timeouts, s.context_overflows, tuple(s.agent.code_errors.items()), s.env.done, len(s.env.durations))
+        sig = versions(view, (Slice.ROLLOUTS,))
         if sig == self._sig:
             return False
         self._sig = sig

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from runtop.publish import Slice
 from runtop.view import View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import age, bar, human_bytes
@@ -12,14 +13,7 @@ from runtop.widgets.render import age, bar, human_bytes
 
 class GpuPane(Pane):
     TITLE = "gpus"
-
-    def signature(self, view: View) -> object:
-        g = view.system.gpu
-        if g is None:
-            return (view.system.errors.get("gpu"),)
-        procs = view.system.procs
-        roles = tuple(sorted((p.pid, p.role) for p in procs.procs)) if procs else ()
-        return g.error, view.system.errors.get("gpu"), tuple(g.gpus), roles, self.size.width
+    READS = (Slice.GPU, Slice.PROCESS, Slice.CLOCK)
 
     def render_view(self, view: View) -> Table | Text:
         g = view.system.gpu

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from runtop.publish import Slice
 from runtop.view import View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import age as coarse_age
@@ -25,27 +26,11 @@ def stalled(view: View, age: float | None) -> bool:
     return age > max(STALL_MIN_S, 3 * med if med else 0.0)
 
 
-def _age_bucket(age: float | None) -> int | None:
-    """Repaint the age when its shown value moves: every 10 s in the first minute, then every minute."""
-    if age is None:
-        return None
-    return int(age // 10) if age < 60 else 6 + int(age // 60)
-
-
 class HealthHeader(Pane):
     DEFAULT_CSS = """
     HealthHeader { border: none; padding: 0 1; height: 3; background: $boost; text-wrap: nowrap; text-overflow: ellipsis; }
     """
-
-    def signature(self, view: View) -> object:
-        s = view.state
-        age = last_write_age(view)
-        eta = s.eta_s()
-        return (
-            view.verdict.verdict, tuple(view.verdict.reasons), s.run_name, s.layout, s.attempt, s.trainer_step,
-            s.orchestrator_step, s.max_steps, s.current_phase(), _age_bucket(age),
-            round(s.backfill_done, 2), eta is not None and int(eta // 60),
-        )
+    READS = (Slice.VERDICT, Slice.RUN, Slice.STEPS, Slice.FILES, Slice.CLOCK)
 
     def render_view(self, view: View) -> Text:
         s = view.state

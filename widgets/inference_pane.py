@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from runtop.publish import Slice
 from runtop.view import View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import num
@@ -11,9 +12,7 @@ from runtop.widgets.render import num
 
 class InferencePane(Pane):
     TITLE = "inference"
-
-    def signature(self, view: View) -> object:
-        return view.system.vllm_http, view.system.errors.get("vllm"), view.state.vllm, view.state.vllm_source
+    READS = (Slice.VLLM, Slice.INFERENCE)
 
     def render_view(self, view: View) -> Text:
         http = view.system.vllm_http

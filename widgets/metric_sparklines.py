@@ -7,6 +7,7 @@ import math
 from rich.text import Text
 
 from runtop.columns import SPARKLINES
+from runtop.publish import Slice
 from runtop.view import View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import num, sparkline, trend
@@ -28,9 +29,7 @@ def series(view: View, column: str, window: int = WINDOW) -> list[tuple[int, flo
 
 class MetricSparklines(Pane):
     TITLE = "metrics"
-
-    def signature(self, view: View) -> object:
-        return (view.state.steps_version, self.size.width)
+    READS = (Slice.STEPS,)
 
     def render_view(self, view: View) -> Text:
         # Fixed-width lines, not a table: this pane repaints with every step.

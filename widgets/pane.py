@@ -1,4 +1,4 @@
-"""`Pane`: a bordered Static that repaints only when its slice of the view changed."""
+"""`Pane`: a bordered Static that repaints only when the slices of the view it reads changed."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from runtop.parsers.hygiene import mask
+from runtop.publish import Slice
 from runtop.view import View
 
 
@@ -34,6 +35,10 @@ class Pane(SafeStatic):
     }
     """
     TITLE = ""
+    # The slices of the view this pane draws from (`runtop.publish.Slice`): it repaints when
+    # one of their versions moves, or its size does. Nothing else decides (issue 13: the
+    # hand-written signatures each pane kept missed changes and repainted on noise).
+    READS: tuple[Slice, ...] = ()
 
     def __init__(self, **kw: Any) -> None:
         super().__init__("", **kw)
@@ -41,9 +46,9 @@ class Pane(SafeStatic):
         self._sig: object = object()
         self._height: int | None = None
 
-    def signature(self, view: View) -> object:
-        """What this pane's picture depends on; equal signatures skip the repaint (DESIGN.md)."""
-        raise NotImplementedError
+    def local(self) -> object:
+        """What the picture depends on besides the view (a pane's own mode); nothing by default."""
+        return None
 
     def render_view(self, view: View) -> RenderableType:
         raise NotImplementedError
@@ -52,7 +57,7 @@ class Pane(SafeStatic):
         # The size is the base class's business (issue 13): a pane that fits its text to its
         # width must repaint when the width changes, whatever its own signature says (the
         # header drew before layout at a guessed width and kept it).
-        sig = (self.signature(view), self.size)
+        sig = (versions(view, self.READS), self.local(), self.size)
         if sig == self._sig:
             return False
         self._sig = sig
@@ -65,6 +70,11 @@ class Pane(SafeStatic):
         self.update(content, layout=height is None or height != self._height)
         self._height = height
         return True
+
+
+def versions(view: View, reads: tuple[Slice, ...]) -> tuple[int, ...]:
+    """The versions of `reads` in `view`: equal tuples mean an equal picture."""
+    return tuple(view.versions[s] for s in reads)
 
 
 def masked(content: RenderableType) -> RenderableType:

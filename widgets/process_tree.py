@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from runtop.publish import Slice
 from runtop.view import View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import duration, human_bytes
@@ -16,16 +17,7 @@ MAX_ROWS = 40
 
 class ProcessTree(Pane):
     TITLE = "processes"
-
-    def signature(self, view: View) -> object:
-        snap = view.system.procs
-        err = view.system.errors.get("process")
-        if snap is None:
-            return (err,)
-        return (
-            err, snap.error, tuple(snap.missing), tuple(snap.zombie_roles), self.size.width,
-            tuple((p.pid, p.role, p.status, None if p.cpu_pct is None else round(p.cpu_pct), (p.rss or 0) >> 20, int(view.now - p.create_time) // 60) for p in snap.procs),
-        )
+    READS = (Slice.PROCESS, Slice.CLOCK)
 
     def render_view(self, view: View) -> Table | Text:
         snap = view.system.procs

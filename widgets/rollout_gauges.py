@@ -6,6 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from runtop.frameworks import get as get_framework
+from runtop.publish import Slice
 from runtop.view import View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import bar
@@ -23,16 +24,7 @@ def _gauge(t: Table, label: str, frac: float | None, detail: str, width: int, go
 
 class RolloutGauges(Pane):
     TITLE = "rollouts"
-
-    def signature(self, view: View) -> object:
-        s = view.state
-        a, r = s.agent, s.rollouts
-        last = s.last_row()
-        row = last.orchestrator if last is not None else {}
-        return (
-            tuple(map(tuple, a.rewards.values())), a.trajectories, tuple(sorted(a.format_failures.items())),
-            r.total, r.errored, r.truncated, r.empty, r.positive, s.batch, tuple(sorted(row.items())), self.size.width,
-        )
+    READS = (Slice.ROLLOUTS, Slice.STEPS, Slice.RUN)
 
     def render_view(self, view: View) -> Table | Text:
         s = view.state

@@ -12,8 +12,9 @@ from typing import Any
 from rich.text import Text
 
 from runtop.columns import STEP_COLUMNS
+from runtop.publish import Slice
 from runtop.view import View
-from runtop.widgets.pane import SafeStatic
+from runtop.widgets.pane import SafeStatic, versions
 from runtop.widgets.render import num, scroll_bindings
 
 # (header, column, width): fixed widths, so a refresh formats strings instead of measuring a table.
@@ -27,6 +28,7 @@ class StepTable(SafeStatic, can_focus=True):
     StepTable:focus { border: round $accent; }
     """
     BINDINGS = scroll_bindings()
+    READS = (Slice.STEPS, Slice.RUN)  # rows, and the attempt that marks a row of an earlier one
 
     def __init__(self, **kw: Any) -> None:
         super().__init__("", **kw)
@@ -44,8 +46,7 @@ class StepTable(SafeStatic, can_focus=True):
         return cells
 
     def update_view(self, view: View) -> bool:
-        st = view.state
-        sig = (st.steps_version, st.attempt, len(st.lost_steps), self.back, self.size)
+        sig = (versions(view, self.READS), self.back, self.size)
         if sig == self._sig:
             return False
         self._sig = sig

@@ -1,0 +1,139 @@
+"""Frozen, versioned views of a run: what the engine hands the screen (issue 13).
+
+The engine's `RunState` is written by one thread (the engine's) and must never be read
+while it changes. After each bounded slice of reading, the engine publishes a `View`
+whose state is a copy nobody writes again; the UI takes the newest one without a lock,
+so a key never waits on the disk.
+
+A state is cut into slices (`Slice`), each a fixed set of `RunState` fields. A slice is
+copied only when it changed, and an unchanged slice is the previous view's own object
+(a run of 100k steps is not copied at every poll: step rows are shared, and only the
+rows written since the last view are copied). Each slice carries a version that moves
+exactly when its content does; a pane declares the slices it reads and repaints when
+one of their versions moves (or its size does), with no signature of its own.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from runtop.state import RunState
+
+
+class Slice(enum.Enum):
+    RUN = "run"  # identity, layout, attempts, phases, the finish, the backfill
+    FILES = "files"  # the files read: sizes, clocks, fatal errors per file
+    STEPS = "steps"  # step rows and step counters
+    ROLLOUTS = "rollouts"  # batch progress, rollouts, env calls, the agent layer
+    CHECKPOINTS = "checkpoints"
+    LOGS = "logs"  # the Logs pane's tail
+    ERRORS = "errors"  # errors, warnings, notable lines, notes
+    INFERENCE = "inference"  # the inference server's numbers read from its log
+    # Beside the state: the probes' readings, the verdict and the clock.
+    PROCESS = "process"
+    DISK = "disk"
+    GPU = "gpu"
+    VLLM = "vllm"
+    VERDICT = "verdict"
+    CLOCK = "clock"  # whole seconds: panes that show ages
+
+
+# Every RunState field belongs to exactly one slice (tests/test_publish.py keeps it so).
+STATE_SLICES: dict[Slice, tuple[str, ...]] = {
+    Slice.RUN: (
+        "path", "framework", "layout", "run_name", "max_steps", "max_steps_source", "attempts", "phases",
+        "extra_logs", "finished", "processes", "process_denied", "backfill_done", "backfill_error", "first_time",
+    ),
+    Slice.FILES: ("files",),
+    Slice.STEPS: ("steps", "_step_keys", "_dirty_steps", "lost_steps", "steps_version", "trainer_step", "orchestrator_step", "last_step_time"),
+    Slice.ROLLOUTS: (
+        "batch", "waiting", "rollouts", "env", "slow_calls", "context_overflows", "agent", "batch_rollouts",
+        "rollouts_since_step", "sample_filter",
+    ),
+    Slice.CHECKPOINTS: ("checkpoints", "last_save", "_saving", "checkpoint_dir", "checkpoint_dir_source", "ckpt_interval", "keep_last"),
+    Slice.LOGS: ("log_tail", "log_seq"),
+    Slice.ERRORS: ("notes", "errors", "error_count", "warnings", "last_warning", "events", "unrecognised"),
+    Slice.INFERENCE: ("vllm", "vllm_source"),
+}
+
+
+class Publisher:
+    """Turns the engine's live state into frozen copies, sharing what did not change."""
+
+    def __init__(self) -> None:
+        self._parts: dict[Slice, dict[str, Any]] = {}
+        self._versions: dict[Slice, int] = {s: 0 for s in Slice}
+        self._marks: dict[Slice, object] = {}
+
+    def freeze(self, state: RunState) -> RunState:
+        """A copy of `state` that the engine will never write (call on the engine's thread)."""
+        for part, names in STATE_SLICES.items():
+            if part is Slice.STEPS:
+                self._steps(state)
+            elif part is Slice.LOGS:
+                # The tail's counter moves with every line: no need to compare 1000 lines.
+                if self._marks.get(part) != state.log_seq or part not in self._parts:
+                    self._take(part, {"log_tail": copy.copy(state.log_tail), "log_seq": state.log_seq}, state.log_seq)
+            else:
+                fresh = {n: copy.deepcopy(getattr(state, n)) for n in names}
+                if self._parts.get(part) != fresh:
+                    self._take(part, fresh, None)
+        frozen = object.__new__(RunState)
+        for fields in self._parts.values():
+            for name, value in fields.items():
+                object.__setattr__(frozen, name, value)
+        return frozen
+
+    def mark(self, part: Slice, content: object) -> None:
+        """Move `part`'s version when `content` (anything comparable) differs from last time."""
+        if part not in self._marks or self._marks[part] != content:
+            self._marks[part] = content
+            self._versions[part] += 1
+
+    def versions(self) -> Mapping[Slice, int]:
+        return MappingProxyType(dict(self._versions))
+
+    def _take(self, part: Slice, fields: dict[str, Any], mark: object) -> None:
+        self._parts[part] = fields
+        self._marks[part] = mark
+        self._versions[part] += 1
+
+    def _steps(self, state: RunState) -> None:
+        """Step rows: the previous copy's dict, with the rows written since then copied anew."""
+        prev = self._parts.get(Slice.STEPS)
+        if prev is not None and self._marks.get(Slice.STEPS) == state.steps_version and not state._dirty_steps:
+            return
+        if prev is None:
+            rows = {k: _row_copy(r) for k, r in state.steps.items()}
+        else:
+            # A dict copy is C speed; the rows written (or dropped) since are the only ones touched.
+            rows = dict(prev["steps"])
+            for k in state._dirty_steps:
+                row = state.steps.get(k)
+                if row is None:
+                    rows.pop(k, None)
+                else:
+                    rows[k] = _row_copy(row)
+        state._dirty_steps.clear()
+        self._take(Slice.STEPS, {
+            "steps": rows,
+            "_step_keys": list(state._step_keys),
+            "_dirty_steps": set(),
+            "lost_steps": copy.copy(state.lost_steps),  # a lost row is never written again
+            "steps_version": state.steps_version,
+            "trainer_step": state.trainer_step,
+            "orchestrator_step": state.orchestrator_step,
+            "last_step_time": state.last_step_time,
+        }, state.steps_version)
+
+
+def _row_copy(row: Any) -> Any:
+    return dataclasses.replace(
+        row, trainer=dict(row.trainer), orchestrator=dict(row.orchestrator), origin=dict(row.origin),
+        phases_s=dict(row.phases_s), extra=dict(row.extra),
+    )

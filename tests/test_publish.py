@@ -1,0 +1,165 @@
+"""The screen reads frozen views (issue 13): the engine writes its state on its own thread
+and publishes copies; a view, once handed out, never changes under the pane drawing it."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+from runtop.discovery import discover
+from runtop.engine import Engine
+from runtop.publish import STATE_SLICES, Slice
+from runtop.simulator.primerl import Simulator
+from runtop.sources.gpu import RecordedProbe
+from runtop.state import RunState
+from tests.tui_helpers import BIG, H100, make_app, pane, settle
+
+
+def _played(tmp_path, max_steps: int = 12):
+    """A run written up to its first steps, with the rest of its script still to play."""
+    sim = Simulator(str(tmp_path / "run"), scenario="healthy", max_steps=max_steps, stop_after=max_steps - 1)
+    script = iter(sim.script())
+
+    def play(steps: int) -> None:
+        # Play actions until the trainer has written `steps` more steps.
+        target = sim_steps(sim) + steps
+        for _at, act in script:
+            act()
+            if sim_steps(sim) >= target:
+                return
+
+    return sim, play
+
+
+def sim_steps(sim: Simulator) -> int:
+    try:
+        with open(f"{sim.root}/logs/attempt_1/trainer.log", encoding="utf-8") as f:
+            return sum(1 for line in f if "SUCCESS" in line and "| Loss" in line)
+    except FileNotFoundError:
+        return 0
+
+
+def _engine(root: str) -> Engine:
+    return Engine(discover(root), gpu=RecordedProbe([H100]), vllm_url=None, processes=False, disks=False)
+
+
+def _read_all(eng: Engine) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        eng.step()
+        if eng.live.reader.done():
+            break
+    eng.step()
+
+
+def test_every_state_field_belongs_to_exactly_one_slice():
+    """A field left out would never reach the screen (and one in two slices would be copied twice)."""
+    named = [n for names in STATE_SLICES.values() for n in names]
+    fields = [f.name for f in dataclasses.fields(RunState)]
+    assert sorted(named) == sorted(fields)
+
+
+def test_a_published_view_does_not_change_while_the_engine_reads_on(tmp_path):
+    """The run writes three more steps after the screen took its view: the view it holds still
+    shows the old run, and the next view shows the new steps."""
+    sim, play = _played(tmp_path)
+    play(3)
+    eng = _engine(sim.root)
+    try:
+        _read_all(eng)
+        old = eng.view()
+        steps, tail, seq = list(old.state.step_keys()), list(old.state.log_tail), old.state.log_seq
+        last = old.state.last_row()
+        assert steps and last is not None and last.trainer
+        trainer_before = dict(last.trainer)
+        play(3)
+        _read_all(eng)
+        new = eng.view()
+        assert old.state.step_keys() == steps and list(old.state.log_tail) == tail and old.state.log_seq == seq
+        assert old.state.last_row().trainer == trainer_before
+        assert len(new.state.step_keys()) >= len(steps) + 3
+        assert new.state is not eng.state and old.state is not eng.state
+        assert new.versions[Slice.STEPS] > old.versions[Slice.STEPS]
+        assert new.versions[Slice.LOGS] > old.versions[Slice.LOGS]
+    finally:
+        eng.close()
+
+
+def test_what_did_not_change_is_shared_not_copied(tmp_path):
+    """A 100k-step run must not be copied at every poll: rows nobody wrote are the previous
+    view's own objects; only the newest rows are new copies."""
+    sim, play = _played(tmp_path, max_steps=16)
+    play(6)
+    eng = _engine(sim.root)
+    try:
+        _read_all(eng)
+        old = eng.view()
+        play(2)
+        _read_all(eng)
+        new = eng.view()
+        first = old.state.step_keys()[0]
+        assert new.state.steps[first] is old.state.steps[first]
+        newest = new.state.step_keys()[-1]
+        assert newest not in old.state.steps and new.state.steps[newest] is not eng.state.steps[newest]
+        # No checkpoint was written between the two views: the slice is the same object.
+        if new.versions[Slice.CHECKPOINTS] == old.versions[Slice.CHECKPOINTS]:
+            assert new.state.checkpoints is old.state.checkpoints
+        eng.refresh_view()
+        again = eng.view()
+        assert again.versions[Slice.STEPS] == new.versions[Slice.STEPS] and again.state.steps is new.state.steps
+    finally:
+        eng.close()
+
+
+async def test_the_screen_repaints_while_the_engine_holds_its_lock(simulated):
+    """Issue 13: the screen never waits on the disk. The engine's lock is held (as during a
+    read of a 64 MB burst) and a key that repaints is answered anyway."""
+    app = make_app(simulated("healthy", max_steps=9, stop_after=4))
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with app.monitor.lock:
+                held.set()
+                release.wait(10)
+
+        t = threading.Thread(target=hold)
+        t.start()
+        try:
+            assert held.wait(5)
+            started = time.monotonic()
+            await pilot.press("r")
+            await pilot.pause()
+            app.refresh_panes()
+            assert time.monotonic() - started < 2.0
+            assert "step 4/9" in pane(app, "header")
+        finally:
+            release.set()
+            t.join()
+
+
+async def test_a_pane_repaints_when_a_slice_it_reads_moves_and_not_otherwise(simulated):
+    """The disk pane reads disks and checkpoints: a new number in a step row alone does not
+    repaint it; the step table, which reads steps, repaints."""
+    from runtop.parsers.events import ORCHESTRATOR, StepMetrics
+
+    app = make_app(simulated("healthy", max_steps=9, stop_after=4))
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        disk = app.query_one("#disk")
+        steps = app.query_one("#steps")
+        # Under the engine's lock, so no probe reading lands between the two views.
+        with app.monitor.lock:
+            before = app.monitor.refresh_view()
+            disk.update_view(before)
+            steps.update_view(before)
+            app.monitor.state.apply(StepMetrics(ORCHESTRATOR, 4, {"reward": 0.777}, origin="metrics", time="14:10:00"))
+            after = app.monitor.refresh_view()
+            assert after.versions[Slice.STEPS] > before.versions[Slice.STEPS]
+            moved = {s for s in Slice if after.versions[s] != before.versions[s]}
+            assert disk.update_view(after) is False, moved
+            assert steps.update_view(after) is True
+        await pilot.pause()
+        assert "0.777" in pane(app, "steps"), pane(app, "steps")
