@@ -8,6 +8,8 @@ of the view changed, so a quiet run costs almost nothing over SSH.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from typing import Any
 
@@ -42,6 +44,15 @@ class StateChanged(Message):
 
 
 READ_ONLY_KEYS = {a.key for a in ACTIONS}
+
+
+def lower_priority() -> None:
+    """Nice the engine's thread: on a busy machine the scheduler then favours the thread
+    that answers keys (Linux schedules threads apart; elsewhere this does nothing)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    except (AttributeError, OSError):
+        return  # not Linux, or not permitted: the engine keeps the app's priority
 
 
 class RuntopApp(App[int]):
@@ -122,6 +133,8 @@ class RuntopApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
+        # Built once and kept: `?` then only shows it (composing it anew took most of a key's latency).
+        self.install_screen(HelpScreen(), name="help")
         self._apply_layout()
         self.refresh_panes()
         self.run_engine()
@@ -152,6 +165,7 @@ class RuntopApp(App[int]):
     def run_engine(self) -> None:
         worker = get_current_worker()
         mon = self.monitor
+        lower_priority()
         while not worker.is_cancelled and not self._stop:
             t0 = time.monotonic()
             if mon.step():
@@ -192,7 +206,7 @@ class RuntopApp(App[int]):
 
     # ---- actions --------------------------------------------------------------
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen("help")
 
     def action_pane(self, pid: str) -> None:
         if self.compact:
