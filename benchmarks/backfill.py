@@ -109,7 +109,7 @@ def main() -> int:
         g_s, g_rss, g_out = run_child(["grep", "-c", pattern, path])
         r_s, r_rss, r_out = run_child([sys.executable, "-m", "runtop", "status", "--json", root])
         progress = json.loads(r_out)["progress"]
-        steps = progress["trainer_step"] if skyrl else progress["orchestrator_step"]
+        steps = progress["trainer_step"] if skyrl else progress["rollout_step"]
         print(f"{'':24}{'seconds':>10}{'MB/s':>10}{'peak RSS MB':>14}")
         print(f"{'grep -c ' + pattern:24}{g_s:10.2f}{size_mb / g_s:10.0f}{g_rss:14.1f}   (count {g_out.strip()})")
         print(f"{'runtop status (backfill)':24}{r_s:10.2f}{size_mb / r_s:10.0f}{r_rss:14.1f}   (last step {steps})")

@@ -10,8 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-# Roles a prime-rl (or SkyRL) log line can come from.
+# Roles a log line can come from. The trainer and the inference server are everyone's;
+# the rollout side is named by its framework: prime-rl's orchestrator, SkyRL's generator.
 ORCHESTRATOR = "orchestrator"
+GENERATOR = "generator"
+# Whatever produced a rollout report (not a role): `RunState.rollouts_since_step`'s source.
+ROLLOUT_SIDE = "rollout"
 TRAINER = "trainer"
 INFERENCE = "inference"
 ENV = "env"

@@ -13,7 +13,7 @@ tqdm frames, Ray's own lines, shell-trace lines and crash dumps. Two pieces:
   step in progress. It does no I/O and never raises.
 
 Until a step finishes, its numbers travel with the generator's role
-(`ORCHESTRATOR`, whose step counter means "rollouts done"); `Finished: 'step'` and
+(`GENERATOR`, whose step counter means "rollouts done"); `Finished: 'step'` and
 the status dict move the trainer's counter.
 """
 
@@ -28,9 +28,9 @@ from typing import Any
 from . import vllm
 from .crashes import crash_signature, error_notice, has_traceback
 from .events import (
+    GENERATOR,
     INFERENCE,
     LAUNCHER,
-    ORCHESTRATOR,
     TRAINER,
     AgentReward,
     AttemptStart,
@@ -223,7 +223,7 @@ class SkyrlParser:
                 self._emit(out, TRAINER, {"step_time_s": dur}, time=t)
             return
         self._phases_seen.add(name)
-        self._emit(out, ORCHESTRATOR, {}, phases={name: dur}, time=t)
+        self._emit(out, GENERATOR, {}, phases={name: dur}, time=t)
 
     def _rollouts_done(self, step: int, t: str | None, out: list[Event]) -> None:
         b = self._batch
@@ -234,7 +234,7 @@ class SkyrlParser:
             if b[f"{kind}_n"]:
                 extra[f"{kind}_pass_rate"] = b[f"{kind}_pass"] / b[f"{kind}_n"]
         self._set_step(out, step, t)
-        out.append(StepMetrics(ORCHESTRATOR, step, {}, {}, "log", t, extra))
+        out.append(StepMetrics(GENERATOR, step, {}, {}, "log", t, extra))
 
     def _trajectory(self, msg: str, t: str | None, out: list[Event]) -> None:
         m = RUBRIC_RE.match(msg)
@@ -273,7 +273,7 @@ class SkyrlParser:
     def _dump(self, d: dict[Any, Any], t: str | None, out: list[Event], step: int | None) -> None:
         """The `Step N:` dump: 4-decimal strings, used only where nothing better exists."""
         trainer, orch, phases, extra = dump_numbers(d, self._phases_seen)
-        self._emit(out, ORCHESTRATOR, orch, phases=phases, origin="dump", time=t, step=step)
+        self._emit(out, GENERATOR, orch, phases=phases, origin="dump", time=t, step=step)
         self._emit(out, TRAINER, trainer, extra=extra, origin="dump", time=t, step=step)
 
     def _policy_tqdm(self, msg: str, t: str | None, out: list[Event]) -> None:
@@ -303,7 +303,7 @@ class SkyrlParser:
                 extra[k.split("/", 1)[1].replace("avg_", "")] = v
             else:
                 extra[k] = v
-        self._emit(out, ORCHESTRATOR, values, extra=extra, time=t)
+        self._emit(out, GENERATOR, values, extra=extra, time=t)
 
     def _wrapper(self, msg: str, t: str | None, out: list[Event]) -> None:
         m = ATTEMPT_RE.search(msg)

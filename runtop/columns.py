@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-TRAINER, ORCHESTRATOR = "trainer", "orchestrator"
+# Who owns a number: the trainer, or the rollout side (prime-rl's orchestrator, SkyRL's
+# generator: each framework names its own, `Framework.rollout_role`).
+TRAINER, ROLLOUT = "trainer", "rollout"
 
 
 @dataclass(frozen=True)
 class Metric:
     name: str  # the `StepRow.value` key, and the JSON key
-    owner: str  # the role whose number it is (the orchestrator's: rollout-side numbers)
+    owner: str  # TRAINER or ROLLOUT: which side of the run the number comes from
     label: str = ""  # the check-in's header (the seeds' words); "" = not a table column
     short: str = ""  # the TUI's header
     digits: int = 4  # significant digits in the check-in
@@ -25,30 +27,30 @@ class Metric:
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("reward", ORCHESTRATOR, "reward", "reward", 4, 8, spark=True, good="up"),
+    Metric("reward", ROLLOUT, "reward", "reward", 4, 8, spark=True, good="up"),
     Metric("loss", TRAINER, "policy loss", "loss", 4, 10, spark=True),
     Metric("clip_ratio", TRAINER, "clip ratio", "clip", 4, 7),
     Metric("entropy", TRAINER, "entropy", "entropy", 4, 8, spark=True),
     Metric("kl", TRAINER, "KL", "KL", 5, 10, spark=True, good="down"),
     Metric("grad_norm", TRAINER, "grad norm", "grad norm", 4, 10, spark=True),
-    Metric("seq_len", ORCHESTRATOR, "response length", "seq len", 1, 8, spark=True),
+    Metric("seq_len", ROLLOUT, "response length", "seq len", 1, 8, spark=True),
     Metric("step_time_s", TRAINER, "step time", "time", 0, 7, spark=True, good="down"),
     Metric("lr", TRAINER),
     Metric("throughput_tok_s", TRAINER, good="up"),
-    Metric("truncated", ORCHESTRATOR, good="down"),
-    Metric("error_rate", ORCHESTRATOR, good="down"),
-    Metric("reward_all", ORCHESTRATOR, good="up"),
-    Metric("turns", ORCHESTRATOR),
-    Metric("inference_tok_s", ORCHESTRATOR, good="up"),  # v0.5's orchestrator `Throughput`
-    Metric("async_level", ORCHESTRATOR),
-    Metric("off_policy_max", ORCHESTRATOR),
-    Metric("cancelled", ORCHESTRATOR, good="down"),
+    Metric("truncated", ROLLOUT, good="down"),
+    Metric("error_rate", ROLLOUT, good="down"),
+    Metric("reward_all", ROLLOUT, good="up"),
+    Metric("turns", ROLLOUT),
+    Metric("inference_tok_s", ROLLOUT, good="up"),  # v0.5's orchestrator `Throughput`
+    Metric("async_level", ROLLOUT),
+    Metric("off_policy_max", ROLLOUT),
+    Metric("cancelled", ROLLOUT, good="down"),
     Metric("mfu", TRAINER, good="up"),
     Metric("peak_mem_gib", TRAINER),
 )
 BY_NAME = {m.name: m for m in METRICS}
 # Numbers the orchestrator owns, whatever else writes a key of that name.
-ORCH_OWNED = frozenset(m.name for m in METRICS if m.owner == ORCHESTRATOR) | {"rollouts"}
+ROLLOUT_OWNED = frozenset(m.name for m in METRICS if m.owner == ROLLOUT) | {"rollouts"}
 
 STEP_COLUMNS = tuple(m for m in METRICS if m.width)
 # Sparkline order: what a researcher looks at first.

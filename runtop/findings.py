@@ -13,6 +13,7 @@ from runtop.state import ErrorEntry, RunState
 ROLE_NAMES = {
     "trainer": "trainer",
     "orchestrator": "orchestrator",
+    "generator": "generator",
     "inference": "inference server (vLLM)",
     "env": "env server",
     "launcher": "launcher",

@@ -124,7 +124,7 @@ def _reasons(state: RunState, findings: list[Finding]) -> list[str]:
 
 def finished_text(state: RunState) -> str:
     """`finished at step 20 after 1h 12m (log clock); last complete checkpoint: step 20`."""
-    step = state.trainer_step if state.trainer_step is not None else state.orchestrator_step
+    step = state.trainer_step if state.trainer_step is not None else state.rollout_step
     parts = [f"finished at step {step}" if step is not None else "finished"]
     dur = state.duration_s()
     if dur:

@@ -118,7 +118,7 @@ class LiveRun:
 
 
 def _summary_line(state: RunState, verdict: str) -> str:
-    step = state.trainer_step if state.trainer_step is not None else state.orchestrator_step
+    step = state.trainer_step if state.trainer_step is not None else state.rollout_step
     rows = state.rows()
     reward = next((r.value("reward") for r in reversed(rows) if r.value("reward") is not None), None)
     parts = [

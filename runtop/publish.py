@@ -50,7 +50,7 @@ STATE_SLICES: dict[Slice, tuple[str, ...]] = {
         "extra_logs", "finished", "processes", "process_denied", "backfill_done", "backfill_error", "first_time",
     ),
     Slice.FILES: ("files",),
-    Slice.STEPS: ("steps", "_step_keys", "_dirty_steps", "lost_steps", "steps_version", "trainer_step", "orchestrator_step", "last_step_time"),
+    Slice.STEPS: ("steps", "_step_keys", "_dirty_steps", "lost_steps", "steps_version", "trainer_step", "rollout_step", "last_step_time"),
     Slice.ROLLOUTS: (
         "batch", "waiting", "rollouts", "env", "slow_calls", "context_overflows", "agent", "batch_rollouts",
         "rollouts_since_step", "sample_filter",
@@ -127,13 +127,13 @@ class Publisher:
             "lost_steps": copy.copy(state.lost_steps),  # a lost row is never written again
             "steps_version": state.steps_version,
             "trainer_step": state.trainer_step,
-            "orchestrator_step": state.orchestrator_step,
+            "rollout_step": state.rollout_step,
             "last_step_time": state.last_step_time,
         }, state.steps_version)
 
 
 def _row_copy(row: Any) -> Any:
     return dataclasses.replace(
-        row, trainer=dict(row.trainer), orchestrator=dict(row.orchestrator), origin=dict(row.origin),
+        row, trainer=dict(row.trainer), rollout=dict(row.rollout), origin=dict(row.origin),
         phases_s=dict(row.phases_s), extra=dict(row.extra),
     )

@@ -114,7 +114,7 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
     v = verdict or judge(state)
     now = now or _dt.datetime.now(_dt.timezone.utc)
     rows = state.rows()
-    step = state.trainer_step if state.trainer_step is not None else state.orchestrator_step
+    step = state.trainer_step if state.trainer_step is not None else state.rollout_step
     out = [f"## {now:%Y-%m-%d %H:%M} UTC", ""]
     out.append(f"**Step**: {step if step is not None else 'n/a'} / {state.max_steps if state.max_steps is not None else 'n/a'}")
     health = v.verdict + (f" — {'; '.join(v.reasons)}" if v.reasons else "")
@@ -137,10 +137,10 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
         _trend(rows, "reward", "reward/mean"),
         _trend(rows, "seq_len", "seq_len", 1),
     ) if t]
-    trunc = [x for r in rows if (x := r.orchestrator.get("truncated")) is not None]
+    trunc = [x for r in rows if (x := r.rollout.get("truncated")) is not None]
     if trunc:
         progress.append(f"truncation {min(trunc) * 100:.1f}-{max(trunc) * 100:.1f}%")
-    errs = [x for r in rows if (x := r.orchestrator.get("error_rate")) is not None]
+    errs = [x for r in rows if (x := r.rollout.get("error_rate")) is not None]
     if errs:
         progress.append(f"errored rollouts {min(errs) * 100:.1f}-{max(errs) * 100:.1f}%")
     fw = get_framework(state.framework)
@@ -165,13 +165,13 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
 
     perf = []
     t_times = [r.trainer["step_time_s"] for r in rows if "step_time_s" in r.trainer]
-    o_times = [r.orchestrator["step_time_s"] for r in rows if "step_time_s" in r.orchestrator]
+    o_times = [r.rollout["step_time_s"] for r in rows if "step_time_s" in r.rollout]
     if t_times:
         perf.append(f"trainer ~{statistics.median(t_times):.0f}s/step (step {state.trainer_step})")
     if o_times:
-        perf.append(f"orchestrator ~{statistics.median(o_times):.0f}s/step (step {state.orchestrator_step})")
+        perf.append(f"{fw.rollout_role} ~{statistics.median(o_times):.0f}s/step (step {state.rollout_step})")
     eta = state.eta_s()
-    if eta is not None and v.verdict != "Down":
+    if eta is not None and v.verdict != "Down" and not state.run_finished():
         perf.append(f"ETA {duration(eta, ' ')}")
     thr = _series(rows, "throughput_tok_s")
     if thr:

@@ -14,7 +14,7 @@ import statistics
 from typing import Any
 
 from runtop import __version__
-from runtop.columns import METRICS, ORCHESTRATOR
+from runtop.columns import METRICS, ROLLOUT
 from runtop.health import Verdict, judge
 from runtop.parsers.hygiene import public
 from runtop.state import RunState, StepRow
@@ -30,10 +30,10 @@ def step_dict(row: StepRow) -> dict[str, Any]:
     d: dict[str, Any] = {"step": row.step, "attempt": row.attempt}
     # Every metric of the one registry, from the role that owns it (`runtop.columns`).
     for m in METRICS:
-        d[m.name] = _num((row.orchestrator if m.owner == ORCHESTRATOR else row.trainer).get(m.name))
+        d[m.name] = _num((row.rollout if m.owner == ROLLOUT else row.trainer).get(m.name))
     # Keys that come from a run's files are made public here, so a row needs no second walk.
     d["phases_s"] = {public(k): _num(v) for k, v in row.phases_s.items()}
-    d["orchestrator_step_time_s"] = _num(row.orchestrator.get("step_time_s"))
+    d["rollout_step_time_s"] = _num(row.rollout.get("step_time_s"))
     # Where the numbers came from, per role: "metrics" (metrics.jsonl), "log", or both.
     origins: dict[str, set[str]] = {}
     for key, origin in row.origin.items():
@@ -106,7 +106,7 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
         "health": _health(v),
         "progress": {
             "trainer_step": state.trainer_step,
-            "orchestrator_step": state.orchestrator_step,
+            "rollout_step": state.rollout_step,
             "max_steps": state.max_steps,
             "max_steps_source": state.max_steps_source,
             "eta_s": _num(state.eta_s()),

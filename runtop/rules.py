@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from runtop.findings import ROLE_NAMES, Facts, Finding, _short, _where
 from runtop.frameworks import get as get_framework
-from runtop.parsers.events import Kind
+from runtop.parsers.events import ROLLOUT_SIDE, Kind
 from runtop.rules_quality import checkpoint_incomplete, disk_pressure, environment, rollout_quality, training_signal
 from runtop.state import RunState, clock_diff
 from runtop.units import duration
@@ -95,7 +95,9 @@ def inference_dead(f: Facts) -> list[Finding]:
     if f.finished() or not expects_inference:
         return []
     alive = f.alive
-    others = sorted(r for r, p in (alive or {}).items() if p and r in ("trainer", "orchestrator"))
+    fw = get_framework(s.framework)
+    waiters = {"trainer", fw.rollout_role}
+    others = sorted(r for r, p in (alive or {}).items() if p and r in waiters)
     last_err = next((e for e in reversed(s.errors) if e.role == "inference"), None)
     cause = f" after {last_err.kind} ({_short(last_err.message, 60)})" if last_err else ""
     if alive is not None and not alive.get("inference") and others and not f.booting():
@@ -113,8 +115,8 @@ def inference_dead(f: Facts) -> list[Finding]:
         text = s.last_warning.get(Kind.INFERENCE_UNREACHABLE, "")
         secs = seconds_in(text)
         if secs is not None and secs >= f.cfg.inference_unreachable_s:
-            msg = f"orchestrator cannot reach vLLM: {_short(text, 90)} ({n} retries){cause}"
-            return [Finding("inference_dead", "critical", msg, "orchestrator log", None, down=alive is not None and not alive.get("inference"))]
+            msg = f"{fw.rollout_role} cannot reach vLLM: {_short(text, 90)} ({n} retries){cause}"
+            return [Finding("inference_dead", "critical", msg, f"{fw.rollout_role} log", None, down=alive is not None and not alive.get("inference"))]
     return []
 
 
@@ -188,9 +190,9 @@ def rollouts_failing(f: Facts) -> list[Finding]:
     at once, Down once it has lasted the stall time (FORMATS.md, "What genuine output adds")."""
     s = f.state
     everything = list(s.rollouts_since_step)
-    # The orchestrator and the env server report the same rollouts: count one source's.
+    # The rollout side and the env server report the same rollouts: count one source's.
     by_source = Counter(src for *_, src in everything)
-    source = max(by_source, key=lambda src: (by_source[src], src == "orchestrator"), default=None)
+    source = max(by_source, key=lambda src: (by_source[src], src == ROLLOUT_SIDE), default=None)
     recent = [e for e in everything if e[3] == source]
     window = recent[-f.cfg.rollout_fail_window :]
     if len(window) < f.cfg.rollout_fail_min or f.finished():

@@ -144,7 +144,7 @@ def rollout_quality(f: Facts) -> list[Finding]:
         if r.truncated / r.total >= cfg.truncated_rate:
             out.append(Finding("rollout_quality", "warning", f"{r.truncated}/{r.total} rollouts truncated", "rollout files"))
     row = s.last_row()
-    if row is not None and (e := row.orchestrator.get("error_rate")) is not None and e >= cfg.errored_rate:
+    if row is not None and (e := row.rollout.get("error_rate")) is not None and e >= cfg.errored_rate:
         out.append(Finding("rollout_quality", "warning", f"{e:.0%} of the last step's rollouts errored", f"step {row.step}"))
     return out
 

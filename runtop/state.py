@@ -99,7 +99,7 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
     # row before the last, and a signature of the last row alone missed them).
     steps_version: int = 0
     trainer_step: int | None = None
-    orchestrator_step: int | None = None
+    rollout_step: int | None = None
     last_step_time: str | None = None  # log time (HH:MM:SS) of the newest step line: "no step for …"
     batch: BatchProgress | None = None
     waiting: dict[str, str] = field(default_factory=dict)
@@ -157,7 +157,7 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
             return False
         self.attempts.append(Attempt(number or cur.number + 1, reason))
         self.trainer_step = None
-        self.orchestrator_step = None
+        self.rollout_step = None
         self.batch = None
         self.waiting.clear()
         self.finished.clear()
@@ -244,7 +244,7 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
         self._activity(source)
         self.steps_version += 1
         row = self._row(ev.step)
-        target = row.trainer if ev.role == TRAINER else row.orchestrator
+        target = row.trainer if ev.role == TRAINER else row.rollout
         for name, value in ev.values.items():
             # Interned: a run of 100k steps shares one copy of each key string.
             key = sys.intern(f"{ev.role}.{name}")
@@ -267,10 +267,10 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
         if ev.role == TRAINER:
             self.trainer_step = max(self.trainer_step or 0, ev.step)
         else:
-            self.orchestrator_step = max(self.orchestrator_step or 0, ev.step)
+            self.rollout_step = max(self.rollout_step or 0, ev.step)
             if ev.values:
                 self.rollouts_since_step.clear()  # the batch moved
-                self.waiting.pop("orchestrator", None)
+                self.waiting.pop(ev.role, None)  # the rollout side is not waiting any more
 
     # ---- SkyRL: phases, the agent layer, relaunches ----------------------
     def _on_attempt_start(self, ev: AttemptStart, source: str) -> None:
@@ -300,21 +300,21 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
             return path
 
     def current_step(self) -> int | None:
-        steps = [s for s in (self.trainer_step, self.orchestrator_step) if s is not None]
+        steps = [s for s in (self.trainer_step, self.rollout_step) if s is not None]
         return max(steps) if steps else None
 
     def median_step_time(self, window: int = 20) -> float | None:
         rows = [self.steps[s] for s in self.step_keys()[-window:]]
         times = [v for r in rows if (v := r.trainer.get("step_time_s")) is not None and v > 0]
         if not times:  # no trainer numbers yet (orchestrator log alone): its clock is the next best
-            times = [v for r in rows if (v := r.orchestrator.get("step_time_s")) is not None and v > 0]
+            times = [v for r in rows if (v := r.rollout.get("step_time_s")) is not None and v > 0]
         return statistics.median(times) if times else None
 
     def eta_s(self) -> float | None:
         """Median step time × steps left (trainer steps: those are what finish a run)."""
         if self.max_steps is None:
             return None
-        done = self.trainer_step if self.trainer_step is not None else self.orchestrator_step
+        done = self.trainer_step if self.trainer_step is not None else self.rollout_step
         med = self.median_step_time()
         if done is None or med is None:
             return None

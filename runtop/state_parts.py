@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
-from runtop.columns import ORCH_OWNED
+from runtop.columns import ROLLOUT_OWNED
 from runtop.parsers.checkpoints import Problem
 
 # Which source of a step's number wins when two give it: structured rows (prime-rl's
@@ -28,7 +28,7 @@ class StepRow:
     step: int
     attempt: int
     trainer: dict[str, float] = field(default_factory=dict)
-    orchestrator: dict[str, float] = field(default_factory=dict)
+    rollout: dict[str, float] = field(default_factory=dict)  # the rollout side's (orchestrator, generator)
     origin: dict[str, str] = field(default_factory=dict)
     phases_s: dict[str, float] = field(default_factory=dict)
     extra: dict[str, float] = field(default_factory=dict)
@@ -40,8 +40,8 @@ class StepRow:
         `step_time_s` is the trainer's alone (the orchestrator's is reported apart), so
         one column never mixes two clocks.
         """
-        if name in ORCH_OWNED:
-            return self.orchestrator.get(name)
+        if name in ROLLOUT_OWNED:
+            return self.rollout.get(name)
         return self.trainer.get(name)
 
 

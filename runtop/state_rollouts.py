@@ -10,6 +10,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from runtop.parsers.events import (
+    ROLLOUT_SIDE,
     AgentError,
     AgentReward,
     FormatFailure,
@@ -52,7 +53,7 @@ class RolloutReducers:
         def _activity(self, source: str) -> None: ...
 
     def _on_rollout_failed(self, ev: RolloutFailed, source: str) -> None:
-        self.rollouts_since_step.append((ev.error_type, ev.time, ev.message, "orchestrator"))
+        self.rollouts_since_step.append((ev.error_type, ev.time, ev.message, ROLLOUT_SIDE))
 
     def _on_sample_filter(self, ev: SampleFilter, source: str) -> None:
         self.sample_filter = ev

@@ -16,7 +16,7 @@ the issue it follows and what an expert reads in it:
     cause = "SIGBUS"                # health.cause / wrapper / phase in the JSON, when given
     first_line = ["words", "…"]     # each must be in `runtop check`'s first line
     status_words = ["…"]            # each must be in `runtop status` (the check-in)
-    [steps]                         # trainer_step, orchestrator_step, and per-step values
+    [steps]                         # trainer_step, rollout_step, and per-step values
     [steps.values.3]
     reward = 0.41
 
@@ -90,7 +90,7 @@ def test_corpus_case(case, tmp_path, capsys):
         if key in exp:
             assert doc["health"][key] == exp[key], (key, doc["health"])
     steps = exp.get("steps", {})
-    for key in ("trainer_step", "orchestrator_step", "max_steps"):
+    for key in ("trainer_step", "rollout_step", "max_steps"):
         if key in steps:
             assert doc["progress"][key] == steps[key], key
     rows = {r["step"]: r for r in doc["steps"]}

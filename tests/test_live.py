@@ -20,7 +20,7 @@ def test_tail_first_then_backfilled_history(tmp_path):
     try:
         live.step()
         first = live.state
-        assert first.orchestrator_step == 3000 and len(first.steps) < 3000  # the recent past only
+        assert first.rollout_step == 3000 and len(first.steps) < 3000  # the recent past only
         deadline = time.monotonic() + 30
         while live.backfill_progress() < 1.0 and time.monotonic() < deadline:
             live.step()  # the owner's loop: it takes over the backfilled state when ready
@@ -29,7 +29,7 @@ def test_tail_first_then_backfilled_history(tmp_path):
         with open(os.path.join(root, "logs", "orchestrator.log"), "a") as f:
             f.write("14:00:00 SUCCESS Step 3001 |   31.0s | Reward 0.6 | Trainable 1/2 (50.0%)\n")
         live.step()
-        assert live.state.orchestrator_step == 3001 and live.state.steps[3001].value("reward") == 0.6
+        assert live.state.rollout_step == 3001 and live.state.steps[3001].value("reward") == 0.6
     finally:
         live.close()
 
@@ -49,7 +49,7 @@ def test_watchfiles_wakes_the_reader_on_a_write(tmp_path):
         assert live.waiter.mode == "watchfiles"
         assert live.wait(10.0) is True
         live.step()
-        assert live.state.orchestrator_step == 2
+        assert live.state.rollout_step == 2
     finally:
         live.close()
 

@@ -34,7 +34,7 @@ def only(events, cls):
          {"reward": 0.3887, "step_time_s": 73.77, "seq_len": 345.6, "async_level": 1.0, "off_policy_max": 0.0}),
     ],
 )
-def test_orchestrator_step_lines_of_every_generation(line, expected):
+def test_rollout_step_lines_of_every_generation(line, expected):
     ev = only(events_of(line), StepMetrics)
     assert ev.role == "orchestrator"
     for k, v in expected.items():

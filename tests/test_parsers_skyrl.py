@@ -96,7 +96,7 @@ def test_rollouts_done_is_not_the_step_done():
     """`global_step: N` means the rollouts are in; only `Finished: 'step'` finishes the step."""
     events = skyrl_events_of(STEP_1.split("\rPolicy")[0])
     roles = {(e.role, e.step) for e in of_type(events, StepMetrics)}
-    assert ("orchestrator", 1) in roles
+    assert ("generator", 1) in roles  # SkyRL's rollout side is its generator, not an orchestrator (issue 13)
     assert not any(e.role == "trainer" for e in of_type(events, StepMetrics))
     phases = of_type(events, Phase)
     assert phases[0].name == "step" and phases[0].started

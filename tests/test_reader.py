@@ -32,7 +32,7 @@ def test_logs_latest_repointed_opens_a_new_attempt_without_mixing_steps(tmp_path
     os.symlink("attempt_1", os.path.join(root, "logs", "latest"))
     reader = RunReader(discover(root))
     s = poll(reader)
-    assert s.orchestrator_step == 3 and s.attempt == 1
+    assert s.rollout_step == 3 and s.attempt == 1
     # relaunch resumed from step 2: attempt_2 redoes step 3
     append(root, "logs/attempt_2/orchestrator.log", "14:09:00    INFO Resuming training from checkpoint step 2\n" + orch_step(3, 0.9))
     os.unlink(os.path.join(root, "logs", "latest"))
@@ -52,7 +52,7 @@ def test_an_overwritten_log_is_a_new_attempt(tmp_path):
     with open(os.path.join(root, "logs/orchestrator.log"), "w") as f:  # v0.5–v0.8 relaunch
         f.write(orch_step(1, 0.5))
     s = poll(reader)
-    assert s.attempt == 2 and s.steps[1].value("reward") == 0.5 and s.orchestrator_step == 1
+    assert s.attempt == 2 and s.steps[1].value("reward") == 0.5 and s.rollout_step == 1
 
 
 def test_metrics_rows_win_over_log_lines(tmp_path):

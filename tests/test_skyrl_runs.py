@@ -42,6 +42,8 @@ def test_status_json_on_a_healthy_skyrl_log_has_every_column(skyrl_run):
             assert isinstance(row[col], float), (row["step"], col)
         assert {"generate", "fwd_logprobs_values_reward", "policy_train", "sync_weights"} <= set(row["phases_s"])
         assert row["origin"]["trainer"] == "log+status"
+        # SkyRL's rollout side is its generator, named so (issue 13), never prime-rl's orchestrator.
+        assert "generator" in row["origin"] and "orchestrator" not in row["origin"]
     ro = doc["rollouts"]
     assert set(ro["format_failures"]) <= {f"rule_{n}" for n in range(1, 9)} and ro["format_failures"]
     assert 0 < ro["pass_rates"]["ft"] <= 1 and 0 < ro["pass_rates"]["gt"] <= 1
@@ -99,6 +101,7 @@ def test_markdown_check_in_has_the_seeds_step_table(skyrl_run):
     assert "| step | reward | policy loss | clip ratio | entropy | grad norm | response length | step time |" in md
     assert md.count("\n| 1 |") == 1 and "\n| 3 |" in md
     assert "ft_reward pass" in md and "format failures Rule" in md and "slow tool calls" in md
+    assert "orchestrator" not in md
 
 
 def test_a_directory_holding_several_logs_picks_the_newest_skyrl_log(skyrl_run, tmp_path):

@@ -24,7 +24,7 @@ def test_the_trainer_dies_of_oom_and_runtop_says_down_naming_it(simulated):
     state, v = verdict(simulated("trainer-oom", max_steps=20, fail_step=6))
     assert v.verdict == "Down"
     assert "trainer died: torch.OutOfMemoryError" in v.reasons[0]
-    assert (state.trainer_step, state.orchestrator_step) == (5, 6)
+    assert (state.trainer_step, state.rollout_step) == (5, 6)
     assert v.alerts[0].rule == "crash" and v.alerts[0].severity == "critical"
 
 
@@ -52,14 +52,14 @@ def test_a_failed_save_on_a_full_disk(simulated):
 
 def test_a_stalled_run_is_not_called_down(simulated):
     state, v = verdict(simulated("stalled", max_steps=20, fail_step=5))
-    assert v.verdict == "Healthy" and state.orchestrator_step == 4  # staleness rules arrive with issue 5
+    assert v.verdict == "Healthy" and state.rollout_step == 4  # staleness rules arrive with issue 5
 
 
 def test_status_json_has_the_documented_keys_and_null_for_unknown(simulated):
     doc = to_json(read_run(simulated("trainer-oom", max_steps=20, fail_step=6)))
     for key in ("framework", "layout", "path", "health", "progress", "steps", "checkpoints", "rollouts", "slow_calls", "context_overflows", "errors", "alerts"):
         assert key in doc, key
-    assert set(doc["progress"]) >= {"trainer_step", "orchestrator_step", "max_steps", "eta_s", "attempt"}
+    assert set(doc["progress"]) >= {"trainer_step", "rollout_step", "max_steps", "eta_s", "attempt"}
     last = doc["steps"][-1]
     assert last["step"] == 6 and last["reward"] is not None and last["loss"] is None  # the trainer never logged step 6
     assert set(doc["rollouts"]) >= {"total", "errored", "truncated", "format_failures", "pass_rates"}

@@ -41,7 +41,7 @@ class HealthHeader(Pane):
         reasons = "; ".join(v.reasons) if v.reasons else ("all clear" if v.verdict == "Healthy" else "")
         line2 = Text.assemble((f" {v.verdict} ", VERDICT_STYLE.get(v.verdict, "bold")), " ", reasons)
         line2.truncate(max(20, self.size.width - 2) if self.size.width else 200, overflow="ellipsis")
-        step = s.trainer_step if s.trainer_step is not None else s.orchestrator_step
+        step = s.trainer_step if s.trainer_step is not None else s.rollout_step
         parts = [f"step {step if step is not None else '-'}/{s.max_steps or '?'}"]
         eta = s.eta_s()
         if eta is not None and v.verdict != "Down" and not s.run_finished():

@@ -11,7 +11,7 @@ from runtop.view import View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import duration, human_bytes
 
-ROLE_STYLE = {"trainer": "magenta", "orchestrator": "cyan", "inference": "blue", "env": "green", "launcher": "white", "ray": "grey62"}
+ROLE_STYLE = {"trainer": "magenta", "orchestrator": "cyan", "generator": "cyan", "inference": "blue", "env": "green", "launcher": "white", "ray": "grey62"}
 MAX_ROWS = 40
 
 

@@ -47,7 +47,7 @@ class RolloutGauges(Pane):
                 _gauge(t, "empty", r.empty / r.total, f"{r.empty}/{r.total}", width, good_high=False)
         last_row = s.last_row()
         last = last_row.step if last_row else None
-        orch = last_row.orchestrator if last_row else {}
+        orch = last_row.rollout if last_row else {}
         if not r.total:
             if orch.get("truncated") is not None:
                 _gauge(t, "truncated", orch["truncated"], f"step {last}", width, good_high=False)

@@ -29,6 +29,9 @@ class Framework:
     name = "unknown"
     # Roles whose process must be up while the run trains (the others may come and go).
     expected_roles: tuple[str, ...] = ()
+    # Its name for the side that produces rollouts (prime-rl's orchestrator, SkyRL's
+    # generator): the role its parsers give rollout-side numbers, and the word runtop uses.
+    rollout_role = "rollouts"
     # The framework launches its own inference server (vLLM): its death stops the run.
     launches_inference = False
     # `--ckpt-dir` applies: the checkpoint dir is not found from the run dir.

@@ -227,6 +227,7 @@ def _file_layout(path: str, text: str) -> RunLayout | None:
 class PrimeRL(Framework):
     name = "prime-rl"
     expected_roles = ("inference", "orchestrator", "trainer")
+    rollout_role = "orchestrator"
     launches_inference = True
     process_titles = (
         ("PRIME-RL::Launcher", "launcher"),

@@ -41,6 +41,7 @@ def _is_skyrl_log(path: str) -> bool:
 class SkyRL(Framework):
     name = "skyrl"
     expected_roles = ("trainer",)  # the entrypoint; its death is the run's death
+    rollout_role = "generator"
     takes_ckpt_dir = True
     # On Ray (FORMATS.md): the entrypoint actor is the trainer; its death is the run's.
     process_titles = (
