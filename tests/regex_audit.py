@@ -58,37 +58,45 @@ def alphabet(p: re.Pattern[str]) -> list[str]:
     return sorted(c for c in chars if c.isprintable() and c != "\n")
 
 
-def units(p: re.Pattern[str]) -> list[str]:
+def units(p: re.Pattern[str], quick: bool = False) -> list[str]:
+    """The repeated units lines are built of: every character and an even sample of pairs of
+    the pattern's alphabet, or (`quick`) the pairs that found quadratic patterns before."""
+    lit = _literal(p)
+    if quick:
+        return KNOWN_PAIRS + lit
     a = alphabet(p)
     pairs = ["".join(pair) for pair in itertools.combinations(a, 2)]
     # Big alphabets (the redaction's words) give thousands of pairs: an even sample of them,
     # plus the pairs that found quadratic patterns before (issue 10).
     stride = max(1, len(pairs) // MAX_PAIRS)
-    out = list(a) + pairs[::stride] + KNOWN_PAIRS
-    # The pattern's own literal text, repeated: `Step 7 | Step 7 | …`.
+    return list(a) + pairs[::stride] + KNOWN_PAIRS + lit
+
+
+def _literal(p: re.Pattern[str]) -> list[str]:
+    """The pattern's own literal text, to be repeated: `Step 7 | Step 7 | …`."""
     lit = re.sub(r"\\[dws]|[\\()\[\]?*+{}^$|]", "", p.pattern)[:40]
-    if lit:
-        out.append(lit)
-    return out
+    return [lit] if lit else []
 
 
 def cost(p: re.Pattern[str], line: str) -> float:
+    # CPU time of this thread, not the wall clock: the cost is the pattern's, whatever else
+    # the machine runs (the suite runs in parallel workers).
     # Without the collector: findall's many small tuples would trigger collections whose
     # cost grows with everything else alive, a quadratic that is not the pattern's.
     gc.disable()
     try:
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         p.search(line)
         p.findall(line)
-        return time.perf_counter() - t0
+        return time.thread_time() - t0
     finally:
         gc.enable()
 
 
-def worst(p: re.Pattern[str], small: int, large: int) -> tuple[float, float, str]:
+def worst(p: re.Pattern[str], small: int, large: int, quick: bool = False) -> tuple[float, float, str]:
     """(cost at `small`, cost at `large`, unit) for the unit whose cost grows most."""
     best = (0.0, 0.0, "")
-    for unit in units(p):
+    for unit in units(p, quick):
         reps = max(1, small // len(unit))
         a = cost(p, unit * reps)
         if a < 2e-5 and best[1] > 0:
@@ -142,16 +150,19 @@ def parser_entries() -> dict[str, tuple[Callable[[str], object], list[str]]]:
     }
 
 
-def parser_units() -> list[str]:
+def parser_units(quick: bool = False) -> list[str]:
     import importlib
+
+    # Pairs that made patterns quadratic before (issue 10), and a few of each kind.
+    pairs = ["7 ", "7.", "a ", "a=", "_a", "7_", "'\\", '"\\', "| ", "a:", "E.", "[a", "a\t", "=a", "7f", "-a"]
+    if quick:
+        return pairs
 
     chars: set[str] = set()
     for m in PARSER_MODULES:
         for p in patterns_of(importlib.import_module(f"runtop.parsers.{m}")).values():
             chars.update(alphabet(p))
     single = sorted(chars)
-    # Pairs that made patterns quadratic before (issue 10), and a few of each kind.
-    pairs = ["7 ", "7.", "a ", "a=", "_a", "7_", "'\\", '"\\', "| ", "a:", "E.", "[a", "a\t", "=a", "7f", "-a"]
     return single + pairs
 
 
@@ -160,20 +171,22 @@ def line_cost(fn: Callable[[str], object], line: str, repeat: int = 3) -> float:
     gc.disable()
     try:
         for _ in range(repeat):
-            t0 = time.perf_counter()
+            t0 = time.thread_time()
             fn(line)
-            best = min(best, time.perf_counter() - t0)
+            best = min(best, time.thread_time() - t0)
     finally:
         gc.enable()
     return best
 
 
-def parser_worst(fn: Callable[[str], object], heads: list[str], small: int = 8 << 10, large: int = 64 << 10) -> tuple[float, float, str]:
+def parser_worst(
+    fn: Callable[[str], object], heads: list[str], small: int = 8 << 10, large: int = 64 << 10, quick: bool = False,
+) -> tuple[float, float, str]:
     """(cost of the `small` line, cost of the `large` one, what it was) for the line whose
     cost grew most from `small` to `large` bytes."""
     worst_case = (0.0, 0.0, "")
     for head in heads:
-        for unit in parser_units():
+        for unit in parser_units(quick):
             a = line_cost(fn, head + unit * (small // len(unit)), repeat=1)
             if a < 2e-4 and worst_case[1] > 0:
                 continue  # cheap at 8 KB: a quadratic line costs ms there already

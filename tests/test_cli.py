@@ -53,13 +53,13 @@ def test_runtop_path_follows_and_demo_rejects_unknown_scenarios(tmp_path):
 
 
 def test_demo_runs_a_live_simulated_run_headless():
-    r = runtop("demo", "--scenario", "trainer-oom", "--speed", "400", "--steps", "9", "--duration", "4", "--interval", "0.2")
+    r = runtop("demo", "--scenario", "trainer-oom", "--speed", "1000", "--steps", "9", "--duration", "2.5", "--interval", "0.2")
     assert r.returncode == 0, r.stderr
     assert "Down" in r.stdout.splitlines()[-1]
 
 
 def test_demo_simulates_a_skyrl_run_too():
-    r = runtop("demo", "--framework", "skyrl", "--scenario", "disk-full", "--speed", "2000", "--steps", "5", "--duration", "5", "--interval", "0.2")
+    r = runtop("demo", "--framework", "skyrl", "--scenario", "disk-full", "--speed", "5000", "--steps", "5", "--duration", "3", "--interval", "0.2")
     assert r.returncode == 0, r.stderr
     assert "simulating a skyrl run (disk-full)" in r.stderr
     last = r.stdout.splitlines()[-1]
