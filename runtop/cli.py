@@ -13,9 +13,14 @@ import argparse
 import builtins
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
 from runtop import __version__
 from runtop.discovery import DiscoveryError
+
+if TYPE_CHECKING:  # imported where used: `runtop --help` stays fast
+    from runtop.actions import Context
+    from runtop.config import Thresholds
 from runtop.parsers.hygiene import public
 
 COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send")
@@ -136,7 +141,7 @@ def _ckpt_dir(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ckpt-dir", default=None, metavar="DIR", help="SkyRL: the checkpoint dir (default: the one the log names)")
 
 
-def print(*parts: object, **kw) -> None:  # noqa: A001 - shadows the builtin on purpose
+def print(*parts: object, **kw: Any) -> None:  # noqa: A001 - shadows the builtin on purpose
     """Every line the commands print passes here: run text (a finding, a launch command, an
     error) loses its controls and secrets (issue 10). What is sent to tmux is not printed."""
     builtins.print(*(public(str(p)) for p in parts), **kw)
@@ -146,7 +151,7 @@ def _err(msg: str) -> None:
     print(f"runtop: {msg}", file=sys.stderr)
 
 
-def _thresholds(args: argparse.Namespace):
+def _thresholds(args: argparse.Namespace) -> Thresholds:
     from runtop.config import load
 
     return load(getattr(args, "config", None))
@@ -192,7 +197,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     return CHECK_EXIT.get(verdict.verdict, 1)
 
 
-def _action_context(args: argparse.Namespace):
+def _action_context(args: argparse.Namespace) -> Context:
     from runtop.actions import Context
     from runtop.config import load_actions
     from runtop.snapshot import read_run

@@ -10,7 +10,7 @@ import sys
 import time
 
 from runtop.cli import CHUNK_BYTES, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, _err, _thresholds, print
-from runtop.discovery import DiscoveryError, discover, with_ckpt_dir
+from runtop.discovery import DiscoveryError, RunLayout, discover, with_ckpt_dir
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -68,7 +68,7 @@ def _use_tui(args: argparse.Namespace) -> bool:
     return not getattr(args, "headless", False) and sys.stdout.isatty() and sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def _run_tui(layout, args: argparse.Namespace, deadline: float | None = None) -> int:
+def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None = None) -> int:
     from runtop.config import load_actions
     from runtop.tui.app import RuntopApp
 

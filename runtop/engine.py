@@ -344,7 +344,7 @@ class Engine:
         elif name == "gpu":
             sv.gpu = value  # type: ignore[assignment]
         elif name == "vllm":
-            sv.vllm_http = value
+            sv.vllm_http = value  # type: ignore[assignment]
         elif name == "launcher":
             self._add_launcher_lines(value)  # type: ignore[arg-type]
 

@@ -77,7 +77,7 @@ def launcher_argv(pane: Pane, pids: list[int]) -> list[str] | None:
                     return None
                 if not argv or "::" in argv[0]:
                     return None  # retitled by setproctitle: its argv is a title, not a command
-                return _assignments(chain[i - 1], chain[i]) + argv
+                return list(_assignments(chain[i - 1], chain[i])) + list(argv)
     return None
 
 

@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 import time
+from typing import IO
 
 from runtop.discovery import RunLayout
 from runtop.parsers.hygiene import public
@@ -139,7 +140,7 @@ def _summary_line(state: RunState, verdict: str) -> str:
     return " | ".join(parts)
 
 
-def follow(layout: RunLayout, *, interval: float = 2.0, poll: bool = False, deadline: float | None = None, out=None) -> int:
+def follow(layout: RunLayout, *, interval: float = 2.0, poll: bool = False, deadline: float | None = None, out: IO[str] | None = None) -> int:
     """Print a rolling status until Ctrl-C (a terminal view until the TUI of issue 4)."""
     from runtop.health import judge
     from runtop.report import to_markdown

@@ -11,7 +11,7 @@ import datetime as _dt
 import json
 import math
 import statistics
-from typing import Any
+from typing import IO, Any
 
 from runtop import __version__
 from runtop.columns import METRICS, ROLLOUT
@@ -232,10 +232,11 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
     }
     if include_steps:
         doc["steps"] = [step_dict(r) for r in state.rows()]
-    return _redact_all(doc)
+    redacted: dict[str, Any] = _redact_all(doc)
+    return redacted
 
 
-def write_json(state: RunState, fp, verdict: Verdict | None = None) -> None:
+def write_json(state: RunState, fp: IO[str], verdict: Verdict | None = None) -> None:
     """`to_json`, written with the `steps` list streamed one row at a time.
 
     A long run has tens of thousands of steps; building them all as dicts next to

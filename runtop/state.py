@@ -12,7 +12,9 @@ import os
 import statistics
 import sys
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from runtop.parsers.events import (
     TRAINER,
@@ -338,7 +340,8 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
         return max(done, key=lambda c: c.step) if done else None
 
 
-_HANDLERS = {
+# Each event type folds through one reducer (the event is the reducer's own type).
+_HANDLERS: dict[type, Callable[[RunState, Any, str], None]] = {
     StepMetrics: RunState._on_step,
     BatchProgress: RunState._on_batch,
     RolloutStart: RunState._on_env,

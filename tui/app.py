@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
@@ -21,6 +21,7 @@ from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from runtop.actions import REGISTRY as ACTIONS
+from runtop.actions import Context, Plan
 from runtop.discovery import RunLayout
 from runtop.engine import Engine
 from runtop.parsers.hygiene import mask
@@ -80,7 +81,7 @@ class RuntopApp(App[int]):
     Screen.-compact LogsPane.-slot { display: block; height: 1fr; }
     """
 
-    def notify(self, message: str, *, title: str = "", markup: bool = False, **kw: Any) -> None:  # type: ignore[override]
+    def notify(self, message: str, *, title: str = "", markup: bool = False, **kw: Any) -> None:
         """Every toast shows run text (a finding, an error): controls and secrets masked, and
         no Rich markup read from it (issue 10)."""
         message, title = mask(str(message)), mask(str(title))
@@ -260,7 +261,7 @@ class RuntopApp(App[int]):
             return False
         return True
 
-    def on_key(self, event) -> None:
+    def on_key(self, event: events.Key) -> None:
         # Read-only hides the action keys; pressing one still gets an answer (issue 11).
         if self.read_only and event.key in READ_ONLY_KEYS and not self._confirming:
             self.notify("read-only: actions are off", timeout=4)
@@ -274,9 +275,9 @@ class RuntopApp(App[int]):
     def _capture_launcher(self) -> list[str]:
         """The Launcher pane's last lines (reading: allowed even with --read-only)."""
         ctx = self._action_context()
-        return ctx.tmux.capture(ctx.pane(), 60)
+        return list(ctx.tmux.capture(ctx.pane(), 60))
 
-    def _action_context(self):
+    def _action_context(self) -> Context:
         from runtop.actions import Context
 
         return Context.for_run(self.monitor.view().state, read_only=self.read_only, **self.action_options)
@@ -297,7 +298,7 @@ class RuntopApp(App[int]):
             return
         self.call_from_thread(self._confirm, p, ctx)
 
-    def _confirm(self, p, ctx) -> None:
+    def _confirm(self, p: Plan, ctx: Context) -> None:
         def answered(token: str | None) -> None:
             if token is None:
                 self._done(f"{p.name}: cancelled, nothing sent", False)
@@ -307,7 +308,7 @@ class RuntopApp(App[int]):
         self.push_screen(ConfirmScreen(p), answered)
 
     @work(thread=True, group="actions", exclusive=True)
-    def _dispatch(self, p, ctx, token: str) -> None:
+    def _dispatch(self, p: Plan, ctx: Context, token: str) -> None:
         from runtop.actions import ActionError
         from runtop.dispatch import dispatch
 

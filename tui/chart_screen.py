@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import ModalScreen
@@ -34,7 +36,7 @@ class ChartScreen(ModalScreen[None]):
     ChartScreen > Static { width: 95%; height: 90%; border: round $accent; background: $surface; }
     """
 
-    def __init__(self, view_fn, metric: int = 0) -> None:
+    def __init__(self, view_fn: Callable[[], View], metric: int = 0) -> None:
         super().__init__()
         self.view_fn = view_fn
         self.metric = metric

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from runtop.actions import REGISTRY as ACTIONS
 from runtop.tui.panes import PANE_SPECS
@@ -43,7 +43,7 @@ KEYS: tuple[Key, ...] = (
 )
 
 
-def bindings() -> list[Binding]:
+def bindings() -> list[BindingType]:
     return [Binding(k.key, k.action, k.description, show=k.show) for k in KEYS]
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from textual.widget import Widget
+
 from runtop.widgets.alerts_pane import AlertsPane
 from runtop.widgets.disk_pane import DiskPane
 from runtop.widgets.env_calls import EnvCalls
@@ -23,7 +25,7 @@ class PaneSpec:
     id: str
     key: str | None  # number key: zoom it (large layout) or show it in the slot (compact); None: always shown
     title: str
-    cls: type
+    cls: type[Widget]
     place: str  # "header", "top", "left", "right", "bottom"
 
 
@@ -46,6 +48,6 @@ def placed(place: str) -> list[PaneSpec]:
     return [p for p in PANE_SPECS if p.place == place]
 
 
-def widget(p: PaneSpec):  # noqa: ANN201 - a Textual widget of the spec's class
+def widget(p: PaneSpec) -> Widget:
     # The numbered panes carry the `pane` class (their CSS hooks); the header and sparklines do not.
     return p.cls(id=p.id, classes="pane") if p.key else p.cls(id=p.id)

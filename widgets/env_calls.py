@@ -57,9 +57,9 @@ class EnvCalls(Vertical):
         if s.agent.code_errors:
             errs = ", ".join(f"{k}×{v}" for k, v in s.agent.code_errors.most_common(4))
             summary.append(f"\nmodel code errors (not infrastructure): {errs}", "grey70")
-        errs = {k: v for k, v in s.rollouts.by_error.items()}
-        if errs:
-            summary.append("\nenv error types: " + ", ".join(f"{k}×{v}" for k, v in sorted(errs.items(), key=lambda kv: -kv[1])[:4]), "grey70")
+        env_errs = dict(s.rollouts.by_error)
+        if env_errs:
+            summary.append("\nenv error types: " + ", ".join(f"{k}×{v}" for k, v in sorted(env_errs.items(), key=lambda kv: -kv[1])[:4]), "grey70")
         self.query_one("#env-summary", SafeStatic).update(summary)
         table = self.query_one(DataTable)
         for name, fc in sorted(sc.by_function.items(), key=lambda kv: -kv[1].count)[:50]:

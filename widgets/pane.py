@@ -89,7 +89,7 @@ def masked(content: RenderableType) -> RenderableType:
         return content
     if isinstance(content, Table):
         for col in content.columns:
-            col._cells[:] = [masked(c) for c in col._cells]  # type: ignore[misc]  # Rich keeps cells here
+            col._cells[:] = [masked(c) for c in col._cells]  # Rich keeps cells here
         return content
     return content
 

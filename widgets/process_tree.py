@@ -3,6 +3,7 @@ zombie roles in red (a dead inference server while the trainer waits is seed 002
 
 from __future__ import annotations
 
+from rich.console import JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -36,7 +37,10 @@ class ProcessTree(Pane):
             return head
         title_w = max(12, (self.size.width or 80) - 46)
         t = Table.grid(padding=(0, 1))
-        for col, just in (("pid", "right"), ("role", "left"), ("title", "left"), ("st", "left"), ("cpu", "right"), ("rss", "right"), ("age", "right")):
+        cols: tuple[tuple[str, JustifyMethod], ...] = (
+            ("pid", "right"), ("role", "left"), ("title", "left"), ("st", "left"), ("cpu", "right"), ("rss", "right"), ("age", "right"),
+        )
+        for col, just in cols:
             t.add_column(col, justify=just, no_wrap=True, max_width=title_w if col == "title" else None, overflow="ellipsis")
         if head:
             # The missing roles go first, in the title column, so the pane stays one plain table.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from runtop import units
 
@@ -69,7 +69,7 @@ def bar(fraction: float, width: int, warn: float = 0.85) -> Text:
     return Text("█" * filled, style=style) + Text("░" * (width - filled), style="grey37")
 
 
-def scroll_bindings() -> list[Binding]:
+def scroll_bindings() -> list[BindingType]:
     """Keys that move a drawn window back (older) and forward (newer): `action_scroll(lines)`."""
     return [
         Binding("up", "scroll(1)", "Older", show=False),

@@ -34,9 +34,9 @@ class RolloutGauges(Pane):
             t.add_column(no_wrap=True)
         a = s.agent
         for kind in ("ft", "gt"):
-            r = a.rewards.get(kind)
-            if r and r[0]:
-                _gauge(t, f"{kind} pass", r[1] / r[0], f"{int(r[1])}/{int(r[0])}", width)
+            passed = a.rewards.get(kind)
+            if passed and passed[0]:
+                _gauge(t, f"{kind} pass", passed[1] / passed[0], f"{int(passed[1])}/{int(passed[0])}", width)
         r = s.rollouts
         if r.reward_n:
             _gauge(t, "reward>0", r.positive / r.reward_n, f"{r.positive}/{r.reward_n}", width)

@@ -40,9 +40,9 @@ class StepTable(SafeStatic, can_focus=True):
     def _cells(self, view: View, step: int) -> list[str]:
         row = view.state.steps[step]
         cells = [str(step) if row.attempt == view.state.attempt else f"{step} (#{row.attempt})"]
-        for _label, col, _w in COLUMNS[1:]:
-            v = row.value(col)
-            cells.append("" if v is None else (f"{v:.0f}s" if col == "step_time_s" else num(v)))
+        for c in STEP_COLUMNS:
+            v = row.value(c.name)
+            cells.append("" if v is None else (f"{v:.0f}s" if c.name == "step_time_s" else num(v)))
         return cells
 
     def update_view(self, view: View) -> bool:

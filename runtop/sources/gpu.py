@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -129,7 +130,7 @@ def snapshot_from_dict(d: dict) -> GpuSnapshot:
     return GpuSnapshot(gpus, d.get("driver"), d.get("error"), float(d.get("taken_at") or 0.0))
 
 
-def _try(fn):
+def _try(fn: Callable[[], Any]) -> Any:
     try:
         return fn()
     except Exception:  # noqa: BLE001 - one unsupported field (NVMLError_NotSupported) must not hide the rest

@@ -75,7 +75,7 @@ class ProcInfo:
 
     @property
     def zombie(self) -> bool:
-        return self.status == psutil.STATUS_ZOMBIE
+        return bool(self.status == psutil.STATUS_ZOMBIE)
 
 
 @dataclass
@@ -184,7 +184,7 @@ def ancestor_pids(pids: list[int]) -> set[int]:
 
 def _owner(p: psutil.Process) -> str:
     try:
-        return p.username()
+        return str(p.username())
     except (psutil.Error, KeyError, OSError):
         try:
             return str(p.uids().real)

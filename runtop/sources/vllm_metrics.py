@@ -6,6 +6,7 @@ import http.client
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 
 from runtop.parsers.events import VllmStats
 
@@ -29,10 +30,10 @@ def parse_metrics(text: str) -> VllmStats | None:
     except (ValueError, TypeError, IndexError) as e:
         raise ValueError(f"not Prometheus text: {e}") from None
 
-    def pick(names: tuple[str, ...], agg=sum) -> float | None:
+    def pick(names: tuple[str, ...], agg: Callable[[list[float]], float] = sum) -> float | None:
         for n in names:
             if n in found:
-                return agg(found[n])
+                return float(agg(found[n]))
         return None
 
     running, waiting = pick(RUNNING), pick(WAITING)
