@@ -11,7 +11,7 @@ from runtop.tui.chart_screen import ChartScreen
 from runtop.tui.help_screen import HelpScreen
 from runtop.widgets.logs_pane import LogsPane
 from tests.screen_text import screen_text
-from tests.tui_helpers import BIG, FIXED_MTIME, FixedProcs, make_app, pane, settle
+from tests.tui_helpers import BIG, FIXED_MTIME, FixedProcs, make_app, pane, settle, shown_after
 
 
 async def test_a_run_that_ended_normally_reads_finished_everywhere(simulated):
@@ -247,16 +247,7 @@ async def test_the_trainers_numbers_for_a_step_show_while_the_orchestrator_is_a_
     app = make_app(simulated("healthy", max_steps=9, stop_after=4))
     async with app.run_test(size=BIG) as pilot:
         await settle(pilot)
-        mon = app.monitor
-        with mon.lock:
-            mon.state.apply(StepMetrics(ORCHESTRATOR, 5, {"reward": 0.7}, origin="log", time="14:09:00"))
-        mon.refresh_view()
-        app.refresh_panes()
-        await pilot.pause()
+        await shown_after(pilot, StepMetrics(ORCHESTRATOR, 5, {"reward": 0.7}, origin="log", time="14:09:00"))
         assert "\n│ 5 " in pane(app, "steps")
-        with mon.lock:
-            mon.state.apply(StepMetrics(TRAINER, 4, {"loss": 0.0777}, origin="metrics", time="14:09:05"))
-        mon.refresh_view()
-        app.refresh_panes()
-        await pilot.pause()
+        await shown_after(pilot, StepMetrics(TRAINER, 4, {"loss": 0.0777}, origin="metrics", time="14:09:05"))
         assert "0.0777" in pane(app, "steps")

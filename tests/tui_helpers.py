@@ -123,3 +123,13 @@ def pane(app, pid: str) -> str:
     region = w.region
     lines = screen_text(app).split("\n")[region.y : region.y + region.height]
     return "\n".join(line[region.x : region.x + region.width] for line in lines)
+
+
+async def shown_after(pilot, event) -> None:
+    """Fold `event` into the engine's state as a log line would, publish, and repaint."""
+    app = pilot.app
+    with app.monitor.lock:
+        app.monitor.state.apply(event)
+    app.monitor.refresh_view()
+    app.refresh_panes()
+    await pilot.pause()
