@@ -58,6 +58,10 @@ class OnceRun:
 
     def __init__(self, reader: RunReader) -> None:
         self.reader = reader
+        self.tail = reader.tail
+
+    def backfill_progress(self) -> float:
+        return 1.0  # read to the end by the caller
 
     @property
     def state(self) -> RunState:
@@ -359,8 +363,7 @@ class Engine:
         self._launcher_lines = lines
         for text in fresh:
             level = "ERROR" if any(w in text for w in ("failed", "Error", "error", "Traceback")) else None
-            self.state.log_tail.append(LogLine("launcher", level, None, text[:500]))
-        self.state.log_seq += len(fresh)
+            self.live.tail.extend([LogLine("launcher", level, None, text[:500])])
 
     def view(self) -> View:
         """The newest published view: frozen, so any thread may read it without a lock."""
@@ -386,10 +389,15 @@ class Engine:
             (Slice.VLLM, self._readings["vllm"]),
             (Slice.VERDICT, (self.verdict.verdict, tuple(self.verdict.reasons), tuple(self.verdict.alerts))),
             (Slice.CLOCK, int(now)),
+            (Slice.LOGS, self.live.tail.seq),
+            (Slice.READING, round(self.live.backfill_progress(), 2)),
         ):
             pub.mark(part, content)
         self._published_at = time.monotonic()
-        return View(state, system, self.verdict, now, self.interval, self.live.reader.checkpoint_dir(), pub.versions())
+        return View(
+            state, system, self.verdict, now, self.interval, self.live.reader.checkpoint_dir(), pub.versions(),
+            logs=self.live.tail.view(), backfill=self.live.backfill_progress(),
+        )
 
     def wait(self, timeout: float) -> bool:
         return self.live.wait(timeout)

@@ -17,6 +17,7 @@ import time
 from typing import IO
 
 from runtop.discovery import RunLayout
+from runtop.log_tail import LogTail
 from runtop.parsers.hygiene import public
 from runtop.snapshot import look_at_processes
 from runtop.sources.run_reader import RunReader
@@ -34,7 +35,8 @@ class LiveRun:
         self.layout = layout
         self.interval = interval
         self.processes = processes  # False: the caller samples processes itself (the TUI's process pane)
-        self.reader = RunReader(layout)
+        self.tail = LogTail()  # the Logs pane's lines: kept across the backfilled reader's takeover
+        self.reader = RunReader(layout, tail=self.tail)
         self.waiter = ChangeWaiter(layout.root, poll=poll)
         self.backfill_error: str | None = None
         self._full: RunReader | None = None
@@ -44,7 +46,6 @@ class LiveRun:
         self._last_procs = float("-inf")
         if self._needs_backfill(tail_bytes):
             self.reader.seek_tails(tail_bytes)
-            self.reader.state.backfill_done = 0.0
             self._backfilling = True
             self._thread = threading.Thread(target=self._backfill, name="runtop-backfill", daemon=True)
             self._thread.start()
@@ -92,11 +93,12 @@ class LiveRun:
         if self._ready is not None:
             old = self.reader.state
             self.reader, self._ready = self._ready, None
+            # The history's own lines stay out of the pane (it showed the live tail already).
+            self.reader.tail = self.tail
             self.reader.state.processes, self.reader.state.process_denied = old.processes, old.process_denied
             self._backfilling = False
             changed = True
         changed |= self.reader.poll(max_bytes=max_bytes, rescan_every=self.interval, ckpt_every=max(self.interval, 5.0))
-        self.reader.state.backfill_done = self.backfill_progress()
         if self.backfill_error and self.reader.state.backfill_error != self.backfill_error:
             # Errors never vanish (issue 13): the header says so through the `unreadable` rule.
             self.reader.state.backfill_error = self.backfill_error

@@ -31,10 +31,11 @@ class Slice(enum.Enum):
     STEPS = "steps"  # step rows and step counters
     ROLLOUTS = "rollouts"  # batch progress, rollouts, env calls, the agent layer
     CHECKPOINTS = "checkpoints"
-    LOGS = "logs"  # the Logs pane's tail
     ERRORS = "errors"  # errors, warnings, notable lines, notes
     INFERENCE = "inference"  # the inference server's numbers read from its log
-    # Beside the state: the probes' readings, the verdict and the clock.
+    # Beside the state: the engine's own buffers, the probes' readings, the verdict, the clock.
+    LOGS = "logs"  # the Logs pane's tail (`runtop.log_tail`)
+    READING = "reading"  # how much of the run's history is read (the header's "reading history")
     PROCESS = "process"
     DISK = "disk"
     GPU = "gpu"
@@ -47,7 +48,7 @@ class Slice(enum.Enum):
 STATE_SLICES: dict[Slice, tuple[str, ...]] = {
     Slice.RUN: (
         "path", "framework", "layout", "run_name", "max_steps", "max_steps_source", "attempts", "phases",
-        "extra_logs", "finished", "processes", "process_denied", "backfill_done", "backfill_error", "first_time",
+        "extra_logs", "finished", "processes", "process_denied", "backfill_error", "first_time",
     ),
     Slice.FILES: ("files",),
     Slice.STEPS: ("steps", "_step_keys", "_dirty_steps", "lost_steps", "steps_version", "trainer_step", "rollout_step", "last_step_time"),
@@ -56,7 +57,6 @@ STATE_SLICES: dict[Slice, tuple[str, ...]] = {
         "rollouts_since_step", "sample_filter",
     ),
     Slice.CHECKPOINTS: ("checkpoints", "last_save", "_saving", "checkpoint_dir", "checkpoint_dir_source", "ckpt_interval", "keep_last"),
-    Slice.LOGS: ("log_tail", "log_seq"),
     Slice.ERRORS: ("notes", "errors", "error_count", "warnings", "last_warning", "events", "unrecognised"),
     Slice.INFERENCE: ("vllm", "vllm_source"),
 }
@@ -75,10 +75,6 @@ class Publisher:
         for part, names in STATE_SLICES.items():
             if part is Slice.STEPS:
                 self._steps(state)
-            elif part is Slice.LOGS:
-                # The tail's counter moves with every line: no need to compare 1000 lines.
-                if self._marks.get(part) != state.log_seq or part not in self._parts:
-                    self._take(part, {"log_tail": copy.copy(state.log_tail), "log_seq": state.log_seq}, state.log_seq)
             else:
                 fresh = {n: copy.deepcopy(getattr(state, n)) for n in names}
                 if self._parts.get(part) != fresh:

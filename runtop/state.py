@@ -117,8 +117,6 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
     checkpoint_dir_source: str | None = None
     extra_logs: dict[str, str] = field(default_factory=dict)  # path → role, named by the run's own logs
     batch_rollouts: int | None = None
-    log_tail: deque = field(default_factory=lambda: deque(maxlen=MAX_LOG_LINES))
-    log_seq: int = 0  # bumps with every line added, so a view knows when to repaint
     errors: deque = field(default_factory=lambda: deque(maxlen=MAX_ERRORS))
     error_count: int = 0
     warnings: Counter = field(default_factory=Counter)
@@ -130,7 +128,6 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
     unrecognised: dict[str, str] = field(default_factory=dict)
     processes: dict[str, list[int]] | None = None  # role → pids; None = not looked
     process_denied: dict[str, list[str]] = field(default_factory=dict)  # user → roles runtop may not inspect
-    backfill_done: float = 1.0
     backfill_error: str | None = None  # the history behind the live tail could not be read
     first_time: str | None = None  # log clock of the first record read (for the run's duration)
     # Rollouts that ended since the orchestrator's last step: error type (None: ok), time,

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from runtop.health import Verdict
+from runtop.log_tail import TailView
 from runtop.parsers.events import VllmStats
 from runtop.publish import Slice
 from runtop.sources.disk import DiskSnapshot
@@ -40,3 +41,5 @@ class View:
     interval: float = 2.0
     checkpoint_dir: str | None = None
     versions: Mapping[Slice, int] = field(default_factory=dict)
+    logs: TailView = field(default_factory=TailView)  # the Logs pane's lines
+    backfill: float = 1.0  # fraction of the run's history read (1.0: all of it)

@@ -299,11 +299,11 @@ def test_launcher_pane_lines_reach_the_logs_tail(live_run):
     pane = t.launcher_pane("Launcher", "prime-rl")
     mon = Engine(discover(str(root)), interval=0.2, processes=False, disks=False, vllm_url=None, launcher=lambda: t.capture(pane, 60))
     mon.step()
-    tail = [ln for ln in mon.state.log_tail if ln.source == "launcher"]
+    tail = [ln for ln in mon.live.tail.lines() if ln.source == "launcher"]
     assert any("fake launcher ready" in ln.text for ln in tail)
     n = len(tail)
     mon._add_launcher_lines([*(ln.text for ln in tail), "Trainer failed with exit code 1"])
-    new = [ln for ln in mon.state.log_tail if ln.source == "launcher"][n:]
+    new = [ln for ln in mon.live.tail.lines() if ln.source == "launcher"][n:]
     assert [(ln.text, ln.level) for ln in new] == [("Trainer failed with exit code 1", "ERROR")]
     mon.close()
 

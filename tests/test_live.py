@@ -21,15 +21,21 @@ def test_tail_first_then_backfilled_history(tmp_path):
         live.step()
         first = live.state
         assert first.rollout_step == 3000 and len(first.steps) < 3000  # the recent past only
+        shown, seq = live.tail.lines(), live.tail.seq
+        assert shown and "Step 3000" in shown[-1].text
         deadline = time.monotonic() + 30
         while live.backfill_progress() < 1.0 and time.monotonic() < deadline:
             live.step()  # the owner's loop: it takes over the backfilled state when ready
             time.sleep(0.05)
-        assert len(live.state.steps) == 3000 and live.state.backfill_done == 1.0
+        assert len(live.state.steps) == 3000 and live.backfill_progress() == 1.0
         with open(os.path.join(root, "logs", "orchestrator.log"), "a") as f:
             f.write("14:00:00 SUCCESS Step 3001 |   31.0s | Reward 0.6 | Trainable 1/2 (50.0%)\n")
         live.step()
         assert live.state.rollout_step == 3001 and live.state.steps[3001].value("reward") == 0.6
+        # The Logs pane's tail is the engine's, not the state's (issue 13): the takeover by
+        # the backfilled reader kept what it showed, and the new line came after it, once.
+        after = live.tail.lines()
+        assert live.tail.seq == seq + 1 and after[-2] == shown[-1] and "Step 3001" in after[-1].text
     finally:
         live.close()
 

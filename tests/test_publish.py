@@ -69,14 +69,15 @@ def test_a_published_view_does_not_change_while_the_engine_reads_on(tmp_path):
     try:
         _read_all(eng)
         old = eng.view()
-        steps, tail, seq = list(old.state.step_keys()), list(old.state.log_tail), old.state.log_seq
+        steps, tail, seq = list(old.state.step_keys()), old.logs.lines, old.logs.seq
         last = old.state.last_row()
         assert steps and last is not None and last.trainer
         trainer_before = dict(last.trainer)
         play(3)
         _read_all(eng)
         new = eng.view()
-        assert old.state.step_keys() == steps and list(old.state.log_tail) == tail and old.state.log_seq == seq
+        assert old.state.step_keys() == steps and old.logs.lines == tail and old.logs.seq == seq
+        assert new.logs.seq > seq and len(new.logs.lines) > 0
         assert old.state.last_row().trainer == trainer_before
         assert len(new.state.step_keys()) >= len(steps) + 3
         assert new.state is not eng.state and old.state is not eng.state

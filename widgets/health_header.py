@@ -30,7 +30,7 @@ class HealthHeader(Pane):
     DEFAULT_CSS = """
     HealthHeader { border: none; padding: 0 1; height: 3; background: $boost; text-wrap: nowrap; text-overflow: ellipsis; }
     """
-    READS = (Slice.VERDICT, Slice.RUN, Slice.STEPS, Slice.FILES, Slice.CLOCK)
+    READS = (Slice.VERDICT, Slice.RUN, Slice.STEPS, Slice.FILES, Slice.CLOCK, Slice.READING)
 
     def render_view(self, view: View) -> Text:
         s = view.state
@@ -55,6 +55,6 @@ class HealthHeader(Pane):
             line3.append(f" · last write {coarse_age(age)} ago")
             if stalled(view, age):
                 line3.append(" stalled?", style="bold yellow")
-        if s.backfill_done < 1.0:
-            line3.append(f" · reading history {s.backfill_done:.0%}", style="italic")
+        if view.backfill < 1.0:
+            line3.append(f" · reading history {view.backfill:.0%}", style="italic")
         return Text("\n").join([line1, line2, line3])

@@ -100,16 +100,16 @@ class LogsPane(Vertical):
         view.update(Text("\n", no_wrap=True).join(out), layout=False)
 
     def update_view(self, view: View) -> bool:
-        state = view.state
-        if state.log_seq == self._seq:
+        logs = view.logs
+        if logs.seq == self._seq:
             return False
-        new = state.log_seq - self._seq
-        self._seq = state.log_seq
+        new = logs.seq - self._seq
+        self._seq = logs.seq
         if not self.follow:
             self._pending += new
             self._retitle()
             return False
-        self._lines = list(state.log_tail)
+        self._lines = list(logs.lines)
         self._refilter()
         self._draw()
         return True

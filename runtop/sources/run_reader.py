@@ -13,6 +13,7 @@ import time
 
 from runtop.discovery import RunLayout, Tracked, rescan, resolve
 from runtop.frameworks import Framework, get
+from runtop.log_tail import LogTail
 from runtop.parsers import metrics_jsonl, rollouts
 from runtop.parsers.configs import RunConfig, merge, parse_config
 from runtop.parsers.events import Event, StepMetrics, Unparsed
@@ -49,8 +50,10 @@ class _Followed:
 
 
 class RunReader:
-    def __init__(self, layout: RunLayout, state: RunState | None = None) -> None:
+    def __init__(self, layout: RunLayout, state: RunState | None = None, tail: LogTail | None = None) -> None:
         self.layout = layout
+        # The Logs pane's lines: the engine's buffer (handed in), or this reader's own.
+        self.tail = tail if tail is not None else LogTail()
         self.framework = get(layout.framework)
         self.state = state or RunState()
         s = self.state
@@ -305,8 +308,7 @@ class RunReader:
             return
         lines.sort(key=lambda ln: ln.time or "")
         lines = lines[-MAX_LOG_LINES:]
-        self.state.log_tail.extend(lines)
-        self.state.log_seq += len(lines)
+        self.tail.extend(lines)
 
     def _fold_metrics(self, f: _Followed, lines: list[str], first_line: int = 1) -> None:
         path = f.tracked.path

@@ -1,0 +1,41 @@
+"""The Logs pane's tail: the newest lines of every log, merged by time (issue 13: a UI
+buffer, owned by the engine's reading, not a fact of the run's state).
+
+One writer (the engine's thread: the reader's polls and the Launcher pane's lines); the
+screen gets a frozen `TailView` with each published view.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from runtop.state_parts import MAX_LOG_LINES, LogLine
+
+
+@dataclass(frozen=True)
+class TailView:
+    lines: tuple[LogLine, ...] = ()
+    seq: int = 0  # lines ever added: a pane knows how many came since it last drew
+
+
+class LogTail:
+    def __init__(self, maxlen: int = MAX_LOG_LINES) -> None:
+        self._lines: deque[LogLine] = deque(maxlen=maxlen)
+        self.seq = 0
+        self._view = TailView()
+
+    def extend(self, lines: Iterable[LogLine]) -> None:
+        added = list(lines)
+        self._lines.extend(added)
+        self.seq += len(added)
+
+    def lines(self) -> list[LogLine]:
+        return list(self._lines)
+
+    def view(self) -> TailView:
+        """A frozen copy, made again only when lines came since the last one."""
+        if self._view.seq != self.seq:
+            self._view = TailView(tuple(self._lines), self.seq)
+        return self._view
