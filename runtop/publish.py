@@ -48,18 +48,23 @@ class Slice(enum.Enum):
 STATE_SLICES: dict[Slice, tuple[str, ...]] = {
     Slice.RUN: (
         "path", "framework", "layout", "run_name", "max_steps", "max_steps_source", "attempts", "phases",
-        "extra_logs", "finished", "processes", "process_denied", "backfill_error", "first_time",
+        "extra_logs", "finished", "processes", "process_denied", "backfill_error", "first_time", "_plugin_new", "_plugin_reducers",
     ),
     Slice.FILES: ("files",),
     Slice.STEPS: ("steps", "_step_keys", "_dirty_steps", "lost_steps", "steps_version", "trainer_step", "rollout_step", "last_step_time"),
     Slice.ROLLOUTS: (
-        "batch", "waiting", "rollouts", "env", "slow_calls", "context_overflows", "agent", "batch_rollouts",
+        "batch", "waiting", "rollouts", "env", "slow_calls", "context_overflows", "plugin", "batch_rollouts",
         "rollouts_since_step", "sample_filter",
     ),
     Slice.CHECKPOINTS: ("checkpoints", "last_save", "_saving", "checkpoint_dir", "checkpoint_dir_source", "ckpt_interval", "keep_last"),
     Slice.ERRORS: ("notes", "errors", "error_count", "warnings", "last_warning", "events", "unrecognised"),
     Slice.INFERENCE: ("vllm", "vllm_source"),
 }
+
+
+# Set once when a reader starts and never written after (the plug-in's factory and
+# reducers): referenced, not copied (a copy of a bound method would copy its plug-in).
+SHARED_FIELDS = frozenset({"_plugin_new", "_plugin_reducers"})
 
 
 class Publisher:
@@ -76,7 +81,7 @@ class Publisher:
             if part is Slice.STEPS:
                 self._steps(state)
             else:
-                fresh = {n: copy.deepcopy(getattr(state, n)) for n in names}
+                fresh = {n: getattr(state, n) if n in SHARED_FIELDS else copy.deepcopy(getattr(state, n)) for n in names}
                 if self._parts.get(part) != fresh:
                     self._take(part, fresh, None)
         frozen = object.__new__(RunState)

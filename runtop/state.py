@@ -18,8 +18,6 @@ from typing import Any
 
 from runtop.parsers.events import (
     TRAINER,
-    AgentError,
-    AgentReward,
     AttemptStart,
     BatchProgress,
     CheckpointDir,
@@ -27,7 +25,6 @@ from runtop.parsers.events import (
     EnvLag,
     Event,
     ExtraLog,
-    FormatFailure,
     LaunchConfig,
     MaxSteps,
     Notice,
@@ -41,7 +38,6 @@ from runtop.parsers.events import (
     SampleFilter,
     SlowCall,
     StepMetrics,
-    Trajectory,
     Unparsed,
     Unrecognised,
     VllmStats,
@@ -111,7 +107,11 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
     env: EnvCounters = field(default_factory=EnvCounters)
     slow_calls: SlowCalls = field(default_factory=SlowCalls)
     context_overflows: int = 0
-    agent: AgentCounters = field(default_factory=AgentCounters)
+    # The framework's own counters (`Framework.new_state`: SkyRL-agent's trajectories and
+    # rewards), folded by its own reducers; None for a framework that keeps none.
+    plugin: object | None = None
+    _plugin_new: Callable[[], object | None] | None = field(default=None, repr=False)
+    _plugin_reducers: dict[type, Callable[[RunState, Any, str], None]] = field(default_factory=dict, repr=False)
     phases: list[PhaseInfo] = field(default_factory=list)  # open timer phases, outermost first
     checkpoint_dir: str | None = None
     checkpoint_dir_source: str | None = None
@@ -163,7 +163,7 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
         self.phases.clear()
         self._saving.clear()
         self.rollouts_since_step.clear()
-        self.agent = AgentCounters()
+        self.plugin = self._plugin_new() if self._plugin_new else None
         # The old attempt's death is history now: what speaks for health is the new one.
         for info in self.files.values():
             if info.fatal is not None:
@@ -198,9 +198,19 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
 
     # ---- folding --------------------------------------------------------
     def apply(self, ev: Event, source: str = "") -> None:
-        handler = _HANDLERS.get(type(ev))
+        handler = _HANDLERS.get(type(ev)) or self._plugin_reducers.get(type(ev))
         if handler is not None:
             handler(self, ev, source)
+
+    def use_plugin(self, new_state: Callable[[], object | None], reducers: dict[type, Callable[[RunState, Any, str], None]]) -> None:
+        """Keep the framework's own counters beside this state, folded by its reducers."""
+        self._plugin_new, self._plugin_reducers = new_state, dict(reducers)
+        self.plugin = new_state()
+
+    @property
+    def agent(self) -> AgentCounters:
+        """The agent layer's numbers where the framework keeps them (SkyRL-agent); empty elsewhere."""
+        return self.plugin if isinstance(self.plugin, AgentCounters) else AgentCounters()
 
     def _on_batch(self, ev: BatchProgress, source: str) -> None:
         self.batch = ev
@@ -355,10 +365,6 @@ _HANDLERS: dict[type, Callable[[RunState, Any, str], None]] = {
     Unrecognised: RunState._on_unrecognised,
     Unparsed: RunState._on_unparsed,
     Phase: RunState._on_phase,
-    AgentReward: RunState._on_agent_reward,
-    Trajectory: RunState._on_trajectory,
-    FormatFailure: RunState._on_format,
-    AgentError: RunState._on_agent_error,
     SlowCall: RunState._on_slow_call,
     AttemptStart: RunState._on_attempt_start,
     LaunchConfig: RunState._on_launch_config,

@@ -11,9 +11,6 @@ from typing import TYPE_CHECKING
 
 from runtop.parsers.events import (
     ROLLOUT_SIDE,
-    AgentError,
-    AgentReward,
-    FormatFailure,
     Phase,
     Rollout,
     RolloutDone,
@@ -21,10 +18,8 @@ from runtop.parsers.events import (
     RolloutStart,
     SampleFilter,
     SlowCall,
-    Trajectory,
 )
 from runtop.state_parts import (
-    AgentCounters,
     EnvCounters,
     FunctionCalls,
     PhaseInfo,
@@ -43,7 +38,6 @@ class RolloutReducers:
     if TYPE_CHECKING:
         rollouts: RolloutCounters
         env: EnvCounters
-        agent: AgentCounters
         slow_calls: SlowCalls
         phases: list[PhaseInfo]
         batch: BatchProgress | None
@@ -85,23 +79,6 @@ class RolloutReducers:
         if prog is None:
             return p.name
         return f"{p.name} {prog[0]}/{prog[1] if prog[1] else '?'}"
-
-    def _on_agent_reward(self, ev: AgentReward, source: str) -> None:
-        r = self.agent.rewards.setdefault(ev.kind, [0, 0, 0.0])
-        r[0] += 1
-        r[1] += ev.value > 0
-        r[2] += ev.value
-
-    def _on_trajectory(self, ev: Trajectory, source: str) -> None:
-        self._activity(source)
-        self.agent.trajectories += 1
-
-    def _on_format(self, ev: FormatFailure, source: str) -> None:
-        self.agent.format_failures[ev.rule] += ev.count
-
-    def _on_agent_error(self, ev: AgentError, source: str) -> None:
-        self.agent.code_errors[ev.kind] += ev.count
-        self.agent.last_code_error[ev.kind] = ev.message
 
     def _on_slow_call(self, ev: SlowCall, source: str) -> None:
         sc = self.slow_calls

@@ -64,3 +64,28 @@ def test_an_unknown_framework_gets_a_plug_in_that_knows_nothing():
     assert UNKNOWN.expected_roles == () and not UNKNOWN.launches_inference
     with pytest.raises(NotImplementedError):
         UNKNOWN.resume_words(None, [], 1, "/x")  # type: ignore[arg-type]
+
+
+def test_a_frameworks_own_counters_live_in_its_plug_in(skyrl_run, simulated):
+    """Issue 13: skyrl-agent's trajectories, rewards, format rules and code errors are
+    SkyRL's alone: the common state has no field for them, the plug-in folds them into its
+    own state, and a prime-rl run keeps none (the same events reach no reducer there)."""
+    import dataclasses
+
+    from runtop.parsers.events import AgentReward, FormatFailure, Trajectory
+    from runtop.snapshot import read_run
+    from runtop.state import RunState
+
+    assert "agent" not in {f.name for f in dataclasses.fields(RunState)}
+
+    sky = read_run(skyrl_run("healthy", max_steps=3), processes=False)
+    assert sky.plugin is not None and sky.agent.trajectories > 0 and sky.agent.format_failures
+    trajectories = sky.agent.trajectories
+    sky.apply(Trajectory("i-1", {"ft": 1.0}), "x")
+    assert sky.agent.trajectories == trajectories + 1
+
+    prime = read_run(simulated("healthy", max_steps=3), processes=False)
+    assert prime.plugin is None
+    for ev in (Trajectory("i-1", {"ft": 1.0}), AgentReward("ft", 1.0), FormatFailure(3)):
+        prime.apply(ev, "x")
+    assert prime.plugin is None and prime.agent.trajectories == 0 and not prime.agent.rewards

@@ -122,6 +122,13 @@ class Framework:
         return {}
 
     # ---- the demo -------------------------------------------------------------------
+    # Its own counters, beside the common state (`RunState.plugin`): a fresh one per run and
+    # per attempt, and the reducers of the events only its parsers emit.
+    def new_state(self) -> object | None:
+        return None
+
+    reducers: dict[type, Callable[[RunState, Any, str], None]] = {}  # read only: shared by every run
+
     def simulator(self, root: str | None, scenario: str, **kw: Any) -> Any:
         raise NotImplementedError(f"no simulator for {self.name}")
 

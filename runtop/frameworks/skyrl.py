@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from runtop.discovery import RunLayout, Tracked, resolve
+from runtop.frameworks import skyrl_agent as agent
 from runtop.frameworks.base import Framework, Parse
 from runtop.parsers.records import HeaderFn
 from runtop.state import Checkpoint, RunState
@@ -42,6 +43,7 @@ class SkyRL(Framework):
     name = "skyrl"
     expected_roles = ("trainer",)  # the entrypoint; its death is the run's death
     rollout_role = "generator"
+    reducers = agent.REDUCERS  # skyrl-agent's trajectories, rewards, format rules, code errors
     takes_ckpt_dir = True
     # On Ray (FORMATS.md): the entrypoint actor is the trainer; its death is the run's.
     process_titles = (
@@ -135,6 +137,9 @@ class SkyRL(Framework):
         from runtop.simulator.skyrl import SCENARIOS
 
         return SCENARIOS
+
+    def new_state(self) -> object | None:
+        return agent.new_state()
 
     def simulator(self, root: str | None, scenario: str, **kw: Any) -> Any:
         from runtop.simulator.skyrl import SkyrlSimulator

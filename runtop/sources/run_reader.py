@@ -59,6 +59,8 @@ class RunReader:
         s = self.state
         s.path, s.framework, s.layout = layout.root, layout.framework, layout.layout
         s.notes = list(layout.notes)
+        if s.plugin is None:
+            s.use_plugin(self.framework.new_state, self.framework.reducers)
         self._followed: dict[str, _Followed] = {}
         self._configs: dict[str, float] = {}
         self._config_values: dict[str, RunConfig] = {}
