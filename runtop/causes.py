@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from runtop.state import ErrorEntry
+from runtop.state_parts import ErrorEntry
 
 SAVE_WORDS = ("save_checkpoint", "checkpoint save", "save_hf_model", "saving checkpoint")
 

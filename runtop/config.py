@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -60,7 +61,7 @@ class Thresholds:
     bell: bool = True
 
 
-def _table(path: str | None, name: str) -> tuple[str, dict] | None:
+def _table(path: str | None, name: str) -> tuple[str, dict[str, Any]] | None:
     """(file, its `[name]` table): `path`, else the default file; None when there is none."""
     explicit = path is not None
     path = path or DEFAULT_PATH

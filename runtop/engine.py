@@ -26,6 +26,7 @@ from collections.abc import Callable
 from runtop.actions import ActionError
 from runtop.config import Thresholds
 from runtop.discovery import RunLayout
+from runtop.findings import Finding
 from runtop.frameworks import get as get_framework
 from runtop.health import HealthTracker, Verdict
 from runtop.live import LiveRun
@@ -39,7 +40,8 @@ from runtop.sources.processes import ProcessSampler, ProcessSnapshot
 from runtop.sources.run_reader import RunReader
 from runtop.sources.tmux import TmuxError
 from runtop.sources.vllm_metrics import DEFAULT_URL, fetch
-from runtop.state import LogLine, RunState
+from runtop.state import RunState
+from runtop.state_parts import LogLine
 from runtop.view import SystemView, View
 
 # What one slice of reading may take per file before the lock is given back (~20-50 ms of work).
@@ -194,7 +196,7 @@ class Engine:
         self.vllm_url = vllm_url
         self.probes: list[Probe] = []
         # Findings that began, handed to the screen without a shared lock.
-        self._new_findings: queue.SimpleQueue = queue.SimpleQueue()
+        self._new_findings: queue.SimpleQueue[Finding] = queue.SimpleQueue()
         self._publisher = Publisher()
         self._readings: dict[str, int] = {"process": 0, "disk": 0, "gpu": 0, "vllm": 0}  # answers stored, per probe
         self._published_at = 0.0
@@ -322,7 +324,7 @@ class Engine:
             missing_roles=list(procs.missing) if procs else [], zombie_roles=list(procs.zombie_roles) if procs else [],
         )
 
-    def take_new_findings(self) -> list:
+    def take_new_findings(self) -> list[Finding]:
         """Findings that began since the last call (the app toasts the critical ones); any thread."""
         out = []
         while True:

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from runtop.config import Thresholds
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
-from runtop.state import ErrorEntry, RunState
+from runtop.state import RunState
+from runtop.state_parts import ErrorEntry
 
 ROLE_NAMES = {
     "trainer": "trainer",

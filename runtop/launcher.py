@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from typing import Any
 
 import psutil
 
@@ -105,7 +106,7 @@ def record_pane(run_root: str, pane: Pane, argv: list[str] | None = None) -> Non
         return  # not recorded: after the run dies, the pane must be named (said then)
 
 
-def recorded_pane(run_root: str) -> dict | None:
+def recorded_pane(run_root: str) -> dict[str, Any] | None:
     path = os.path.join(run_root, ".runtop", LAUNCH_JSON)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)

@@ -11,13 +11,15 @@ import datetime as _dt
 import math
 import os
 import statistics
+from collections.abc import Callable
 
 from runtop.columns import STEP_COLUMNS
 from runtop.frameworks import get as get_framework
 from runtop.health import Verdict, judge
 from runtop.parsers.hygiene import public
 from runtop.parsers.numbers import finite
-from runtop.state import RunState, StepRow
+from runtop.state import RunState
+from runtop.state_parts import StepRow
 from runtop.units import duration, human_bytes
 
 
@@ -48,7 +50,7 @@ def _trend(rows: list[StepRow], name: str, label: str, digits: int = 3, pct: boo
     s = _series(rows, name)
     if not s:
         return None
-    conv = (lambda x: f"{x * 100:.1f}%") if pct else (lambda x: _fmt(x, digits))
+    conv: Callable[[float], str] = (lambda x: f"{x * 100:.1f}%") if pct else (lambda x: _fmt(x, digits))
     if len(s) == 1:
         return f"{label} {conv(s[0][1])} (step {s[0][0]})"
     lo = min(v for _, v in s)

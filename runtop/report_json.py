@@ -17,7 +17,8 @@ from runtop import __version__
 from runtop.columns import METRICS, ROLLOUT
 from runtop.health import Verdict, judge
 from runtop.parsers.hygiene import public
-from runtop.state import RunState, StepRow
+from runtop.state import RunState
+from runtop.state_parts import StepRow
 
 
 def _num(v: float | None) -> float | None:

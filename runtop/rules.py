@@ -20,7 +20,8 @@ from runtop.findings import ROLE_NAMES, Facts, Finding, _short, _where
 from runtop.frameworks import get as get_framework
 from runtop.parsers.events import ROLLOUT_SIDE, Kind
 from runtop.rules_quality import checkpoint_incomplete, disk_pressure, environment, rollout_quality, training_signal
-from runtop.state import RunState, clock_diff
+from runtop.state import RunState
+from runtop.state_parts import clock_diff
 from runtop.units import duration
 
 __all__ = ["RULES", "Facts", "Finding"]

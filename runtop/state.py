@@ -45,23 +45,17 @@ from runtop.parsers.events import (
 )
 from runtop.state_errors import ErrorReducers
 from runtop.state_meta import MetaReducers
-from runtop.state_parts import (  # noqa: F401 - the parts are read from here too (`from runtop.state import Checkpoint`)
-    MAX_DEATH_ERRORS,
-    MAX_DURATIONS,
+from runtop.state_parts import (
     MAX_ERRORS,
-    MAX_LOG_LINES,
     MAX_LOST_STEPS,
     MAX_RECENT_ROLLOUTS,
     ORIGIN_RANK,
-    SLOW_CALL_THRESHOLD_S,
     AgentCounters,
     Attempt,
     Checkpoint,
     EnvCounters,
     ErrorEntry,
     FileInfo,
-    FunctionCalls,
-    LogLine,
     PhaseInfo,
     RolloutCounters,
     SlowCalls,
@@ -91,7 +85,7 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
     # Rows written (or dropped) since the engine last published a view (`runtop.publish`):
     # only these are copied again, so a 100k-step run is not copied at every poll.
     _dirty_steps: set[int] = field(default_factory=set, repr=False)
-    lost_steps: deque = field(default_factory=lambda: deque(maxlen=MAX_LOST_STEPS))
+    lost_steps: deque[StepRow] = field(default_factory=lambda: deque(maxlen=MAX_LOST_STEPS))
     # Bumped whenever any step row changes, whichever row: a pane that shows steps repaints
     # on it (issue 13: with the orchestrator a step ahead, the trainer's numbers land in the
     # row before the last, and a signature of the last row alone missed them).
@@ -117,9 +111,9 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
     checkpoint_dir_source: str | None = None
     extra_logs: dict[str, str] = field(default_factory=dict)  # path → role, named by the run's own logs
     batch_rollouts: int | None = None
-    errors: deque = field(default_factory=lambda: deque(maxlen=MAX_ERRORS))
+    errors: deque[ErrorEntry] = field(default_factory=lambda: deque(maxlen=MAX_ERRORS))
     error_count: int = 0
-    warnings: Counter = field(default_factory=Counter)
+    warnings: Counter[str] = field(default_factory=Counter)
     last_warning: dict[str, str] = field(default_factory=dict)
     events: dict[str, tuple[str | None, str]] = field(default_factory=dict)  # notable INFO lines, by kind
     vllm: VllmStats | None = None
@@ -133,7 +127,7 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
     # Rollouts that ended since the orchestrator's last step: error type (None: ok), time,
     # message, and who said so (the orchestrator and the env server each report the same
     # rollout). 90 % failing with one type while no step comes is a stuck run (issue 12).
-    rollouts_since_step: deque = field(default_factory=lambda: deque(maxlen=MAX_RECENT_ROLLOUTS))
+    rollouts_since_step: deque[tuple[str | None, str | None, str, str]] = field(default_factory=lambda: deque(maxlen=MAX_RECENT_ROLLOUTS))
     sample_filter: SampleFilter | None = None
     _saving: dict[str, int] = field(default_factory=dict, repr=False)  # role → checkpoint step being saved
 

@@ -88,8 +88,8 @@ class RolloutCounters:
     errored: int = 0
     truncated: int = 0
     empty: int = 0
-    by_stop: Counter = field(default_factory=Counter)
-    by_error: Counter = field(default_factory=Counter)
+    by_stop: Counter[str] = field(default_factory=Counter)
+    by_error: Counter[str] = field(default_factory=Counter)
     reward_sum: float = 0.0
     reward_n: int = 0
     positive: int = 0
@@ -99,7 +99,7 @@ class RolloutCounters:
 @dataclass
 class FunctionCalls:
     count: int = 0
-    durations: deque = field(default_factory=lambda: deque(maxlen=512))
+    durations: deque[float] = field(default_factory=lambda: deque(maxlen=512))
     max_s: float = 0.0
     last_time: str | None = None
 
@@ -108,8 +108,8 @@ class FunctionCalls:
 class EnvCounters:
     started: int = 0
     done: int = 0
-    by_stop: Counter = field(default_factory=Counter)
-    durations: deque = field(default_factory=lambda: deque(maxlen=MAX_DURATIONS))
+    by_stop: Counter[str] = field(default_factory=Counter)
+    durations: deque[float] = field(default_factory=lambda: deque(maxlen=MAX_DURATIONS))
     lag_ms: dict[str, float] = field(default_factory=dict)
     active_tasks: int | None = None
     # Start times of rollouts still open (bounded: a dead env never closes them).
@@ -122,8 +122,8 @@ class AgentCounters:
 
     rewards: dict[str, list[float]] = field(default_factory=dict)  # kind → [n, passed (>0), sum]
     trajectories: int = 0
-    format_failures: Counter = field(default_factory=Counter)  # rule number → count
-    code_errors: Counter = field(default_factory=Counter)  # the model's own exceptions, by type
+    format_failures: Counter[int] = field(default_factory=Counter)  # rule number → count
+    code_errors: Counter[str] = field(default_factory=Counter)  # the model's own exceptions, by type
     last_code_error: dict[str, str] = field(default_factory=dict)
 
     def pass_rate(self, kind: str) -> float | None:

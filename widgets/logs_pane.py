@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input
 
-from runtop.state import LogLine
+from runtop.state_parts import LogLine
 from runtop.view import View
 from runtop.widgets.pane import SafeStatic
 from runtop.widgets.render import scroll_bindings

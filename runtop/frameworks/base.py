@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from runtop.discovery import RunLayout, Tracked
     from runtop.parsers.events import Event
     from runtop.parsers.records import HeaderFn, Record
-    from runtop.state import Checkpoint, RunState
+    from runtop.state import RunState
+    from runtop.state_parts import Checkpoint
 
 Parse = Callable[[list["Record"], str], list["Event"]]
 

@@ -20,7 +20,8 @@ from runtop.discovery import (
     _step_of,
 )
 from runtop.frameworks.base import Framework, drop_flags
-from runtop.state import Checkpoint, RunState
+from runtop.state import RunState
+from runtop.state_parts import Checkpoint
 
 _ATTEMPT_RE = re.compile(r"attempt_(\d{1,12})\Z", re.ASCII)
 ROLE_OF_LOG = {"orchestrator.log": "orchestrator", "trainer.log": "trainer", "inference.log": "inference"}

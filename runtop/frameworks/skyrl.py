@@ -14,7 +14,8 @@ from runtop.discovery import RunLayout, Tracked, resolve
 from runtop.frameworks import skyrl_agent as agent
 from runtop.frameworks.base import Framework, Parse
 from runtop.parsers.records import HeaderFn
-from runtop.state import Checkpoint, RunState
+from runtop.state import RunState
+from runtop.state_parts import Checkpoint
 
 _SKYRL_SIGNS = re.compile(r"skyrl_train|skyrl_entrypoint|skyrl-agent|skyrl_agent|Training Batches Processed|global_step: \d", re.ASCII)
 

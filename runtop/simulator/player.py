@@ -19,7 +19,7 @@ class ScriptPlayer:
     START = 0.0  # the simulated second the script begins at
 
     def __init__(self, root: str | None, default_name: str, speed: float) -> None:
-        self._tmp: tempfile.TemporaryDirectory | None = None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if root is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="runtop-demo-")
             root = os.path.join(self._tmp.name, default_name)

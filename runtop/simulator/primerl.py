@@ -25,6 +25,7 @@ import json
 import os
 import random
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from runtop.simulator.player import Action, ScriptPlayer
 
@@ -111,7 +112,7 @@ class Simulator(ScriptPlayer):
     def env(self, t: float, msg: str) -> None:
         self._append(f"logs/attempt_1/envs/train/{ENV}.log", loguru(t, "INFO", msg))
 
-    def metrics(self, row: dict) -> None:
+    def metrics(self, row: dict[str, Any]) -> None:
         self._append("metrics.jsonl", json.dumps(row) + "\n")
 
     # ---- the run ----------------------------------------------------------

@@ -72,7 +72,7 @@ class DiskSampler:
         """`paths`: (label, path) to watch; `core_roots`: where to look for core dumps."""
         self.paths = list(paths)
         self.core_roots = core_roots or []
-        self._history: dict[int, deque] = {}
+        self._history: dict[int, deque[tuple[float, int]]] = {}  # device → (time, bytes used)
 
     def set_path(self, label: str, path: str | None) -> None:
         self.paths = [(lbl, p) for lbl, p in self.paths if lbl != label]

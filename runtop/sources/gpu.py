@@ -107,7 +107,7 @@ class NvmlProbe:
 class RecordedProbe:
     """Replays recorded readings (the JSON `python -m runtop.sources.gpu` prints), one per read, the last repeating."""
 
-    def __init__(self, readings: list[dict]) -> None:
+    def __init__(self, readings: list[dict[str, Any]]) -> None:
         self._snaps = [snapshot_from_dict(r) for r in readings] or [GpuSnapshot(error="no recorded GPU readings")]
         self._i = 0
 
@@ -117,7 +117,7 @@ class RecordedProbe:
         return GpuSnapshot(list(snap.gpus), snap.driver, snap.error, time.time())
 
 
-def snapshot_from_dict(d: dict) -> GpuSnapshot:
+def snapshot_from_dict(d: dict[str, Any]) -> GpuSnapshot:
     gpus = []
     for g in d.get("gpus", []):
         procs = tuple(GpuProcess(int(p["pid"]), p.get("used_bytes")) for p in g.get("processes", []))

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -137,7 +137,7 @@ def _program(argv: list[str], name: str) -> str:
 
 
 def _details(p: psutil.Process, pid: int, ctime: float, run_dir: str, logs: set[str],
-             is_driver: Callable[[str], bool]) -> tuple[dict, str | None, bool, bool]:
+             is_driver: Callable[[str], bool]) -> tuple[dict[str, Any], str | None, bool, bool]:
     """(info, role, belongs, is this run's driver) for one process."""
     info = p.as_dict(_DETAILS)
     info["pid"], info["create_time"] = pid, ctime
@@ -192,7 +192,7 @@ def _owner(p: psutil.Process) -> str:
             return "another user"
 
 
-def denied_roles(scanned: list[tuple[psutil.Process, dict, str | None, bool]], own: dict) -> dict[str, list[str]]:
+def denied_roles(scanned: list[tuple[psutil.Process, dict[str, Any], str | None, bool]], own: dict[int, Any]) -> dict[str, list[str]]:
     """user → roles of the titled processes runtop could not inspect (and so could not tie
     to this run or rule out)."""
     out: dict[str, list[str]] = {}
@@ -210,8 +210,8 @@ def any_driver(cmd: str) -> bool:
     return any(fw.is_driver(cmd) for fw in all_frameworks())
 
 
-def _scan(run_dir: str, logs: set[str], cache: dict | None = None,
-          is_driver: Callable[[str], bool] = any_driver) -> list[tuple[psutil.Process, dict, str | None, bool]]:
+def _scan(run_dir: str, logs: set[str], cache: dict[Any, Any] | None = None,
+          is_driver: Callable[[str], bool] = any_driver) -> list[tuple[psutil.Process, dict[str, Any], str | None, bool]]:
     """Every process: (process, info, role, belongs-by-itself).
 
     With a `cache` (the sampler's), a known `(pid, create_time)` is not read again
@@ -257,10 +257,10 @@ def _scan(run_dir: str, logs: set[str], cache: dict | None = None,
     return out
 
 
-def _own(scanned: list[tuple[psutil.Process, dict, str | None, bool]]) -> dict[int, tuple[psutil.Process, dict, str | None]]:
+def _own(scanned: list[tuple[psutil.Process, dict[str, Any], str | None, bool]]) -> dict[int, tuple[psutil.Process, dict[str, Any], str | None]]:
     """The run's processes: those that belong, and every descendant of one that does."""
     by_pid = {i["pid"]: (p, i, r, m) for p, i, r, m in scanned}
-    own: dict[int, tuple[psutil.Process, dict, str | None]] = {}
+    own: dict[int, tuple[psutil.Process, dict[str, Any], str | None]] = {}
     for pid, (p, info, role, _mine) in by_pid.items():
         cur, hops = pid, 0
         while cur and hops < 32:
@@ -306,7 +306,7 @@ class ProcessSampler:
 
         self.framework = framework or UNKNOWN
         self._procs: dict[tuple[int, float], psutil.Process] = {}
-        self._details: dict = {}
+        self._details: dict[Any, Any] = {}
         self.seen_roles: set[str] = set()
 
     def set_logs(self, logs: list[str]) -> None:

@@ -17,10 +17,11 @@ from runtop.log_tail import LogTail
 from runtop.parsers import metrics_jsonl, rollouts
 from runtop.parsers.configs import RunConfig, merge, parse_config
 from runtop.parsers.events import Event, StepMetrics, Unparsed
-from runtop.parsers.records import RecordAssembler
+from runtop.parsers.records import Record, RecordAssembler
 from runtop.parsers.skim import skim
 from runtop.sources.tailer import FileTailer
-from runtop.state import MAX_LOG_LINES, FileInfo, LogLine, RunState
+from runtop.state import RunState
+from runtop.state_parts import MAX_LOG_LINES, FileInfo, LogLine
 
 MAX_LINE = {"log": 64 * 1024, "metrics": 1 << 20, "rollouts": 32 << 20, "config": 1 << 20}
 
@@ -271,7 +272,7 @@ class RunReader:
         except Exception as e:  # noqa: BLE001 - the last guard between one bad line and a dead monitor
             self.state.apply(Unparsed(getattr(ev, "line", line), f"{type(e).__name__} folding {type(ev).__name__}: {str(e)[:120]}"), path)
 
-    def _fold_records(self, f: _Followed, records: list) -> None:
+    def _fold_records(self, f: _Followed, records: list[Record]) -> None:
         if not records:
             return
         for ev in f.parse(records, f.tracked.role):
@@ -285,7 +286,7 @@ class RunReader:
                 self.state.files[path].last_time = rec.time
                 break
 
-    def _keep_tail(self, f: _Followed, records: list) -> None:
+    def _keep_tail(self, f: _Followed, records: list[Record]) -> None:
         """The last lines of each record for the Logs pane (a record's first 3 continuation lines)."""
         tail = self._poll_lines
         role = f.tracked.role
