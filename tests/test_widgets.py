@@ -1,0 +1,105 @@
+"""Each pane's picture from a view built by hand (issue 13: tests mirror the folders).
+
+Widgets render a `View` and nothing else, so a pane can be drawn without an app, a run
+or a terminal: here each one's words for the states a researcher must read at a glance.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+
+from runtop.findings import Finding
+from runtop.health import Verdict
+from runtop.log_tail import TailView
+from runtop.parsers.events import GENERATOR, ORCHESTRATOR, TRAINER, AgentReward, FormatFailure, StepMetrics
+from runtop.publish import Slice
+from runtop.state import RunState
+from runtop.state_parts import Checkpoint, LogLine
+from runtop.view import SystemView, View
+from runtop.widgets.alerts_pane import AlertsPane
+from runtop.widgets.disk_pane import DiskPane
+from runtop.widgets.health_header import HealthHeader
+from runtop.widgets.metric_sparklines import MetricSparklines
+from runtop.widgets.rollout_gauges import RolloutGauges
+from runtop.widgets.step_table import StepTable
+
+
+def text_of(renderable) -> str:
+    console = Console(width=160, record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def view(state: RunState, verdict: Verdict | None = None, **kw) -> View:
+    return View(state, SystemView(), verdict or Verdict("Healthy"), time.time(), versions={s: 1 for s in Slice}, **kw)
+
+
+def run(steps: int = 3, framework: str = "prime-rl", rollout_role: str = ORCHESTRATOR) -> RunState:
+    s = RunState(path="/runs/r1", framework=framework, layout="main", run_name="r1", max_steps=10)
+    for n in range(1, steps + 1):
+        s.apply(StepMetrics(rollout_role, n, {"reward": 0.5 + n / 100}, origin="log"), "o")
+        s.apply(StepMetrics(TRAINER, n, {"loss": 0.01 * n, "entropy": 0.4 - n / 100, "step_time_s": 35.0}, origin="metrics"), "m")
+    return s
+
+
+def test_the_header_shows_the_verdict_the_step_and_that_history_is_still_being_read():
+    v = Verdict("Down", ["trainer died: torch.OutOfMemoryError"])
+    out = text_of(HealthHeader().render_view(view(run(), v, backfill=0.4)))
+    assert " Down " in out and "torch.OutOfMemoryError" in out and "step 3/10" in out
+    assert "reading history 40%" in out
+    assert "reading history" not in text_of(HealthHeader().render_view(view(run(), v)))
+
+
+def test_alerts_say_no_alerts_on_a_healthy_run_and_list_each_finding_otherwise():
+    assert "no alerts" in text_of(AlertsPane().render_view(view(run())))
+    f = Finding("inference_dead", "critical", "vLLM is running but holds no GPU memory", "NVML", None, down=True)
+    out = text_of(AlertsPane().render_view(view(run(), Verdict("Down", [f.message], [f]))))
+    assert "critical" in out and "holds no GPU memory" in out
+
+
+def test_a_partial_checkpoint_is_marked_with_its_reason_beside_the_complete_one():
+    s = run()
+    s.checkpoints[2] = Checkpoint(2, "/runs/r1/checkpoints/step_2", True, "complete", 6 << 30)
+    s.checkpoints[4] = Checkpoint(4, "/runs/r1/checkpoints/step_4", False, "common.pt is 421 KB", 421 << 10)
+    out = text_of(DiskPane().render_view(view(s, checkpoint_dir="/runs/r1/checkpoints")))
+    assert "step_2" in out and "✓ complete" in out
+    assert "step_4" in out and "✗ common.pt is 421 KB" in out
+
+
+def test_the_step_table_shows_each_sides_numbers_in_one_row_per_step():
+    table = StepTable()
+    out = text_of(table._render_table(view(run())))
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    assert lines[0].split()[:3] == ["step", "reward", "loss"]
+    assert lines[-1].split()[:3] == ["3", "0.53", "0.03"]
+
+
+def test_sparklines_draw_the_metrics_that_have_numbers():
+    out = text_of(MetricSparklines().render_view(view(run(5))))
+    assert "reward" in out and "entropy" in out and "loss" in out
+    assert "kl" not in out.lower().split()  # no KL numbers were read: no empty line for it
+
+
+def test_agent_gauges_come_from_the_plug_ins_own_counters_only():
+    """SkyRL-agent's ft/gt pass rates and format rules show when its plug-in counted them;
+    a prime-rl run draws none (issue 13: the counters live in the plug-in's state)."""
+    from runtop.frameworks import get
+
+    fw = get("skyrl")
+    sky = run(2, framework=fw.name, rollout_role=GENERATOR)
+    sky.use_plugin(fw.new_state, fw.reducers)
+    for value in (1.0, 0.0, 1.0):
+        sky.apply(AgentReward("ft", value), "o")
+    sky.apply(FormatFailure(3, count=2), "o")
+    out = text_of(RolloutGauges().render_view(view(sky)))
+    assert "ft pass" in out and "2/3" in out and "R3×2" in out
+    prime = run(2)
+    assert "ft pass" not in text_of(RolloutGauges().render_view(view(prime)))
+
+
+def test_a_view_carries_the_log_tail_it_was_published_with():
+    lines = (LogLine(TRAINER, "ERROR", "14:00:00", "CUDA out of memory"),)
+    v = view(run(), logs=TailView(lines, 1))
+    assert v.logs.lines == lines and v.logs.seq == 1
