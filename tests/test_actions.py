@@ -314,7 +314,7 @@ def test_action_keys_are_defined_once_and_destructive_alone_decides_the_typed_to
     from types import SimpleNamespace
 
     from runtop import actions
-    from runtop.tui.app import READ_ONLY_KEYS
+    from runtop.tui.vetted import READ_ONLY_KEYS
     from runtop.tui.keys import KEYS
 
     keys = [a.key for a in actions.REGISTRY]

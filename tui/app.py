@@ -13,23 +13,21 @@ import threading
 import time
 from typing import Any
 
-from textual import events, work
+from textual import work
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
-from runtop.actions import REGISTRY as ACTIONS
-from runtop.actions import Context, Plan
 from runtop.discovery import RunLayout
 from runtop.engine import Engine
 from runtop.parsers.hygiene import mask
 from runtop.tui.chart_screen import ChartScreen
-from runtop.tui.confirm_screen import ConfirmScreen
 from runtop.tui.help_screen import HelpScreen
 from runtop.tui.keys import PANES, bindings
 from runtop.tui.panes import PANE_SPECS, placed, widget
+from runtop.tui.vetted import VettedActions
 from runtop.view import View
 from runtop.widgets.logs_pane import LogsPane
 
@@ -44,7 +42,6 @@ class StateChanged(Message):
         return isinstance(message, StateChanged)
 
 
-READ_ONLY_KEYS = {a.key for a in ACTIONS}
 
 
 def lower_priority() -> None:
@@ -56,7 +53,7 @@ def lower_priority() -> None:
         return  # not Linux, or not permitted: the engine keeps the app's priority
 
 
-class RuntopApp(App[int]):
+class RuntopApp(VettedActions, App[int]):
     TITLE = "runtop"
     BINDINGS = bindings()
     CSS = """
@@ -253,96 +250,3 @@ class RuntopApp(App[int]):
 
     def action_refresh(self) -> None:
         self.refresh_panes()
-
-    # ---- vetted actions (runtop.actions): the only way anything is sent -----------
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Read-only removes every action at this one point: no key, palette entry or screen reaches one.
-        if self.read_only and action in ("act", "checkin"):
-            return False
-        return True
-
-    def on_key(self, event: events.Key) -> None:
-        # Read-only hides the action keys; pressing one still gets an answer (issue 11).
-        if self.read_only and event.key in READ_ONLY_KEYS and not self._confirming:
-            self.notify("read-only: actions are off", timeout=4)
-
-    def action_act(self, name: str) -> None:
-        if self.read_only or self._confirming:
-            return
-        self._confirming = True
-        self._plan_action(name)
-
-    def _capture_launcher(self) -> list[str]:
-        """The Launcher pane's last lines (reading: allowed even with --read-only)."""
-        ctx = self._action_context()
-        return list(ctx.tmux.capture(ctx.pane(), 60))
-
-    def _action_context(self) -> Context:
-        from runtop.actions import Context
-
-        return Context.for_run(self.monitor.view().state, read_only=self.read_only, **self.action_options)
-
-    @work(thread=True, group="actions", exclusive=True)
-    def _plan_action(self, name: str) -> None:
-        from runtop.actions import ActionError, plan
-
-        try:
-            ctx = self._action_context()
-            p = plan(name, ctx)
-        except ActionError as e:
-            self.call_from_thread(self._done, f"{name}: {e}", True)
-            return
-        if p.disabled:
-            # A disabled action says why in a toast, not in an empty modal (issue 11).
-            self.call_from_thread(self._done, f"{name} is disabled: {p.disabled}", True)
-            return
-        self.call_from_thread(self._confirm, p, ctx)
-
-    def _confirm(self, p: Plan, ctx: Context) -> None:
-        def answered(token: str | None) -> None:
-            if token is None:
-                self._done(f"{p.name}: cancelled, nothing sent", False)
-                return
-            self._dispatch(p, ctx, token)
-
-        self.push_screen(ConfirmScreen(p), answered)
-
-    @work(thread=True, group="actions", exclusive=True)
-    def _dispatch(self, p: Plan, ctx: Context, token: str) -> None:
-        from runtop.actions import ActionError
-        from runtop.dispatch import dispatch
-
-        def progress(msg: str) -> None:
-            self.call_from_thread(self.notify, f"{p.name}: {msg}", timeout=3)
-
-        try:
-            outcome = dispatch(p, ctx, confirmation=token or None, progress=progress)
-        except ActionError as e:
-            self.call_from_thread(self._done, str(e), True)
-            return
-        self.call_from_thread(self._done, outcome, False)
-
-    def _done(self, message: str, error: bool) -> None:
-        self._confirming = False
-        self.notify(message, severity="error" if error else "information", timeout=8)
-        self.refresh_panes()
-
-    def action_checkin(self) -> None:
-        """Append a check-in to the run's STATUS.md (the runbook's hourly entry), in a worker."""
-        self._write_checkin()
-
-    @work(thread=True, group="checkin", exclusive=True)
-    def _write_checkin(self) -> None:
-        from runtop.checkin import append_checkin, status_path
-        from runtop.outputs import OutputError
-        from runtop.report import to_markdown
-
-        view = self.monitor.view()
-        text = to_markdown(view.state, view.verdict)
-        path = status_path(view.state.path)
-        try:
-            append_checkin(path, text)
-        except (OSError, OutputError) as e:
-            self.call_from_thread(self.notify, f"check-in not written: {e}", severity="error")
-            return
-        self.call_from_thread(self.notify, f"check-in appended to {path}", timeout=5)
