@@ -31,9 +31,9 @@ from runtop.frameworks import get as get_framework
 from runtop.health import HealthTracker, Verdict
 from runtop.live import LiveRun
 from runtop.parsers.events import VllmStats
+from runtop.probe import Probe, Unavailable
 from runtop.publish import Publisher, Slice
 from runtop.rules import Facts
-from runtop.sources.deadline import Deadline, Slow
 from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot
@@ -41,7 +41,6 @@ from runtop.sources.run_reader import RunReader
 from runtop.sources.tmux import TmuxError
 from runtop.sources.vllm_metrics import DEFAULT_URL, fetch
 from runtop.state import RunState
-from runtop.state_parts import LogLine
 from runtop.view import SystemView, View
 
 # What one slice of reading may take per file before the lock is given back (~20-50 ms of work).
@@ -77,89 +76,6 @@ class OnceRun:
 
     def close(self) -> None:
         pass
-
-
-class Unavailable(Exception):
-    """A source that is simply not there (nothing on the port, no tmux server): said plainly,
-    and asked again only every `idle_period`, not on every tick."""
-
-
-class Probe:
-    """A callable run at most every `period` seconds, in a thread of its own with a
-    wall-clock `deadline`; its exception becomes an error line.
-
-    The engine starts a due probe and collects it later (`collect`): a probe that hangs
-    (a `/metrics` endpoint dripping bytes, a stuck tmux or NVML call) never stalls the
-    reader or the screen (issue 10). Past its deadline it says "slow: gave up after N s"
-    once and backs off to `idle_period`. While its source is `Unavailable` (or one of
-    `unavailable`'s exceptions) the probe waits `idle_period` between tries.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        period: float,
-        fn: Callable[[], object],
-        *,
-        idle_period: float | None = None,
-        unavailable: tuple[type[Exception], ...] = (),
-        deadline: float | None = None,
-    ) -> None:
-        self.name, self.period, self.fn = name, period, fn
-        self.idle_period = idle_period if idle_period is not None else period
-        self.unavailable: tuple[type[Exception], ...] = (Unavailable, *unavailable)
-        self.last = float("-inf")
-        self._wait = period
-        self._call: Deadline[object] = Deadline(f"{name} probe", fn, deadline if deadline is not None else max(5.0, 2 * period))
-        self._pending = False
-        self._slow_said = False
-
-    @property
-    def waiting(self) -> bool:
-        """A call has started and not been collected."""
-        return self._pending
-
-    def due(self, now: float) -> bool:
-        return not self._pending and now - self.last >= self._wait
-
-    def start(self, now: float) -> None:
-        self.last = now
-        self._wait = self.period
-        self._pending = True
-        self._slow_said = False
-        self._call.start()
-
-    def collect(self, wait: float = 0.0) -> tuple[bool, object | None, str | None]:
-        """(news, value, error): news is False while the call runs within its deadline."""
-        if not self._pending:
-            return False, None, None
-        try:
-            done, value = self._call.result(wait)
-        except Slow as e:
-            self._wait = self.idle_period  # back off: the next try comes after the stuck one ends
-            if self._slow_said:
-                return False, None, None
-            self._slow_said = True
-            return True, None, str(e)
-        except self.unavailable as e:
-            self._pending = False
-            self._wait = self.idle_period
-            return True, None, str(e)
-        except Exception as e:  # noqa: BLE001 - one failing source never takes the app down (issue 4)
-            self._pending = False
-            return True, None, f"{self.name} probe failed: {type(e).__name__}: {e}"
-        if not done:
-            return False, None, None
-        self._pending = False
-        return True, value, None
-
-    def run(self, now: float) -> tuple[object | None, str | None]:
-        """Start and wait for one call (tests, and callers with nothing else to do)."""
-        self.start(now)
-        while True:
-            news, value, error = self.collect(0.05)
-            if news or not self._pending:
-                return value, error
 
 
 class Engine:
@@ -212,7 +128,6 @@ class Engine:
             self.probes.append(Probe("vllm", interval, self._sample_vllm, idle_period=idle))
         # The Launcher pane (tmux capture-pane): launcher-only lines such as
         # `Trainer failed with exit code 1` reach the Logs pane this way.
-        self._launcher_lines: list[str] = []
         if launcher is not None:
             self.probes.append(Probe("launcher", max(interval, 5.0), launcher, idle_period=idle, unavailable=(TmuxError, ActionError)))
         self.published: View = self._publish()
@@ -352,20 +267,7 @@ class Engine:
         elif name == "vllm":
             sv.vllm_http = value  # type: ignore[assignment]
         elif name == "launcher":
-            self._add_launcher_lines(value)  # type: ignore[arg-type]
-
-    def _add_launcher_lines(self, lines: list[str]) -> None:
-        """Lines the pane shows that it did not show last time (the screen scrolls: match the overlap)."""
-        lines = [ln for ln in lines if ln.strip()]
-        prev = self._launcher_lines
-        k = min(len(prev), len(lines))
-        while k and prev[-k:] != lines[:k]:
-            k -= 1
-        fresh = lines[k:] if prev else lines[-20:]
-        self._launcher_lines = lines
-        for text in fresh:
-            level = "ERROR" if any(w in text for w in ("failed", "Error", "error", "Traceback")) else None
-            self.live.tail.extend([LogLine("launcher", level, None, text[:500])])
+            self.live.tail.add_screen("launcher", value)  # type: ignore[arg-type]
 
     def view(self) -> View:
         """The newest published view: frozen, so any thread may read it without a lock."""

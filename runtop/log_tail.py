@@ -25,11 +25,24 @@ class LogTail:
         self._lines: deque[LogLine] = deque(maxlen=maxlen)
         self.seq = 0
         self._view = TailView()
+        self._screens: dict[str, list[str]] = {}  # what each watched pane showed last
 
     def extend(self, lines: Iterable[LogLine]) -> None:
         added = list(lines)
         self._lines.extend(added)
         self.seq += len(added)
+
+    def add_screen(self, source: str, lines: list[str]) -> None:
+        """A tmux pane's visible lines (the Launcher's `Trainer failed with exit code 1`): only
+        those it did not show last time. The screen scrolls, so the overlap is matched."""
+        lines = [ln for ln in lines if ln.strip()]
+        prev = self._screens.get(source, [])
+        k = min(len(prev), len(lines))
+        while k and prev[-k:] != lines[:k]:
+            k -= 1
+        fresh = lines[k:] if prev else lines[-20:]
+        self._screens[source] = lines
+        self.extend(LogLine(source, _level(text), None, text[:500]) for text in fresh)
 
     def lines(self) -> list[LogLine]:
         return list(self._lines)
@@ -39,3 +52,7 @@ class LogTail:
         if self._view.seq != self.seq:
             self._view = TailView(tuple(self._lines), self.seq)
         return self._view
+
+
+def _level(text: str) -> str | None:
+    return "ERROR" if any(w in text for w in ("failed", "Error", "error", "Traceback")) else None

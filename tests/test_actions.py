@@ -302,7 +302,7 @@ def test_launcher_pane_lines_reach_the_logs_tail(live_run):
     tail = [ln for ln in mon.live.tail.lines() if ln.source == "launcher"]
     assert any("fake launcher ready" in ln.text for ln in tail)
     n = len(tail)
-    mon._add_launcher_lines([*(ln.text for ln in tail), "Trainer failed with exit code 1"])
+    mon.live.tail.add_screen("launcher", [*(ln.text for ln in tail), "Trainer failed with exit code 1"])
     new = [ln for ln in mon.live.tail.lines() if ln.source == "launcher"][n:]
     assert [(ln.text, ln.level) for ln in new] == [("Trainer failed with exit code 1", "ERROR")]
     mon.close()
@@ -314,8 +314,8 @@ def test_action_keys_are_defined_once_and_destructive_alone_decides_the_typed_to
     from types import SimpleNamespace
 
     from runtop import actions
-    from runtop.tui.vetted import READ_ONLY_KEYS
     from runtop.tui.keys import KEYS
+    from runtop.tui.vetted import READ_ONLY_KEYS
 
     keys = [a.key for a in actions.REGISTRY]
     assert len(set(keys)) == len(keys) and READ_ONLY_KEYS == set(keys)

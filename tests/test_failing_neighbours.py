@@ -83,7 +83,7 @@ async def test_the_tui_keeps_advancing_while_metrics_drip(tmp_path, drip_server)
     sim.run(until=sim.START + 40)
     app = make_app(root, fixed=False, processes=False, disks=False, interval=0.2)
     mon = app.monitor
-    from runtop.engine import Probe
+    from runtop.probe import Probe
 
     mon.vllm_url = drip_server
     mon.probes.append(Probe("vllm", 0.2, mon._sample_vllm, idle_period=30.0, deadline=1.0))
@@ -193,7 +193,8 @@ def test_a_lost_gpu_is_said_on_its_row_and_the_others_are_read():
 
 def test_a_hanging_nvml_call_gives_up_and_the_engine_goes_on(simulated):
     from runtop.discovery import discover
-    from runtop.engine import Engine, Probe
+    from runtop.engine import Engine
+    from runtop.probe import Probe
 
     mon = Engine(discover(simulated("healthy", max_steps=3)), interval=0.2, gpu=nvml_probe(FakeNvml(hang=30)), vllm_url=None, processes=False, disks=False)
     gpu = next(p for p in mon.probes if p.name == "gpu")
