@@ -7,17 +7,13 @@ parsed numbers and counters, never log lines.
 
 from __future__ import annotations
 
-import bisect
 import os
-import statistics
-import sys
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from runtop.parsers.events import (
-    TRAINER,
     AttemptStart,
     BatchProgress,
     CheckpointDir,
@@ -49,7 +45,6 @@ from runtop.state_parts import (
     MAX_ERRORS,
     MAX_LOST_STEPS,
     MAX_RECENT_ROLLOUTS,
-    ORIGIN_RANK,
     AgentCounters,
     Attempt,
     Checkpoint,
@@ -63,10 +58,11 @@ from runtop.state_parts import (
     clock_diff,
 )
 from runtop.state_rollouts import RolloutReducers
+from runtop.state_steps import StepReducers
 
 
 @dataclass
-class RunState(RolloutReducers, MetaReducers, ErrorReducers):
+class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
     path: str = ""
     framework: str = "unknown"
     layout: str = "unknown"
@@ -164,32 +160,6 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
                 info.active_after_fatal = True
         return True
 
-    def _supersede_after(self, step: int) -> None:
-        for s in [k for k in self._step_keys if k > step]:
-            row = self.steps[s]
-            if row.attempt < self.attempt:
-                row.superseded = True
-                self.lost_steps.append(self.steps.pop(s))
-                self._step_keys.remove(s)
-                self._dirty_steps.add(s)
-                self.steps_version += 1
-
-    def _row(self, step: int) -> StepRow:
-        """The row of `step`, to be written (so it is marked for the next published view)."""
-        self._dirty_steps.add(step)
-        row = self.steps.get(step)
-        if row is not None and row.attempt < self.attempt:
-            # A step of an earlier attempt that this attempt redoes: keep the old one visible as lost.
-            row.superseded = True
-            self.lost_steps.append(row)
-            row = None
-        if row is None:
-            row = StepRow(step, self.attempt)
-            if step not in self.steps:
-                bisect.insort(self._step_keys, step)
-            self.steps[step] = row
-        return row
-
     # ---- folding --------------------------------------------------------
     def apply(self, ev: Event, source: str = "") -> None:
         handler = _HANDLERS.get(type(ev)) or self._plugin_reducers.get(type(ev))
@@ -218,13 +188,6 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
         self.last_save[ev.role] = ev.step
         self._saving[ev.role] = ev.step
 
-    def _on_resumed(self, ev: Resumed, source: str) -> None:
-        # Attempts are opened by what marks a relaunch (a new attempt dir, a replaced
-        # log, metrics.jsonl going back), never by this line alone: metrics.jsonl is
-        # read first and may already have opened the attempt this line belongs to.
-        self.attempts[-1].resumed_from = ev.step
-        self._supersede_after(ev.step)
-
     def _on_waiting(self, ev: Waiting, source: str) -> None:
         if ev.on:
             self.waiting[ev.role] = ev.on
@@ -243,55 +206,11 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
         if info is not None and info.fatal is not None:
             info.active_after_fatal = True
 
-    def _on_step(self, ev: StepMetrics, source: str) -> None:
-        self._activity(source)
-        self.steps_version += 1
-        row = self._row(ev.step)
-        target = row.trainer if ev.role == TRAINER else row.rollout
-        for name, value in ev.values.items():
-            # Interned: a run of 100k steps shares one copy of each key string.
-            key = sys.intern(f"{ev.role}.{name}")
-            old = row.origin.get(key)
-            if old is not None and ORIGIN_RANK.get(ev.origin, 2) < ORIGIN_RANK.get(old, 2):
-                continue
-            target[name] = value
-            row.origin[key] = ev.origin
-        for name, value in ev.phases_s.items():
-            if ev.origin == "dump" and name in row.phases_s:
-                continue
-            row.phases_s[name] = value
-        for name, value in ev.extra.items():
-            row.extra[name] = value
-        if ev.time and ev.values and ev.step >= (self.current_step() or 0):
-            self.last_step_time = ev.time
-        saving = self._saving.get(ev.role)
-        if saving is not None and ev.step > saving and ev.values:
-            del self._saving[ev.role]  # the save is behind it: a step came after
-        if ev.role == TRAINER:
-            self.trainer_step = max(self.trainer_step or 0, ev.step)
-        else:
-            self.rollout_step = max(self.rollout_step or 0, ev.step)
-            if ev.values:
-                self.rollouts_since_step.clear()  # the batch moved
-                self.waiting.pop(ev.role, None)  # the rollout side is not waiting any more
-
     # ---- SkyRL: phases, the agent layer, relaunches ----------------------
     def _on_attempt_start(self, ev: AttemptStart, source: str) -> None:
         self.new_attempt(ev.reason, number=ev.number)
 
     # ---- derived --------------------------------------------------------
-    def step_keys(self) -> list[int]:
-        """Step numbers in order (do not mutate)."""
-        return self._step_keys
-
-    def rows(self, last: int | None = None) -> list[StepRow]:
-        """The step rows in order; the newest `last` of them when given."""
-        keys = self._step_keys if last is None else self._step_keys[-last:]
-        return [self.steps[k] for k in keys]
-
-    def last_row(self) -> StepRow | None:
-        return self.steps[self._step_keys[-1]] if self._step_keys else None
-
     def write_times(self) -> list[float]:
         """Modification times of the run's logs and metrics files."""
         return [f.mtime for f in self.files.values() if f.mtime is not None and f.kind in ("log", "metrics")]
@@ -301,27 +220,6 @@ class RunState(RolloutReducers, MetaReducers, ErrorReducers):
             return os.path.relpath(path, self.path) if self.path else path
         except ValueError:
             return path
-
-    def current_step(self) -> int | None:
-        steps = [s for s in (self.trainer_step, self.rollout_step) if s is not None]
-        return max(steps) if steps else None
-
-    def median_step_time(self, window: int = 20) -> float | None:
-        rows = [self.steps[s] for s in self.step_keys()[-window:]]
-        times = [v for r in rows if (v := r.trainer.get("step_time_s")) is not None and v > 0]
-        if not times:  # no trainer numbers yet (orchestrator log alone): its clock is the next best
-            times = [v for r in rows if (v := r.rollout.get("step_time_s")) is not None and v > 0]
-        return statistics.median(times) if times else None
-
-    def eta_s(self) -> float | None:
-        """Median step time × steps left (trainer steps: those are what finish a run)."""
-        if self.max_steps is None:
-            return None
-        done = self.trainer_step if self.trainer_step is not None else self.rollout_step
-        med = self.median_step_time()
-        if done is None or med is None:
-            return None
-        return max(0, self.max_steps - done) * med
 
     def run_finished(self) -> bool:
         """A role said it ended normally (`RL trainer finished!`, `Orchestrator finished.`,
