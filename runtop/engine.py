@@ -16,7 +16,6 @@ half-applied poll, and a key never waits on the disk.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import queue
 import threading
@@ -32,7 +31,7 @@ from runtop.health import HealthTracker, Verdict
 from runtop.live import LiveRun
 from runtop.parsers.events import VllmStats
 from runtop.probe import Probe, Unavailable
-from runtop.publish import Publisher, Slice
+from runtop.publish import Publisher
 from runtop.rules import Facts
 from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
@@ -114,7 +113,6 @@ class Engine:
         # Findings that began, handed to the screen without a shared lock.
         self._new_findings: queue.SimpleQueue[Finding] = queue.SimpleQueue()
         self._publisher = Publisher()
-        self._readings: dict[str, int] = {"process": 0, "disk": 0, "gpu": 0, "vllm": 0}  # answers stored, per probe
         self._published_at = 0.0
         if processes:
             self.probes.append(Probe("process", interval, self._sample_procs))
@@ -249,25 +247,13 @@ class Engine:
                 return out
 
     def _store(self, name: str, value: object, error: str | None) -> None:
-        sv = self.system
-        if name in self._readings:
-            self._readings[name] += 1  # a reading, or an error, is news for its pane
-        if error is not None:
-            sv.errors[name] = error
-            if name == "vllm":
-                sv.vllm_http = None  # stale numbers would read as live
+        if name == "launcher":
+            if error is None:
+                self.live.tail.add_screen("launcher", value)  # type: ignore[arg-type]
+            else:
+                self.system.errors[name] = error
             return
-        sv.errors.pop(name, None)
-        if name == "process":
-            sv.procs = value  # type: ignore[assignment]
-        elif name == "disk":
-            sv.disk = value  # type: ignore[assignment]
-        elif name == "gpu":
-            sv.gpu = value  # type: ignore[assignment]
-        elif name == "vllm":
-            sv.vllm_http = value  # type: ignore[assignment]
-        elif name == "launcher":
-            self.live.tail.add_screen("launcher", value)  # type: ignore[arg-type]
+        self.system.store(name, value, error)
 
     def view(self) -> View:
         """The newest published view: frozen, so any thread may read it without a lock."""
@@ -281,26 +267,10 @@ class Engine:
 
     def _publish(self) -> View:
         """A frozen copy of the state and the readings, with a version per slice (under `lock`)."""
-        pub = self._publisher
-        state = pub.freeze(self.state)
-        sv = self.system
-        system = dataclasses.replace(sv, errors=dict(sv.errors))
-        now = self.clock()
-        for part, content in (
-            (Slice.PROCESS, self._readings["process"]),
-            (Slice.DISK, self._readings["disk"]),
-            (Slice.GPU, self._readings["gpu"]),
-            (Slice.VLLM, self._readings["vllm"]),
-            (Slice.VERDICT, (self.verdict.verdict, tuple(self.verdict.reasons), tuple(self.verdict.alerts))),
-            (Slice.CLOCK, int(now)),
-            (Slice.LOGS, self.live.tail.seq),
-            (Slice.READING, round(self.live.backfill_progress(), 2)),
-        ):
-            pub.mark(part, content)
         self._published_at = time.monotonic()
-        return View(
-            state, system, self.verdict, now, self.interval, self.live.reader.checkpoint_dir(), pub.versions(),
-            logs=self.live.tail.view(), backfill=self.live.backfill_progress(),
+        return self._publisher.view(
+            self.state, self.system, self.verdict, self.clock(), self.live.tail, self.live.backfill_progress(),
+            interval=self.interval, checkpoint_dir=self.live.reader.checkpoint_dir(),
         )
 
     def wait(self, timeout: float) -> bool:

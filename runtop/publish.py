@@ -17,32 +17,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import enum
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from runtop.health import Verdict
+from runtop.log_tail import LogTail
 from runtop.state import RunState
-
-
-class Slice(enum.Enum):
-    RUN = "run"  # identity, layout, attempts, phases, the finish, the backfill
-    FILES = "files"  # the files read: sizes, clocks, fatal errors per file
-    STEPS = "steps"  # step rows and step counters
-    ROLLOUTS = "rollouts"  # batch progress, rollouts, env calls, the agent layer
-    CHECKPOINTS = "checkpoints"
-    ERRORS = "errors"  # errors, warnings, notable lines, notes
-    INFERENCE = "inference"  # the inference server's numbers read from its log
-    # Beside the state: the engine's own buffers, the probes' readings, the verdict, the clock.
-    LOGS = "logs"  # the Logs pane's tail (`runtop.log_tail`)
-    READING = "reading"  # how much of the run's history is read (the header's "reading history")
-    PROCESS = "process"
-    DISK = "disk"
-    GPU = "gpu"
-    VLLM = "vllm"
-    VERDICT = "verdict"
-    CLOCK = "clock"  # whole seconds: panes that show ages
-
+from runtop.view import Slice, SystemView, View
 
 # Every RunState field belongs to exactly one slice (tests/test_publish.py keeps it so).
 STATE_SLICES: dict[Slice, tuple[str, ...]] = {
@@ -95,6 +77,29 @@ class Publisher:
         if part not in self._marks or self._marks[part] != content:
             self._marks[part] = content
             self._versions[part] += 1
+
+    def view(
+        self, state: RunState, system: SystemView, verdict: Verdict, now: float, tail: LogTail, backfill: float,
+        *, interval: float, checkpoint_dir: str | None,
+    ) -> View:
+        """Everything the screen draws, frozen, with a version per slice (the engine's thread)."""
+        frozen = self.freeze(state)
+        readings = dict(system.readings)
+        for part, content in (
+            (Slice.PROCESS, readings.get("process")),
+            (Slice.DISK, readings.get("disk")),
+            (Slice.GPU, readings.get("gpu")),
+            (Slice.VLLM, readings.get("vllm")),
+            (Slice.VERDICT, (verdict.verdict, tuple(verdict.reasons), tuple(verdict.alerts))),
+            (Slice.CLOCK, int(now)),
+            (Slice.LOGS, tail.seq),
+            (Slice.READING, round(backfill, 2)),
+        ):
+            self.mark(part, content)
+        return View(
+            frozen, dataclasses.replace(system, errors=dict(system.errors), readings=readings), verdict, now, interval,
+            checkpoint_dir, self.versions(), logs=tail.view(), backfill=backfill,
+        )
 
     def versions(self) -> Mapping[Slice, int]:
         return MappingProxyType(dict(self._versions))

@@ -7,17 +7,40 @@ engine publishes is frozen: its state is a copy the engine never writes again, a
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from runtop.health import Verdict
 from runtop.log_tail import TailView
 from runtop.parsers.events import VllmStats
-from runtop.publish import Slice
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
 from runtop.sources.processes import ProcessSnapshot
 from runtop.state import RunState
+
+PROBES = ("process", "disk", "gpu", "vllm")
+
+
+class Slice(enum.Enum):
+    """A part of what the screen draws, with its own version (`runtop.publish`)."""
+
+    RUN = "run"  # identity, layout, attempts, phases, the finish, a failed backfill
+    FILES = "files"  # the files read: sizes, clocks, fatal errors per file
+    STEPS = "steps"  # step rows and step counters
+    ROLLOUTS = "rollouts"  # batch progress, rollouts, env calls, the agent layer
+    CHECKPOINTS = "checkpoints"
+    ERRORS = "errors"  # errors, warnings, notable lines, notes
+    INFERENCE = "inference"  # the inference server's numbers read from its log
+    # Beside the state: the engine's own buffers, the probes' readings, the verdict, the clock.
+    LOGS = "logs"  # the Logs pane's tail (`runtop.log_tail`)
+    READING = "reading"  # how much of the run's history is read (the header's "reading history")
+    PROCESS = "process"
+    DISK = "disk"
+    GPU = "gpu"
+    VLLM = "vllm"
+    VERDICT = "verdict"
+    CLOCK = "clock"  # whole seconds: panes that show ages
 
 
 @dataclass
@@ -30,6 +53,25 @@ class SystemView:
     vllm_http: VllmStats | None = None
     vllm_url: str | None = None
     errors: dict[str, str] = field(default_factory=dict)  # probe name → why it has no reading
+    readings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PROBES, 0))  # answers stored, per probe
+
+    def store(self, name: str, value: object, error: str | None) -> None:
+        """A probe's answer (the engine's thread): its reading, or why it has none."""
+        self.readings[name] = self.readings.get(name, 0) + 1  # a reading, or an error, is news for its pane
+        if error is not None:
+            self.errors[name] = error
+            if name == "vllm":
+                self.vllm_http = None  # stale numbers would read as live
+            return
+        self.errors.pop(name, None)
+        if name == "process":
+            self.procs = value  # type: ignore[assignment]
+        elif name == "disk":
+            self.disk = value  # type: ignore[assignment]
+        elif name == "gpu":
+            self.gpu = value  # type: ignore[assignment]
+        elif name == "vllm":
+            self.vllm_http = value  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,11 @@ import time
 
 from runtop.discovery import discover
 from runtop.engine import Engine
-from runtop.publish import STATE_SLICES, Slice
+from runtop.publish import STATE_SLICES
 from runtop.simulator.primerl import Simulator
 from runtop.sources.gpu import RecordedProbe
 from runtop.state import RunState
+from runtop.view import Slice
 from tests.tui_helpers import BIG, H100, make_app, pane, settle
 
 

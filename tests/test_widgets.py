@@ -14,10 +14,9 @@ from runtop.findings import Finding
 from runtop.health import Verdict
 from runtop.log_tail import TailView
 from runtop.parsers.events import GENERATOR, ORCHESTRATOR, TRAINER, AgentReward, FormatFailure, StepMetrics
-from runtop.publish import Slice
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint, LogLine
-from runtop.view import SystemView, View
+from runtop.view import Slice, SystemView, View
 from runtop.widgets.alerts_pane import AlertsPane
 from runtop.widgets.disk_pane import DiskPane
 from runtop.widgets.health_header import HealthHeader

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from runtop.publish import Slice
-from runtop.view import View
+from runtop.view import Slice, View
 from runtop.widgets.pane import Pane
 
 SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "grey70"}

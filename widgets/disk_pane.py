@@ -7,8 +7,7 @@ import os
 from rich.table import Table
 from rich.text import Text
 
-from runtop.publish import Slice
-from runtop.view import View
+from runtop.view import Slice, View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import bar, duration, human_bytes
 

@@ -11,8 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable
 
-from runtop.publish import Slice
-from runtop.view import View
+from runtop.view import Slice, View
 from runtop.widgets.pane import SafeStatic, versions
 from runtop.widgets.render import duration
 

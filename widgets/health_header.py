@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from runtop.publish import Slice
-from runtop.view import View
+from runtop.view import Slice, View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import age as coarse_age
 from runtop.widgets.render import duration

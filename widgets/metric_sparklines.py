@@ -7,8 +7,7 @@ import math
 from rich.text import Text
 
 from runtop.columns import SPARKLINES
-from runtop.publish import Slice
-from runtop.view import View
+from runtop.view import Slice, View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import num, sparkline, trend
 

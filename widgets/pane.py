@@ -10,8 +10,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from runtop.parsers.hygiene import mask
-from runtop.publish import Slice
-from runtop.view import View
+from runtop.view import Slice, View
 
 
 class SafeStatic(Static):

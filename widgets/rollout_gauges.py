@@ -6,8 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from runtop.frameworks import get as get_framework
-from runtop.publish import Slice
-from runtop.view import View
+from runtop.view import Slice, View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import bar
 

@@ -12,8 +12,7 @@ from typing import Any
 from rich.text import Text
 
 from runtop.columns import STEP_COLUMNS
-from runtop.publish import Slice
-from runtop.view import View
+from runtop.view import Slice, View
 from runtop.widgets.pane import SafeStatic, versions
 from runtop.widgets.render import num, scroll_bindings
 
