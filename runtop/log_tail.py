@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from runtop.parsers.records import Record
 from runtop.state_parts import MAX_LOG_LINES, LogLine
 
 
@@ -44,6 +45,12 @@ class LogTail:
         self._screens[source] = lines
         self.extend(LogLine(source, _level(text), None, text[:500]) for text in fresh)
 
+    def add_poll(self, lines: list[LogLine]) -> None:
+        """One poll's lines from every file, merged by time (stable: each file keeps its order)."""
+        if lines:
+            lines.sort(key=lambda ln: ln.time or "")
+            self.extend(lines[-MAX_LOG_LINES:])
+
     def lines(self) -> list[LogLine]:
         return list(self._lines)
 
@@ -56,3 +63,21 @@ class LogTail:
 
 def _level(text: str) -> str | None:
     return "ERROR" if any(w in text for w in ("failed", "Error", "error", "Traceback")) else None
+
+
+def pane_lines(records: list[Record], role: str, last_time: str | None, out: list[LogLine]) -> str | None:
+    """The Logs pane's lines of `records` into `out`: each record's message, and the head and
+    tail of its continuation (a traceback's last lines name the exception). Returns the
+    time of the last record that had one (a bare print gets the time of the record before)."""
+    for rec in records[-MAX_LOG_LINES:]:
+        # A Ray-prefixed line is tagged with its process (`skyrl_entrypoint`), not the file's role.
+        src = rec.proc.split(" pid=")[0] if rec.proc else role
+        level = rec.level or ("ERROR" if rec.fmt in ("orphan", "raylet") else None)
+        if rec.time:
+            last_time = rec.time
+        out.append(LogLine(src, level, last_time, rec.message[:500]))
+        cont = rec.lines()
+        extra = cont if len(cont) <= 5 else [*cont[:2], f"… {len(cont) - 4 + rec.cont_dropped} more lines", *cont[-2:]]
+        for line in extra:
+            out.append(LogLine(src, level, last_time, "  " + line[:500]))
+    return last_time

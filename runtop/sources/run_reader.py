@@ -13,15 +13,15 @@ import time
 
 from runtop.discovery import RunLayout, Tracked, rescan, resolve
 from runtop.frameworks import Framework, get
-from runtop.log_tail import LogTail
+from runtop.log_tail import LogTail, pane_lines
 from runtop.parsers import metrics_jsonl, rollouts
-from runtop.parsers.configs import RunConfig, merge, parse_config
 from runtop.parsers.events import Event, StepMetrics, Unparsed
 from runtop.parsers.records import Record, RecordAssembler
 from runtop.parsers.skim import skim
+from runtop.sources.run_configs import ConfigReader
 from runtop.sources.tailer import FileTailer
 from runtop.state import RunState
-from runtop.state_parts import MAX_LOG_LINES, FileInfo, LogLine
+from runtop.state_parts import FileInfo, LogLine
 
 MAX_LINE = {"log": 64 * 1024, "metrics": 1 << 20, "rollouts": 32 << 20, "config": 1 << 20}
 
@@ -63,16 +63,15 @@ class RunReader:
         if s.plugin is None:
             s.use_plugin(self.framework.new_state, self.framework.reducers)
         self._followed: dict[str, _Followed] = {}
-        self._configs: dict[str, float] = {}
-        self._config_values: dict[str, RunConfig] = {}
+        self._configs = ConfigReader()
         # The layout was just discovered: the first rescan is due one interval from now.
         self._last_rescan = time.monotonic()
         self._last_ckpt = float("-inf")
         self._ckpt_dir: str | None = None
-        self._poll_lines: list[LogLine] = []
+        self._poll_lines: list[LogLine] = []  # this poll's lines for the Logs pane, from every file
         self._started_attempt = False
         self._sync_files()
-        self._read_configs()
+        self._configs.read(self.layout, self.state, self.framework)
 
     # ---- file set -------------------------------------------------------
     def _sync_files(self) -> None:
@@ -109,7 +108,7 @@ class RunReader:
             self._last_rescan = now
             if not self.layout.single_file:
                 self._rescan()
-            changed = self._read_configs()
+            changed = self._configs.read(self.layout, self.state, self.framework)
         # metrics.jsonl first: its step regressions number the attempts (see state.new_attempt);
         # then the attempt dir's number, which can only move the count forward.
         for kind in ("metrics", "log", "rollouts"):
@@ -122,7 +121,8 @@ class RunReader:
                     changed |= self._read(f, max_bytes)
         for f in self._follow_named_logs():
             changed |= self._read(f, max_bytes)
-        self._flush_tail()
+        lines, self._poll_lines = self._poll_lines, []
+        self.tail.add_poll(lines)
         ckpt_dir = self.checkpoint_dir()
         # A checkpoint dir the log has just named is listed at once, not one interval later.
         if not self.layout.single_file and (now - self._last_ckpt >= ckpt_every or ckpt_dir != self._ckpt_dir):
@@ -178,40 +178,6 @@ class RunReader:
         self.layout = fresh
         self.state.layout = fresh.layout
         self._sync_files()
-
-    def _read_configs(self) -> bool:
-        changed = False
-        for t in self.layout.configs:
-            try:
-                mtime = os.path.getmtime(t.path)
-            except OSError:
-                continue
-            if self._configs.get(t.path) == mtime:
-                continue
-            self._configs[t.path] = mtime
-            try:
-                with open(t.path, encoding="utf-8", errors="replace") as fh:
-                    text = fh.read(4 << 20)
-            except OSError as e:
-                self.state.notes.append(f"cannot read {t.path}: {e.strerror or e}")
-                continue
-            cfg = parse_config(text, "json" if t.path.endswith(".json") else "toml")
-            if cfg is None:
-                self.state.unrecognised[t.path] = "config file does not parse"
-                continue
-            self._config_values[t.path] = cfg
-            changed = True
-        if changed:
-            merged = merge(list(self._config_values.values()))
-            s = self.state
-            if merged.max_steps is not None:
-                s.max_steps, s.max_steps_source = merged.max_steps, "config"
-            s.run_name = merged.run_name or s.run_name
-            s.ckpt_interval = merged.ckpt_interval
-            s.keep_last = merged.keep_last
-        if self.state.run_name is None:
-            self.state.run_name = self.framework.default_run_name(self.layout)
-        return changed
 
     def _read(self, f: _Followed, max_bytes: int | None) -> bool:
         info = self.state.files[f.tracked.path]
@@ -280,38 +246,11 @@ class RunReader:
         path = f.tracked.path
         if self.state.first_time is None and f.tailer.start_offset == 0:
             self.state.first_time = next((r.time for r in records if r.time), None)
-        self._keep_tail(f, records)
+        f.last_time = pane_lines(records, f.tracked.role, f.last_time, self._poll_lines)
         for rec in reversed(records):
             if rec.time:
                 self.state.files[path].last_time = rec.time
                 break
-
-    def _keep_tail(self, f: _Followed, records: list[Record]) -> None:
-        """The last lines of each record for the Logs pane (a record's first 3 continuation lines)."""
-        tail = self._poll_lines
-        role = f.tracked.role
-        for rec in records[-MAX_LOG_LINES:]:
-            # A Ray-prefixed line is tagged with its process (`skyrl_entrypoint`), not the file's role.
-            src = rec.proc.split(" pid=")[0] if rec.proc else role
-            level = rec.level or ("ERROR" if rec.fmt in ("orphan", "raylet") else None)
-            if rec.time:
-                f.last_time = rec.time
-            t = rec.time or f.last_time  # a bare print gets the time of the record before it
-            tail.append(LogLine(src, level, t, rec.message[:500]))
-            cont = rec.lines()
-            # A traceback's last lines name the exception: keep the head and the tail of a long record.
-            extra = cont if len(cont) <= 5 else [*cont[:2], f"… {len(cont) - 4 + rec.cont_dropped} more lines", *cont[-2:]]
-            for line in extra:
-                tail.append(LogLine(src, level, t, "  " + line[:500]))
-
-    def _flush_tail(self) -> None:
-        """This poll's lines from every file, merged by time (stable: each file keeps its order)."""
-        lines, self._poll_lines = self._poll_lines, []
-        if not lines:
-            return
-        lines.sort(key=lambda ln: ln.time or "")
-        lines = lines[-MAX_LOG_LINES:]
-        self.tail.extend(lines)
 
     def _fold_metrics(self, f: _Followed, lines: list[str], first_line: int = 1) -> None:
         path = f.tracked.path
