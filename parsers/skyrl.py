@@ -19,31 +19,19 @@ the status dict move the trainer's counter.
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections import Counter
-from dataclasses import replace
 from typing import Any
 
 from . import vllm
-from .crashes import crash_signature, error_notice, has_traceback
 from .events import (
     GENERATOR,
-    INFERENCE,
-    LAUNCHER,
     TRAINER,
     AgentReward,
-    AttemptStart,
     BatchProgress,
-    CheckpointDir,
-    CheckpointSave,
     Event,
-    ExtraLog,
-    Kind,
     MaxSteps,
-    Notice,
     Phase,
-    Resumed,
     RoleFinished,
     StepMetrics,
     Trajectory,
@@ -51,27 +39,18 @@ from .events import (
 )
 from .numbers import strict_float
 from .records import Record
-from .skyrl_agent import _is_agent_traceback, agent_events, agent_traceback, launch_config
-from .skyrl_numbers import ORCH_KEYS, _kv_numbers, _literal_dict, dump_numbers, global_step_of, status_numbers
-from .skyrl_records import _proc_role
+from .skyrl_agent import launch_config
+from .skyrl_lifecycle import SkyrlLifecycle
+from .skyrl_numbers import _kv_numbers, _literal_dict, dump_numbers, global_step_of, policy_progress, rollout_means, status_numbers
 
 TIMER_RE = re.compile(r"(Started|Finished): '([\w.\-/ ]+)'(?:, time cost: ([\d.]+)s)?", re.ASCII)
 GLOBAL_STEP_RE = re.compile(r"global_step: (\d+)\s*$", re.ASCII)
 REWARD_LINE_RE = re.compile(r"(ft|gt|rubric|total)_reward: ([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan)", re.ASCII)
 RUBRIC_RE = re.compile(r"Rubric evaluation complete for instance (\S+?):?\s+(.*)", re.ASCII)
 STEP_DUMP_RE = re.compile(r"Step (\d+):\s*(\{.*)?$", re.S | re.ASCII)
-POLICY_TQDM_RE = re.compile(r"Policy Train epoch \[(\d{1,12})/(\d{1,12})\]:.{0,400}?\|\s*(\d{1,12})/(\d{1,12})(?:\s*\[([^\]]*)\])?", re.ASCII)
-POSTFIX_RE = re.compile(r"(?<!\w)(\w+)=([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\b", re.ASCII)
 BATCHES_RE = re.compile(r"Training Batches Processed:.{0,200}?(?<!\d)(\d{1,12})/(\d{1,12})", re.ASCII)
-TOTAL_STEPS_RE = re.compile(r"Total steps: (\d+)", re.ASCII)
-SAVED_RE = re.compile(r"Successfully saved checkpoint for global_step_(\d+) to: (\S+)", re.ASCII)
-LOADING_RE = re.compile(r"Loading checkpoint from:? (\S+)", re.ASCII)
-RESUMING_RE = re.compile(r"Resuming from global_step:? (\d+)", re.ASCII)
-INFRA_RE = re.compile(r"Infrastructure logs will be written to:? (\S+)", re.ASCII)
-ATTEMPT_RE = re.compile(r"Attempt #(\d+)", re.ASCII)
-EXITED_RE = re.compile(r"Training exited with code (-?\d+)(?: after (\d+)s)?", re.ASCII)
 
-class SkyrlParser:
+class SkyrlParser(SkyrlLifecycle):
     """Records of one SkyRL driver log → events. One per file; reset it when the file restarts."""
 
     MAX_PENDING = 64
@@ -180,15 +159,6 @@ class SkyrlParser:
             # A process that dies mid-phase prints its dump under the last record it wrote.
             self._crash_in_lines(rec, lines, t, out)
 
-    def _crash_in_lines(self, rec: Record, lines: list[str], t: str | None, out: list[Event]) -> bool:
-        if not crash_signature("\n".join(lines[:20] + lines[-20:])):
-            return False
-        orphan = Record("orphan", t, None, lines[0], rec.proc, lines[1:])
-        notice = error_notice(orphan, _proc_role(rec.proc), traceback_is_fatal=True)
-        if notice is not None:
-            out.append(notice)
-        return notice is not None
-
     def _timer(self, msg: str, t: str | None, out: list[Event]) -> None:
         m = TIMER_RE.match(msg)
         if not m:
@@ -277,101 +247,14 @@ class SkyrlParser:
         self._emit(out, TRAINER, trainer, extra=extra, origin="dump", time=t, step=step)
 
     def _policy_tqdm(self, msg: str, t: str | None, out: list[Event]) -> None:
-        m = POLICY_TQDM_RE.search(msg)
-        if not m:
+        progress = policy_progress(msg)
+        if progress is None:
             return
-        done, total = int(m.group(3)), int(m.group(4))
+        (done, total), extra = progress
         out.append(Phase("policy_train", True, t, progress=(done, total)))
-        if done == total and m.group(5):
-            # The postfix is the last micro-batch only: kept apart, under its own label.
-            post = {k: float(v) for k, v in POSTFIX_RE.findall(m.group(5))}
-            extra = {f"last_microbatch/{k}": v for k, v in post.items()}
-            if extra:
-                self._emit(out, TRAINER, {}, extra=extra, time=t)
+        if extra:
+            self._emit(out, TRAINER, {}, extra=extra, time=t)
 
     def _rollout_means(self, msg: str, t: str | None, out: list[Event]) -> None:
-        nums = _kv_numbers(msg)
-        values: dict[str, float] = {}
-        extra: dict[str, float] = {}
-        for k, v in nums.items():
-            if k in ORCH_KEYS:
-                values[ORCH_KEYS[k]] = v
-            elif k == "reward/avg_raw_reward":
-                values.setdefault("reward", v)
-                extra["raw_reward"] = v
-            elif k.startswith("reward/avg_pass_at_"):
-                extra[k.split("/", 1)[1].replace("avg_", "")] = v
-            else:
-                extra[k] = v
+        values, extra = rollout_means(msg)
         self._emit(out, GENERATOR, values, extra=extra, time=t)
-
-    def _wrapper(self, msg: str, t: str | None, out: list[Event]) -> None:
-        m = ATTEMPT_RE.search(msg)
-        if m:
-            out.append(AttemptStart(int(m.group(1)), f"autoretry Attempt #{m.group(1)}", t))
-            return
-        m = EXITED_RE.search(msg)
-        if m:
-            code = int(m.group(1))
-            level = "ERROR" if code != 0 else "INFO"
-            out.append(Notice(LAUNCHER, level, f"exit code {code}", msg, t, fatal=code != 0))
-            if code == 0:
-                out.append(RoleFinished(TRAINER, t))
-
-    def _message(self, rec: Record, msg: str, lines: list[str], t: str | None, out: list[Event]) -> None:
-        role = _proc_role(rec.proc)
-        level = rec.level or ""
-        n = rec.repeat
-        agent = agent_events(rec, msg, lines, t)
-        if agent is not None:  # the agent's own lines: slow tools, timeouts, overflows, format rules
-            out.extend(agent)
-            return
-        if (m := SAVED_RE.search(msg)) is not None:
-            step, path = int(m.group(1)), m.group(2)
-            out.append(CheckpointSave(TRAINER, step, t))
-            out.append(CheckpointDir(posixpath.dirname(path.rstrip("/")) or ".", "log: Successfully saved checkpoint"))
-            return
-        if (m := RESUMING_RE.search(msg)) is not None:
-            step = int(m.group(1))
-            out.append(AttemptStart(None, f"resumed from global_step {step}", t))
-            out.append(Resumed(TRAINER, step, t))
-            self.next_step = step + 1
-            return
-        if "No checkpoint found" in msg and "scratch" in msg:
-            out.append(AttemptStart(None, "started from scratch (no checkpoint found)", t))
-            out.append(Resumed(TRAINER, 0, t))
-            self.next_step = 1
-            return
-        if (m := LOADING_RE.search(msg)) is not None and msg.startswith("Loading checkpoint"):
-            parent = posixpath.dirname(m.group(1).rstrip("/"))
-            if parent:
-                out.append(CheckpointDir(parent, "log: Loading checkpoint"))
-            return
-        if msg.startswith(("Training finished", "Training complete")):
-            out.append(RoleFinished(TRAINER, t))
-            return
-        if (m := TOTAL_STEPS_RE.match(msg)) is not None:
-            out.append(MaxSteps(int(m.group(1)), "log"))
-            return
-        if (m := INFRA_RE.search(msg)) is not None:
-            out.append(ExtraLog(m.group(1), INFERENCE))
-            return
-        if has_traceback(lines) and _is_agent_traceback(rec, lines):
-            out.extend(agent_traceback(rec, lines, t))
-            return
-        if level in ("ERROR", "CRITICAL") or rec.fmt in ("orphan", "raylet", "print") or has_traceback(lines):
-            fatal_tb = rec.proc is None or rec.proc.startswith("skyrl_entrypoint")
-            if rec.time is None and t is not None:
-                rec.time = t
-            notice = error_notice(rec, role, traceback_is_fatal=fatal_tb)
-            if notice is not None and notice.actor and _proc_role(notice.actor) != role:
-                notice = replace(notice, role=_proc_role(notice.actor))  # the dead actor's role, not the driver's
-            if notice is not None and (notice.kind != "error" or level in ("ERROR", "CRITICAL")):
-                out.append(notice)
-            return
-        if lines and self._crash_in_lines(rec, lines, t, out):
-            return
-        if level == "WARNING":
-            sig = crash_signature(msg)
-            kind = sig[0] if sig else (Kind.ULIMIT if "ulimit" in msg else "warning")
-            out.append(Notice(role, "WARNING", kind, msg[:300], t, count=n))

@@ -122,3 +122,38 @@ def dump_numbers(d: dict[Any, Any], phases_seen: set[str]) -> tuple[dict[str, fl
         else:
             extra[k] = num
     return trainer, orch, phases, extra
+
+
+POLICY_TQDM_RE = re.compile(r"Policy Train epoch \[(\d{1,12})/(\d{1,12})\]:.{0,400}?\|\s*(\d{1,12})/(\d{1,12})(?:\s*\[([^\]]*)\])?", re.ASCII)
+POSTFIX_RE = re.compile(r"(?<!\w)(\w+)=([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\b", re.ASCII)
+
+
+def policy_progress(msg: str) -> tuple[tuple[int, int], dict[str, float]] | None:
+    """The policy-training bar (`Policy Train epoch [1/1]: 100%|…| 8/8 [… loss=…]`): how far,
+    and at its last frame the postfix, which is the last micro-batch's only: kept apart,
+    under its own label."""
+    m = POLICY_TQDM_RE.search(msg)
+    if not m:
+        return None
+    done, total = int(m.group(3)), int(m.group(4))
+    extra: dict[str, float] = {}
+    if done == total and m.group(5):
+        extra = {f"last_microbatch/{k}": float(v) for k, v in POSTFIX_RE.findall(m.group(5))}
+    return (done, total), extra
+
+
+def rollout_means(msg: str) -> tuple[dict[str, float], dict[str, float]]:
+    """(the generator's values, everything else) of a `reward/…` or `avg_final_rewards` line."""
+    values: dict[str, float] = {}
+    extra: dict[str, float] = {}
+    for k, v in _kv_numbers(msg).items():
+        if k in ORCH_KEYS:
+            values[ORCH_KEYS[k]] = v
+        elif k == "reward/avg_raw_reward":
+            values.setdefault("reward", v)
+            extra["raw_reward"] = v
+        elif k.startswith("reward/avg_pass_at_"):
+            extra[k.split("/", 1)[1].replace("avg_", "")] = v
+        else:
+            extra[k] = v
+    return values, extra
