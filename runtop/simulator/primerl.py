@@ -20,7 +20,6 @@ The script is deterministic for a given seed.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import random
@@ -28,6 +27,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from runtop.simulator.player import Action, ScriptPlayer
+from runtop.simulator.primerl_failures import PrimeFailures
+from runtop.simulator.primerl_text import (
+    ENV,
+    RUN_NAME,
+    START,
+    clock,
+    duration_text,
+    loguru,
+)
 
 SCENARIOS = (
     "healthy",
@@ -40,32 +48,7 @@ SCENARIOS = (
     "entropy-collapse",
     "rollouts-failing",
 )
-ENV = "reverse-text"
-RUN_NAME = "reverse-text--qwen3-0.6b--sim"
-START = 14 * 3600  # the simulated clock starts at 14:00:00
-DIM, BOLD, RESET = "\x1b[2m", "\x1b[1m", "\x1b[0m"
-LEVEL_COLOUR = {"INFO": "", "SUCCESS": "\x1b[32m", "WARNING": "\x1b[33m", "ERROR": "\x1b[31m"}
-
-
-def clock(t: float) -> str:
-    t = int(t) % 86400
-    return f"{t // 3600:02d}:{t % 3600 // 60:02d}:{t % 60:02d}"
-
-
-def loguru(t: float, level: str, msg: str) -> str:
-    """A prime-rl loguru line as written with colorize=True."""
-    c = LEVEL_COLOUR[level]
-    return f"{DIM}{clock(t)}{RESET} {c}{BOLD}{level:>7}{RESET} {c}{BOLD}\x1b[22m{msg}{RESET}{RESET}\n"
-
-
-def duration_text(secs: float) -> str:
-    """prime-rl's compact duration: `2m 35s`, `1h 4m`."""
-    m, s = divmod(int(secs), 60)
-    h, m = divmod(m, 60)
-    return f"{h}h {m}m" if h else f"{m}m {s}s"
-
-
-class Simulator(ScriptPlayer):
+class Simulator(PrimeFailures, ScriptPlayer):
     START = START
 
     def __init__(
@@ -284,91 +267,3 @@ class Simulator(ScriptPlayer):
                 f.write(b"\0" * 1024)
 
         return act
-
-    def _failed_save(self, t: float, step: int) -> Iterator[Action]:
-        def act() -> None:
-            self.orch(t, "INFO", f"Saving checkpoint at step {step}")
-            self.trainer(t, "INFO", f"Saving checkpoint at step {step}")
-            base = os.path.join(self.root, "checkpoints", f"step_{step}", "trainer")
-            os.makedirs(base, exist_ok=True)
-            with open(os.path.join(base, "__0_0.distcp"), "wb") as f:
-                f.truncate(1 << 20)
-            with open(os.path.join(base, ".metadata.tmp"), "wb") as f:
-                f.write(b"\0" * 64)
-            self.trainer(t + 4, "ERROR", "Fatal error in train", _traceback("OSError", "[Errno 28] No space left on device"))
-
-        yield t, act
-
-    def _core_dump(self) -> None:
-        path = os.path.join(self.root, "core.2210467")
-        with open(path, "wb") as f:
-            f.truncate(9 << 30)  # 9 GiB apparent, sparse (seed 000: core dumps filled the disk)
-
-    def _trainer_oom(self, t: float) -> Iterator[Action]:
-        msg = "CUDA out of memory. Tried to allocate 4.64 GiB. GPU 0 has a total capacity of 79.19 GiB of which 2.91 GiB is free."
-        yield t, lambda: self.trainer(t, "ERROR", "Fatal error in train", _traceback("torch.OutOfMemoryError", msg))
-        yield t + 3, lambda: self._append(
-            "logs/attempt_1/trainer.log",
-            "E0821 14:05:23.118000 2210431 torch/distributed/elastic/multiprocessing/api.py:882] failed (exitcode: 1) local_rank: 0 (pid: 2210467) of binary: /home/ubuntu/prime-rl/.venv/bin/python3\n",
-        )
-        yield t + 4, lambda: self.vllm(t + 4, "INFO", "Shutting down FastAPI HTTP server.")
-
-    def _inference_death(self, t: float) -> Iterator[Action]:
-        def die() -> None:
-            # The shape of genuine v1 output (vllm-project/vllm-omni#322): EngineCore's own
-            # traceback names the cause; the API server's EngineDeadError only reports it.
-            proc = "EngineCore_DP0 pid=2210102"
-            self.vllm(t, "ERROR", "\n".join((
-                "EngineCore encountered a fatal error.",
-                "Traceback (most recent call last):",
-                '  File "/home/ubuntu/prime-rl/.venv/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 701, in run_engine_core',
-                "    engine_core.run_busy_loop()",
-                "RuntimeError: CUDA error: an illegal memory access was encountered",
-            )), proc=proc, loc="core.py:710")
-            self.vllm(t + 1, "ERROR", "\n".join((
-                "AsyncLLM output_handler failed.",
-                "Traceback (most recent call last):",
-                '  File "/home/ubuntu/prime-rl/.venv/lib/python3.12/site-packages/vllm/v1/engine/async_llm.py", line 439, in output_handler',
-                "    outputs = await engine_core.get_output_async()",
-                "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
-            )), loc="async_llm.py:480")
-            for i in range(3):
-                self.vllm(t + 1, "INFO", f"Request chatcmpl-{i}a7f3e9c1b2d44 failed (engine dead).", loc="async_llm.py:419")
-
-        yield t, die
-        for k in range(1, 7):
-            tk = t + 10 * k
-            yield tk, functools.partial(self.orch, tk, "WARNING", f"Inference server was not reached after {10 * k} seconds (Error: All connection attempts failed) on http://localhost:8100")
-
-    def _hung(self, t: float) -> Iterator[Action]:
-        for k in range(12):
-            tk = t + 10 * k
-            yield tk, functools.partial(self.orch, tk, "INFO", "Train batch 0/128 (0.0%) (+0 buffered); 128 inflight episodes (train=128, eval=0)")
-            yield tk + 1, functools.partial(self.vllm, tk + 1, "ERROR", "Error in preprocessing prompt inputs: ValueError: 'max_tokens' or 'max_completion_tokens' is too large: 4000. This model's maximum context length is 4096 tokens and your request has 1297 input tokens (4000 > 4096 - 1297).")
-
-
-    def _failing(self, t: float) -> Iterator[Action]:
-        """Stuck without an ERROR: every rollout fails with one error type and is retried
-        while the batch stays at 0 (FORMATS.md, "What genuine output adds")."""
-        for k in range(48):
-            tk = t + 20 * k
-
-            def act(tk: float = tk, k: int = k) -> None:
-                rid = f"r{k:04d}"
-                self.env(tk, f"rollout start: id={rid} task={ENV}-{k % 7} harness=null runtime=docker")
-                self.env(tk + 6, f"rollout done: id={rid} task={ENV}-{k % 7} reward=0.0 turns=0 stop=HarnessError")
-                self.orch(tk + 6, "WARNING", f"Rollout failed (task={ENV}-{k % 7}, attempt {k // 4 + 1}) — HarnessError: harness 'null' exited 1")
-                self.orch(tk + 7, "INFO", "Train batch 0/128 (0.0%) (+0 buffered); 4 inflight episodes (train=4, eval=0)")
-
-            yield tk, act
-
-
-def _traceback(exc: str, msg: str) -> str:
-    return (
-        "\x1b[33m\x1b[1mTraceback (most recent call last):\x1b[0m\n"
-        '  File "/home/ubuntu/prime-rl/src/prime_rl/trainer/rl/train.py", line 423, in train\n'
-        "    out = forward(\n"
-        '  File "/home/ubuntu/prime-rl/src/prime_rl/trainer/model.py", line 1476, in forward\n'
-        "    raise OutOfMemoryError(OOM)\n"
-        f"\x1b[31m\x1b[1m{exc}\x1b[0m:\x1b[1m {msg}\x1b[0m\n"
-    )
