@@ -114,6 +114,9 @@ class Engine:
         self._new_findings: queue.SimpleQueue[Finding] = queue.SimpleQueue()
         self._publisher = Publisher()
         self._published_at = 0.0
+        # A run read once by the caller (`status`, `check`) has no screen: no frozen copy of
+        # a 100k-step state is made for nobody (`view()` builds one if asked).
+        self.publishing = not isinstance(self.live, OnceRun)
         if processes:
             self.probes.append(Probe("process", interval, self._sample_procs))
         if disks:
@@ -128,7 +131,7 @@ class Engine:
         # `Trainer failed with exit code 1` reach the Logs pane this way.
         if launcher is not None:
             self.probes.append(Probe("launcher", max(interval, 5.0), launcher, idle_period=idle, unavailable=(TmuxError, ActionError)))
-        self.published: View = self._publish()
+        self.published: View | None = self._publish() if self.publishing else None
 
     @property
     def state(self) -> RunState:
@@ -169,7 +172,7 @@ class Engine:
             with self.lock:
                 changed |= self.live.step(max_bytes=SLICE_BYTES)
                 more = not self.live.reader.done()
-                if more and changed and time.monotonic() - self._published_at >= PUBLISH_S:
+                if more and changed and self.publishing and time.monotonic() - self._published_at >= PUBLISH_S:
                     self.published = self._publish()
             if not more or time.monotonic() > until:
                 break
@@ -194,7 +197,8 @@ class Engine:
                 self.verdict = self.health.evaluate(self.facts())
                 for finding in self.verdict.new:
                     self._new_findings.put(finding)
-                self.published = self._publish()
+                if self.publishing:
+                    self.published = self._publish()
         return changed
 
     def probe_all(self, timeout: float = PROBE_ALL_S) -> Verdict:
@@ -222,7 +226,8 @@ class Engine:
         with self.lock:
             self._procs_into_state()
             self.verdict = self.health.evaluate(self.facts())
-            self.published = self._publish()
+            if self.publishing:
+                self.published = self._publish()
         return self.verdict
 
     def _procs_into_state(self) -> None:
@@ -257,7 +262,8 @@ class Engine:
 
     def view(self) -> View:
         """The newest published view: frozen, so any thread may read it without a lock."""
-        return self.published
+        published = self.published
+        return published if published is not None and self.publishing else self.refresh_view()
 
     def refresh_view(self) -> View:
         """Publish the state as it is now (the engine's thread, or a caller that steps it)."""

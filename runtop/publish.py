@@ -33,7 +33,7 @@ STATE_SLICES: dict[Slice, tuple[str, ...]] = {
         "extra_logs", "finished", "processes", "process_denied", "backfill_error", "first_time", "_plugin_new", "_plugin_reducers",
     ),
     Slice.FILES: ("files",),
-    Slice.STEPS: ("steps", "_step_keys", "_dirty_steps", "lost_steps", "steps_version", "trainer_step", "rollout_step", "last_step_time"),
+    Slice.STEPS: ("steps", "_step_keys", "_dirty_steps", "_track_rows", "lost_steps", "steps_version", "trainer_step", "rollout_step", "last_step_time"),
     Slice.ROLLOUTS: (
         "batch", "waiting", "rollouts", "env", "slow_calls", "context_overflows", "plugin", "batch_rollouts",
         "rollouts_since_step", "sample_filter",
@@ -56,6 +56,7 @@ class Publisher:
         self._parts: dict[Slice, dict[str, Any]] = {}
         self._versions: dict[Slice, int] = {s: 0 for s in Slice}
         self._marks: dict[Slice, object] = {}
+        self._source: RunState | None = None  # the state last frozen (a backfilled one replaces it)
 
     def freeze(self, state: RunState) -> RunState:
         """A copy of `state` that the engine will never write (call on the engine's thread)."""
@@ -112,9 +113,13 @@ class Publisher:
     def _steps(self, state: RunState) -> None:
         """Step rows: the previous copy's dict, with the rows written since then copied anew."""
         prev = self._parts.get(Slice.STEPS)
+        if state is not self._source:
+            prev = None  # another state (the backfilled history took over): nothing to share
+            self._source = state
         if prev is not None and self._marks.get(Slice.STEPS) == state.steps_version and not state._dirty_steps:
             return
         if prev is None:
+            state._track_rows = True  # from now on every written row is marked for the next view
             rows = {k: _row_copy(r) for k, r in state.steps.items()}
         else:
             # A dict copy is C speed; the rows written (or dropped) since are the only ones touched.
@@ -130,6 +135,7 @@ class Publisher:
             "steps": rows,
             "_step_keys": list(state._step_keys),
             "_dirty_steps": set(),
+            "_track_rows": False,
             "lost_steps": copy.copy(state.lost_steps),  # a lost row is never written again
             "steps_version": state.steps_version,
             "trainer_step": state.trainer_step,

@@ -81,6 +81,7 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
     # Rows written (or dropped) since the engine last published a view (`runtop.publish`):
     # only these are copied again, so a 100k-step run is not copied at every poll.
     _dirty_steps: set[int] = field(default_factory=set, repr=False)
+    _track_rows: bool = field(default=False, repr=False)  # set by the publisher: a headless read keeps no marks
     lost_steps: deque[StepRow] = field(default_factory=lambda: deque(maxlen=MAX_LOST_STEPS))
     # Bumped whenever any step row changes, whichever row: a pane that shows steps repaints
     # on it (issue 13: with the orchestrator a step ahead, the trainer's numbers land in the

@@ -23,6 +23,7 @@ class StepReducers:
         steps: dict[int, StepRow]
         _step_keys: list[int]
         _dirty_steps: set[int]
+        _track_rows: bool
         lost_steps: deque[StepRow]
         steps_version: int
         trainer_step: int | None
@@ -45,12 +46,14 @@ class StepReducers:
                 row.superseded = True
                 self.lost_steps.append(self.steps.pop(s))
                 self._step_keys.remove(s)
-                self._dirty_steps.add(s)
+                if self._track_rows:
+                    self._dirty_steps.add(s)
                 self.steps_version += 1
 
     def _row(self, step: int) -> StepRow:
         """The row of `step`, to be written (so it is marked for the next published view)."""
-        self._dirty_steps.add(step)
+        if self._track_rows:
+            self._dirty_steps.add(step)
         row = self.steps.get(step)
         if row is not None and row.attempt < self.attempt:
             # A step of an earlier attempt that this attempt redoes: keep the old one visible as lost.

@@ -165,3 +165,32 @@ async def test_a_pane_repaints_when_a_slice_it_reads_moves_and_not_otherwise(sim
             assert steps.update_view(after) is True
         await pilot.pause()
         assert "0.777" in pane(app, "steps"), pane(app, "steps")
+
+
+def test_the_backfilled_history_taking_over_is_published_whole(tmp_path):
+    """A big log is shown from its tail first, then the history read behind it takes over:
+    the next view holds every step, not the rows the tail's state had."""
+    import os
+
+    from runtop.live import LiveRun
+
+    root = str(tmp_path)
+    os.makedirs(os.path.join(root, "logs"))
+    with open(os.path.join(root, "logs", "orchestrator.log"), "w") as f:
+        for step in range(1, 3001):
+            f.write("14:00:00    INFO Train batch 64/128 (50.0%) (+16 buffered); 12 inflight episodes (train=12, eval=0)\n" * 5)
+            f.write(f"14:00:00 SUCCESS Step {step} |   31.0s | Reward 0.5 | Trainable 1/2 (50.0%)\n")
+    layout = discover(root)
+    eng = Engine(layout, run=LiveRun(layout, tail_bytes=64 * 1024, poll=True), gpu=RecordedProbe([H100]), vllm_url=None, processes=False, disks=False)
+    try:
+        eng.step()
+        assert len(eng.view().state.steps) < 3000  # the recent past first
+        deadline = time.monotonic() + 30
+        while eng.live.backfill_progress() < 1.0 and time.monotonic() < deadline:
+            eng.step()
+            time.sleep(0.02)
+        eng.step()
+        shown = eng.view()
+        assert len(shown.state.steps) == 3000 and shown.state.steps[1].value("reward") == 0.5 and shown.backfill == 1.0
+    finally:
+        eng.close()

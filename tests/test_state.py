@@ -115,8 +115,13 @@ def test_a_save_stays_open_until_a_step_comes_after_it():
     assert s._saving == {} and s.last_save == {TRAINER: 4}
 
 
-def test_every_written_row_is_marked_for_the_next_published_view():
+def test_every_written_row_is_marked_for_the_next_published_view_and_only_then():
+    from runtop.publish import Publisher
+
     s = _state()
     s.apply(StepMetrics(TRAINER, 1, {"loss": 0.1}), "t")
+    assert s._dirty_steps == set()  # nobody publishes views of it (a headless read): no marks
+    Publisher().freeze(s)
     s.apply(StepMetrics(TRAINER, 2, {"loss": 0.1}), "t")
+    s.apply(StepMetrics(TRAINER, 1, {"loss": 0.2}), "t")
     assert s._dirty_steps == {1, 2}
