@@ -113,6 +113,7 @@ class Engine:
         # Findings that began, handed to the screen without a shared lock.
         self._new_findings: queue.SimpleQueue[Finding] = queue.SimpleQueue()
         self._publisher = Publisher()
+        self.steps_done = 0  # engine steps completed (what a test waits on to see one whole step)
         self._published_at = 0.0
         # A run read once by the caller (`status`, `check`) has no screen: no frozen copy of
         # a 100k-step state is made for nobody (`view()` builds one if asked).
@@ -199,6 +200,7 @@ class Engine:
                     self._new_findings.put(finding)
                 if self.publishing:
                     self.published = self._publish()
+        self.steps_done += 1
         return changed
 
     def probe_all(self, timeout: float = PROBE_ALL_S) -> Verdict:

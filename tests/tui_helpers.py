@@ -108,7 +108,12 @@ async def settle(pilot, timeout: float = 10.0) -> None:
         if ready:
             break
         await asyncio.sleep(0.05)
-    await pilot.pause(0.3)
+    # One whole step after that: the probes' answers judged and published (under load a
+    # step can take longer than any fixed pause).
+    seen = app.monitor.steps_done
+    while app.monitor.steps_done <= seen and time.monotonic() < deadline + 5:
+        await asyncio.sleep(0.05)
+    await pilot.pause(0.1)
     app.monitor.refresh_view()
     app.refresh_panes()
     await pilot.pause()
