@@ -7,15 +7,11 @@ import time
 
 from runtop.discovery import discover
 from runtop.live import LiveRun
+from tests.helpers import long_orchestrator_log
 
 
 def test_tail_first_then_backfilled_history(tmp_path):
-    root = str(tmp_path)
-    os.makedirs(os.path.join(root, "logs"))
-    with open(os.path.join(root, "logs", "orchestrator.log"), "w") as f:
-        for step in range(1, 3001):
-            f.write("14:00:00    INFO Train batch 64/128 (50.0%) (+16 buffered); 12 inflight episodes (train=12, eval=0)\n" * 5)
-            f.write(f"14:00:00 SUCCESS Step {step} |   31.0s | Reward 0.5 | Trainable 1/2 (50.0%)\n")
+    root = long_orchestrator_log(tmp_path)
     live = LiveRun(discover(root), tail_bytes=64 * 1024, poll=True)
     try:
         live.step()

@@ -170,16 +170,10 @@ async def test_a_pane_repaints_when_a_slice_it_reads_moves_and_not_otherwise(sim
 def test_the_backfilled_history_taking_over_is_published_whole(tmp_path):
     """A big log is shown from its tail first, then the history read behind it takes over:
     the next view holds every step, not the rows the tail's state had."""
-    import os
-
     from runtop.live import LiveRun
+    from tests.helpers import long_orchestrator_log
 
-    root = str(tmp_path)
-    os.makedirs(os.path.join(root, "logs"))
-    with open(os.path.join(root, "logs", "orchestrator.log"), "w") as f:
-        for step in range(1, 3001):
-            f.write("14:00:00    INFO Train batch 64/128 (50.0%) (+16 buffered); 12 inflight episodes (train=12, eval=0)\n" * 5)
-            f.write(f"14:00:00 SUCCESS Step {step} |   31.0s | Reward 0.5 | Trainable 1/2 (50.0%)\n")
+    root = long_orchestrator_log(tmp_path)
     layout = discover(root)
     eng = Engine(layout, run=LiveRun(layout, tail_bytes=64 * 1024, poll=True), gpu=RecordedProbe([H100]), vllm_url=None, processes=False, disks=False)
     try:
