@@ -3,6 +3,7 @@ helpers every rule uses to name roles and evidence."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from runtop.config import Thresholds
@@ -33,11 +34,24 @@ class Finding:
     cause: str | None = None
     wrapper: str | None = None
     phase: str | None = None
+    # What it is about (a role, a file, a checkpoint, a disk): with the rule, the incident.
+    subject: str | None = None
 
     @property
     def key(self) -> str:
-        """What makes two findings the same incident (for transitions): rule and cause, not the numbers."""
-        return f"{self.rule}:{self.message.split(':', 1)[0][:60]}"
+        """What makes two findings the same incident: the rule and its subject, never its
+        numbers (issue 14: a stall's growing duration made every poll a "new" critical
+        finding, a toast and a bell each). Without a subject, the message's words before
+        its first colon, every number in them blanked."""
+        return f"{self.rule}:{self.subject if self.subject is not None else shape_of(self.message)}"
+
+
+NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*", re.ASCII)
+
+
+def shape_of(message: str) -> str:
+    """`no log write anywhere for 12m 30s; …` → `no log write anywhere for #m #s; …`."""
+    return NUMBER_RE.sub("#", message.split(":", 1)[0])[:80]
 
 
 @dataclass

@@ -41,6 +41,7 @@ class HealthTracker:
     def __init__(self, cfg: Thresholds | None = None) -> None:
         self.cfg = cfg or Thresholds()
         self.first_seen: dict[str, float] = {}
+        self.critical_seen: set[str] = set()  # incidents already announced as critical
         self.error_kinds: set[str] | None = None
         self.new_kinds: dict[str, str] = {}
 
@@ -53,22 +54,35 @@ class HealthTracker:
             except Exception as e:  # noqa: BLE001 - one broken rule must not hide the others' findings
                 findings.append(Finding("rules", "warning", f"rule {name} failed: {type(e).__name__}: {e}"))
         findings.extend(self._new_error_kinds(state))
-        now = facts.now
-        current = set()
+        out, new = self.track(findings, facts.now)
+        out.sort(key=lambda f: (not f.down, SEVERITY_ORDER.get(f.severity, 3)))
+        return Verdict(_verdict(state, out), _reasons(state, out), out, new)
+
+    def track(self, findings: list[Finding], now: float) -> tuple[list[Finding], list[Finding]]:
+        """(the findings with their `since`, those that are news). An incident is its key
+        (`Finding.key`): news when it begins, or when it becomes critical; its text may
+        change from poll to poll and it stays one incident until it clears."""
+        current: set[str] = set()
         out: list[Finding] = []
         new: list[Finding] = []
         for f in findings:
-            current.add(f.key)
-            if f.key not in self.first_seen:
-                self.first_seen[f.key] = now
+            key = f.key
+            current.add(key)
+            # New: an incident that began, or one that became critical (a warning escalating
+            # is announced once, when it does). Its text may change; it stays one incident.
+            escalated = f.severity == "critical" and key not in self.critical_seen
+            if key not in self.first_seen or escalated:
                 new.append(f)
-            since = f.since or _dt.datetime.fromtimestamp(self.first_seen[f.key]).strftime("%H:%M:%S")
+            self.first_seen.setdefault(key, now)
+            if f.severity == "critical":
+                self.critical_seen.add(key)
+            since = f.since or _dt.datetime.fromtimestamp(self.first_seen[key]).strftime("%H:%M:%S")
             out.append(replace(f, since=since))
         # A finding that clears and comes back is a new incident.
         for key in [k for k in self.first_seen if k not in current]:
             del self.first_seen[key]
-        out.sort(key=lambda f: (not f.down, SEVERITY_ORDER.get(f.severity, 3)))
-        return Verdict(_verdict(state, out), _reasons(state, out), out, new)
+            self.critical_seen.discard(key)
+        return out, new
 
     def _new_error_kinds(self, state: RunState) -> list[Finding]:
         """An error kind never seen before in this run (the first evaluation sets what is known)."""

@@ -12,6 +12,7 @@ each cites the incident that drove it.
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -80,7 +81,7 @@ def role_missing(f: Facts) -> list[Finding]:
     for role in sorted(expected - set(running) - crashed - {"inference", "ray", "launcher"}):
         how = "a zombie" if role in f.zombie_roles else "not running"
         msg = f"{ROLE_NAMES.get(role, role)} process is {how} while {', '.join(running)} run"
-        out.append(Finding("role_missing", "critical", msg, "process table", down=True))
+        out.append(Finding("role_missing", "critical", msg, "process table", down=True, subject=role))
     return out
 
 
@@ -146,14 +147,16 @@ def stalled(f: Facts) -> list[Finding]:
     if quiet >= max(f.cfg.silence_s, limit):
         nobody = alive is not None and not any(p for r, p in alive.items() if r != "ray")
         msg = f"no log write anywhere for {duration(quiet)}" + ("; no run process alive: the pod or job may be gone" if nobody else (f"; {waiting}" if waiting else ""))
-        return [Finding("stalled", "critical", msg, f"newest write {duration(quiet)} ago", None, down=nobody)]
+        # Since the last write: when the silence began, not when runtop noticed it (issue 14).
+        since = _dt.datetime.fromtimestamp(newest).strftime("%H:%M:%S")
+        return [Finding("stalled", "critical", msg, f"newest write {duration(quiet)} ago", since, down=nobody, subject="silence")]
     # The logs go on but the steps do not (waiting on something).
     last_step_t, newest_t = s.last_step_time, _newest_log_time(s)
     if last_step_t and newest_t:
         gap = clock_diff(last_step_t, newest_t)
         if gap >= limit:
             msg = f"no step for {duration(gap)} (> {f.cfg.stall_k:g} × median step {duration(med) if med else 'n/a'})" + (f"; {waiting}" if waiting else "")
-            return [Finding("stalled", "warning", msg, f"last step at {last_step_t}, log at {newest_t}", last_step_t)]
+            return [Finding("stalled", "warning", msg, f"last step at {last_step_t}, log at {newest_t}", last_step_t, subject="no step")]
     return []
 
 

@@ -36,12 +36,12 @@ def checkpoint_incomplete(f: Facts) -> list[Finding]:
         failed_save = c.problem is Problem.FAILED_SAVE
         safe = f"; last complete: step {last_ok.step}" if last_ok else "; no complete checkpoint"
         msg = f"checkpoint step {c.step} is incomplete: {c.reason}{safe}"
-        out.append(Finding("checkpoint_incomplete", "critical" if failed_save else "warning", msg, s.relpath(c.path)))
+        out.append(Finding("checkpoint_incomplete", "critical" if failed_save else "warning", msg, s.relpath(c.path), subject=c.path))
     done = [c for c in cks if c.complete and c.bytes > 0]
     for prev, cur in zip(done, done[1:]):
         if cur.bytes < f.cfg.ckpt_shrink_ratio * prev.bytes:
             msg = f"checkpoint step {cur.step} is {human_bytes(cur.bytes)}, step {prev.step} was {human_bytes(prev.bytes)}: the save likely failed"
-            out.append(Finding("checkpoint_incomplete", "critical", msg, s.relpath(cur.path)))
+            out.append(Finding("checkpoint_incomplete", "critical", msg, s.relpath(cur.path), subject=f"{cur.path} shrank"))
     return out
 
 

@@ -221,3 +221,42 @@ def test_a_backfill_that_failed_is_said_not_swallowed():
     state = RunState(backfill_error="backfill stopped: [Errno 5] Input/output error")
     v = judge(state)
     assert v.verdict == "Degraded" and "history was not all read" in v.reasons[0] and "Errno 5" in v.reasons[0]
+
+
+def test_a_stall_is_one_incident_however_long_it_lasts(simulated):
+    """Issue 14: the stall's message carries its growing duration; each poll used to be a
+    "new" critical finding (a toast and a bell each). One incident, announced once, whose
+    `since` is the last write (when the silence began), not when runtop noticed it."""
+    import datetime as dt
+    import os
+
+    root = simulated("healthy", max_steps=9, stop_after=4)
+    state = read_run(root, processes=False)
+    newest = max(state.write_times())
+    state.processes = {"trainer": [4400], "orchestrator": [4300], "inference": [4242]}
+    tracker = HealthTracker()
+    announced = []
+    for poll in range(60):
+        v = tracker.evaluate(Facts(state, newest + 3600 + 30 * poll, Thresholds()))
+        announced += [f for f in v.new if f.rule == "stalled"]
+    stall = findings(v, "stalled")[0]
+    assert stall.severity == "critical" and "no log write anywhere for 1h" in stall.message
+    assert len(announced) == 1
+    assert stall.since == dt.datetime.fromtimestamp(newest).strftime("%H:%M:%S")
+    assert os.path.exists(root)
+
+
+def test_a_warning_that_turns_critical_is_announced_once_more():
+    """The same incident escalating (a checkpoint first incomplete, then its save failed) is
+    news; the same severity with new numbers is not."""
+    from runtop.findings import Finding
+
+    def f(sev: str, pct: int) -> Finding:
+        return Finding("disk_pressure", sev, f"/dev/shm is {pct}% full (2G free)", "/dev/shm")
+
+    tracker = HealthTracker()
+    first = tracker.track([f("warning", 86)], 0.0)[1]
+    again = tracker.track([f("warning", 88)], 1.0)[1]
+    worse = tracker.track([f("critical", 96)], 2.0)[1]
+    still = tracker.track([f("critical", 97)], 3.0)[1]
+    assert (len(first), len(again), len(worse), len(still)) == (1, 0, 1, 0)

@@ -251,3 +251,39 @@ async def test_the_trainers_numbers_for_a_step_show_while_the_orchestrator_is_a_
         assert "\n│ 5 " in pane(app, "steps")
         await shown_after(pilot, StepMetrics(TRAINER, 4, {"loss": 0.0777}, origin="metrics", time="14:09:05"))
         assert "0.0777" in pane(app, "steps")
+
+
+async def test_a_stale_run_rings_once_however_many_polls_it_stays_stale(simulated):
+    """Issue 14: a silent pod rang the bell and stacked a toast on every refresh (the stall
+    message carries its growing duration). Kept open for 60 polls: one toast, one bell."""
+    import itertools
+    import time as _time
+
+    from tests.tui_helpers import FixedProcs
+
+    root = simulated("healthy", max_steps=9, stop_after=4)
+    hour_ago = _time.time() - 3600
+    for dirpath, _dirs, names in os.walk(root):
+        for n in names:
+            os.utime(os.path.join(dirpath, n), (hour_ago, hour_ago), follow_symlinks=False)
+    tick = itertools.count()
+    t0 = _time.time()
+    tree = ProcessSnapshot(procs=[
+        ProcInfo(4242, t0 - 7200, 1, "VLLM::APIServer", "inference", "sleeping", 0.0, 9 << 30, 0),
+        ProcInfo(4300, t0 - 7200, 1, "PRIME-RL::Orchestrator", "orchestrator", "sleeping", 0.0, 3 << 30, 0),
+        ProcInfo(4400, t0 - 7200, 1, "PRIME-RL::Trainer", "trainer", "sleeping", 0.0, 20 << 30, 0),
+    ], taken_at=t0)
+    # Every reading of the clock is 5 s later: the stall's text changes from poll to poll.
+    app = make_app(root, fixed=False, disks=False, interval=0.05, proc_sampler=FixedProcs(tree), clock=lambda: t0 + 5 * next(tick))
+    rings = []
+    app.bell = lambda: rings.append(1)
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        start = app.monitor.steps_done
+        while app.monitor.steps_done < start + 60:
+            await pilot.pause(0.05)
+        await pilot.pause(0.1)
+        stall = [a for a in app.monitor.view().verdict.alerts if a.rule == "stalled"]
+        assert stall and stall[0].severity == "critical"
+        assert len([t for t in app.toasts if "no log write anywhere" in t]) == 1, app.toasts
+        assert rings == [1]
