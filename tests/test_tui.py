@@ -107,12 +107,18 @@ async def test_no_nvml_is_one_line_and_a_failing_probe_stays_in_its_pane(simulat
 
 
 async def test_compact_layout_switches_its_one_pane_with_number_keys(simulated):
+    """At 80×24 one pane shares the screen with the header, sparklines and alerts: the logs
+    while the run is Down (the traceback is what to read), until a number key picks another."""
     app = make_app(simulated("trainer-oom", max_steps=9))
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         text = screen_text(app)
-        assert "Down" in text and "metrics" in text and "alerts" in text and "╭─ steps" in text
-        assert "processes" not in text
+        assert "Down" in text and "metrics" in text and "alerts" in text and "╭─ logs" in text
+        assert "torch.OutOfMemoryError" in pane(app, "logs")
+        assert "processes" not in text and "╭─ steps" not in text
+        await pilot.press("1")
+        await pilot.pause()
+        assert "╭─ steps" in screen_text(app)
         await pilot.press("2")
         await pilot.pause()
         text = screen_text(app)
@@ -287,3 +293,26 @@ async def test_a_stale_run_rings_once_however_many_polls_it_stays_stale(simulate
         assert stall and stall[0].severity == "critical"
         assert len([t for t in app.toasts if "no log write anywhere" in t]) == 1, app.toasts
         assert rings == [1]
+
+
+async def test_the_layout_follows_every_resize_both_ways(simulated):
+    """Issue 14: resizing the tmux pane is the main use; the layout was one resize behind
+    (200×50 → 80×24 kept the full layout squeezed; 80×24 → 130×45 kept the compact one)."""
+    from tests.tui_helpers import healthy_tree
+
+    app = make_app(simulated("healthy", max_steps=9, stop_after=4), proc_sampler=FixedProcs(healthy_tree(FIXED_MTIME)))
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        assert "Healthy" in pane(app, "header")
+        assert not app.screen.has_class("-compact")
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause(0.1)
+        assert app.screen.has_class("-compact")
+        assert "╭─ steps" in screen_text(app)  # a healthy run's compact slot: the steps
+        await pilot.resize_terminal(130, 45)
+        await pilot.pause(0.1)
+        assert not app.screen.has_class("-compact")
+        assert "╭─ processes" in screen_text(app)
+        await pilot.resize_terminal(119, 45)
+        await pilot.pause(0.1)
+        assert app.screen.has_class("-compact")

@@ -74,6 +74,15 @@ def fixed_tree(t0: float) -> ProcessSnapshot:
     return ProcessSnapshot(procs=procs, missing=["trainer"], taken_at=t0)
 
 
+def healthy_tree(t0: float) -> ProcessSnapshot:
+    """Every prime-rl role up: the launcher, vLLM, the orchestrator and the trainer."""
+    procs = [
+        *fixed_tree(t0).procs,
+        ProcessInfo(4400, t0 - 3400, 4100, "PRIME-RL::Trainer", "trainer", "running", 97.0, 30 << 30, 1),
+    ]
+    return ProcessSnapshot(procs=procs, taken_at=t0)
+
+
 def freeze_mtimes(root: str) -> None:
     for dirpath, _dirs, names in os.walk(root):
         for n in names:

@@ -13,9 +13,10 @@ import threading
 import time
 from typing import Any
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import Footer
 from textual.worker import get_current_worker
@@ -76,6 +77,10 @@ class RuntopApp(VettedActions, App[int]):
     Screen.-compact #alerts.-slot { height: 1fr; max-height: 100%; }
     Screen.-compact LogsPane { display: none; }
     Screen.-compact LogsPane.-slot { display: block; height: 1fr; }
+    Screen.-compact #body.-empty { display: none; }
+    /* Toasts at the top right, over the header's tail and the sparklines' ranges: never over
+       the steps or the logs a researcher reads when one arrives (issue 14). */
+    ToastRack { dock: top; align: right top; margin-top: 3; margin-bottom: 0; }
     """
 
     def notify(self, message: str, *, title: str = "", markup: bool = False, **kw: Any) -> None:
@@ -109,9 +114,11 @@ class RuntopApp(VettedActions, App[int]):
         self.toasts: list[str] = []  # every toast shown, masked (tests read it, not Textual's internals)
         self.monitor = monitor or Engine(layout, interval=interval, **monitor_options)
         self.slot = "steps"  # the compact layout's switchable pane
+        self._slot_chosen = False  # the user picked the slot (a number key): runtop no longer does
         self.metric = 0
         self.hidden: set[str] = set()
         self._stop = False
+        self._term: Size | None = None  # the terminal's size as the last resize gave it
 
     # ---- layout -------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -139,14 +146,18 @@ class RuntopApp(VettedActions, App[int]):
         if self.quit_after is not None:
             self.set_timer(self.quit_after, self.exit)
 
-    def on_resize(self) -> None:
+    def on_resize(self, event: events.Resize) -> None:
+        # The event carries the new size; `self.size` may still be the old one while it is
+        # handled (issue 14: the layout was one resize behind).
+        self._term = event.size
         self._apply_layout()
         # Once the new layout has sizes, the panes whose size changed draw themselves again.
         self.call_after_refresh(self.refresh_panes)
 
     @property
     def compact(self) -> bool:
-        return self.size.width < COMPACT_WIDTH or self.size.height < COMPACT_HEIGHT
+        size = self._term or self.size
+        return size.width < COMPACT_WIDTH or size.height < COMPACT_HEIGHT
 
     def _apply_layout(self) -> None:
         self.screen.set_class(self.compact, "-compact")
@@ -154,9 +165,14 @@ class RuntopApp(VettedActions, App[int]):
             w = self.query_one(f"#{pid}")
             w.set_class(pid == self.slot, "-slot")
             w.set_class(pid in self.hidden and not self.compact, "-hidden")
+        holds = False
         for col in ("#left", "#right"):
             c = self.query_one(col)
-            c.set_class(any(ch.id == self.slot for ch in c.children), "-has-slot")
+            has = any(ch.id == self.slot for ch in c.children)
+            c.set_class(has, "-has-slot")
+            holds |= has
+        # The compact slot is a bottom pane (the logs): the empty body gives it every row.
+        self.query_one("#body").set_class(not holds, "-empty")
 
     # ---- engine -------------------------------------------------------------
     @work(thread=True, exclusive=True, group="engine", name="engine")
@@ -186,6 +202,18 @@ class RuntopApp(VettedActions, App[int]):
         if critical and self.monitor.health.cfg.bell:
             self.bell()
 
+    def _follow_verdict(self) -> None:
+        """The compact slot shows what the verdict asks to read (issue 14): the logs while the
+        run is Down or Degraded (the traceback, the retries), the steps otherwise; until the
+        user picks a pane with a number key."""
+        if self._slot_chosen:
+            return
+        verdict = self.monitor.view().verdict.verdict
+        slot = "logs" if verdict in ("Down", "Degraded") else "steps"
+        if slot != self.slot:
+            self.slot = slot
+            self._apply_layout()
+
     def view(self) -> View:
         return self.monitor.view()
 
@@ -194,6 +222,7 @@ class RuntopApp(VettedActions, App[int]):
         # pane still never sees a half-applied poll (issue 13).
         if self._stop:
             return  # the engine's last message can arrive after the panes are gone
+        self._follow_verdict()
         view = self.monitor.view()
         for p in PANE_SPECS:
             self.query_one(f"#{p.id}").update_view(view)  # type: ignore[attr-defined]
@@ -207,6 +236,7 @@ class RuntopApp(VettedActions, App[int]):
         self.push_screen("help")
 
     def action_pane(self, pid: str) -> None:
+        self._slot_chosen = True
         if self.compact:
             self.slot = pid
             self._apply_layout()

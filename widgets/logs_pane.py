@@ -89,10 +89,12 @@ class LogsPane(Vertical):
         end = len(self._shown) - self.back
         window = self._shown[max(0, end - height) : max(0, end)]
         out = []
+        # A narrow pane (a tmux split) gives the source fewer columns and the message more.
+        src_w = 16 if (view.size.width or 120) >= 120 else 10
         for ln in window:
             t = Text(no_wrap=True, overflow="ellipsis")
             t.append(f"{ln.time or '        '} ", style="grey50")
-            t.append(f"{ln.source[:16]:<16} ", style="cyan")
+            t.append(f"{ln.source[:src_w]:<{src_w}} ", style="cyan")
             t.append(ln.text, style=LEVEL_STYLE.get(ln.level or "", ""))
             out.append(t)
         if not out:
