@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import argparse
 import builtins
+import math
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from runtop import __version__
 from runtop.discovery import DiscoveryError
@@ -30,6 +31,59 @@ CHECK_EXIT = {"Healthy": 0, "Finished": 0, "Degraded": 1, "Down": 2, "Unknown": 
 EXIT_CANNOT_READ = 3
 EXIT_READ_ONLY = 4
 CHUNK_BYTES = 4 << 20
+
+
+class _Parser(argparse.ArgumentParser):
+    """A bad argument is one line and an exit code (issue 14): 2, or 3 for `check`, whose
+    codes scripts read (3: runtop could not judge the run)."""
+
+    def error(self, message: str) -> NoReturn:
+        code = EXIT_CANNOT_READ if self.prog.split()[-1] == "check" else EXIT_USAGE
+        self.exit(code, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def seconds(text: str) -> float:
+    """A number of seconds above 0, finite (argparse type: `--interval 0` was a busy loop)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds above 0")
+    return value
+
+
+def speed(text: str) -> float:
+    """Simulated seconds per real second: above 0 and finite."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a speed above 0 (20: twenty simulated seconds a second)")
+    return value
+
+
+def count(text: str) -> int:
+    """A whole number, 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 1 or more")
+    return value
+
+
+def step_number(text: str) -> int:
+    """A step number: 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a step number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a step is 0 or more")
+    return value
 
 
 def _config(p: argparse.ArgumentParser) -> None:
@@ -49,11 +103,11 @@ def _tmux_opts(p: argparse.ArgumentParser) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--poll", action="store_true", help="poll files instead of using inotify (automatic on NFS)")
-    p.add_argument("--interval", type=float, default=2.0, metavar="S", help="refresh interval in seconds (default 2)")
+    p.add_argument("--interval", type=seconds, default=2.0, metavar="S", help="refresh interval in seconds (default 2)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="runtop",
         description="Live monitor for RL training runs. `runtop PATH` follows a run; `runtop status PATH` reports once.",
     )
@@ -83,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("action", help="resume, stop, restart, open-logs, checkin")
     se.add_argument("path")
     se.add_argument("--yes", action="store_true", help="confirm: without it nothing is sent")
-    se.add_argument("--step", type=int, default=None, metavar="N", help="resume/restart: send only if N is still the last complete checkpoint")
+    se.add_argument("--step", type=step_number, default=None, metavar="N", help="resume/restart: send only if N is still the last complete checkpoint")
     _ckpt_dir(se)
     _config(se)
     _tmux_opts(se)
@@ -91,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     wa = sub.add_parser("watch", help="follow a run headless and append a check-in to STATUS.md on a cadence")
     wa.add_argument("path")
     wa.add_argument("--every", default="1h", metavar="DURATION", help="time between check-ins: 30m, 1h, 90s (default 1h)")
-    wa.add_argument("--count", type=int, default=None, metavar="N", help="stop after N check-ins")
+    wa.add_argument("--count", type=count, default=None, metavar="N", help="stop after N check-ins")
     _ckpt_dir(wa)
     _config(wa)
     _common(wa)
@@ -121,10 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="prime-rl: healthy, trainer-oom, inference-death, stalled, partial-checkpoint, disk-filling, rollouts-hung, "
         "entropy-collapse; skyrl: healthy, sigbus-checkpoint, disk-full, format-rising",
     )
-    de.add_argument("--speed", type=float, default=20.0, help="simulated seconds per real second (default 20)")
+    de.add_argument("--speed", type=speed, default=20.0, help="simulated seconds per real second (default 20)")
     de.add_argument("--dir", default=None, help="write the run here instead of a temp dir")
-    de.add_argument("--steps", type=int, default=None, help="max_steps of the simulated run (default 20 prime-rl, 8 SkyRL)")
-    de.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S real seconds")
+    de.add_argument("--steps", type=count, default=None, help="max_steps of the simulated run (default 20 prime-rl, 8 SkyRL)")
+    de.add_argument("--duration", type=seconds, default=None, metavar="S", help="stop after S real seconds")
     _config(de)
     _common(de)
     _tui_opts(de)
@@ -269,7 +323,12 @@ def main(argv: list[str] | None = None) -> int:
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         argv = ["tui", *argv]
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        code = EXIT_CANNOT_READ if args.command == "check" else EXIT_USAGE
+        prog = f"runtop {args.command}" if args.command else "runtop"
+        _err(f"{args.command + ': ' if args.command else ''}unrecognized arguments: {' '.join(extra)} (see {prog} --help)")
+        return code
     if args.command is None:
         parser.print_usage(sys.stderr)
         _err("give a run directory, e.g. `runtop outputs/my-run`, or try `runtop demo`")

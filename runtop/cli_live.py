@@ -44,7 +44,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             done += 1
             try:
                 append_checkin(path, to_markdown(reader.state, verdict))
-            except OutputError as e:
+            except (OSError, OutputError) as e:
                 # The watch goes on: the next check-in may find the file writable again.
                 print(f"{time.strftime('%H:%M:%S')} check-in ({verdict.verdict}) NOT written: {e}", flush=True)
                 failed = True

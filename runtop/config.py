@@ -13,6 +13,7 @@ a typo in a threshold would otherwise turn a rule off without anyone knowing).
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass, fields, replace
@@ -74,9 +75,44 @@ def _table(path: str | None, name: str) -> tuple[str, dict[str, Any]] | None:
             section = tomllib.load(f).get(name, {})
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"{path}: {e}") from None
+    except (ValueError, RecursionError):  # not text (a binary picked by mistake), or nested past reason
+        raise ConfigError(f"{path}: not a TOML file") from None
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [{name}] must be a table")
     return path, section
+
+
+# The values each threshold may take (issue 14: an out-of-range value made rules that never
+# fire, or fire always, silently). (low, high, low is allowed): None is unbounded.
+_SECONDS = (0.0, None, True)
+_SHARE = (0.0, 1.0, True)
+_PERCENT = (0.0, 100.0, True)
+_POSITIVE = (0.0, None, False)
+_COUNT = (1, None, True)
+RANGES: dict[str, tuple[float | None, float | None, bool]] = {
+    "grace_s": _SECONDS, "stall_min_s": _SECONDS, "silence_s": _SECONDS, "inference_unreachable_s": _SECONDS,
+    "stall_k": _POSITIVE, "grad_norm_spike": _POSITIVE, "kl_spike": _POSITIVE,
+    "disk_warn_pct": _PERCENT, "disk_crit_pct": _PERCENT,
+    "core_dump_warn_bytes": (0, None, True), "entropy_floor": (0.0, None, True),
+    "ckpt_shrink_ratio": _SHARE, "entropy_drop_per_step": _SHARE, "reward_collapse": _SHARE, "format_failure_rate": _SHARE,
+    "errored_rate": _SHARE, "truncated_rate": _SHARE, "context_overflow_rate": _SHARE, "timeout_rate": _SHARE,
+    "rollout_fail_share": _SHARE,
+    "max_checkpoints_without_retention": _COUNT, "entropy_window": _COUNT, "rollout_fail_window": _COUNT, "rollout_fail_min": _COUNT,
+}
+
+
+def _out_of_range(key: str, value: float) -> str | None:
+    """Why `value` cannot be `key`'s, or None."""
+    if not math.isfinite(value):
+        return "must be a finite number"
+    if isinstance(getattr(Thresholds, key), int) and not isinstance(getattr(Thresholds, key), bool) and value != int(value):
+        return "must be a whole number"
+    low, high, low_ok = RANGES.get(key, (None, None, True))
+    if low is not None and (value < low or (value == low and not low_ok)):
+        return f"must be {'at least' if low_ok else 'above'} {low:g}"
+    if high is not None and value > high:
+        return f"must be at most {high:g}"
+    return None
 
 
 def load(path: str | None = None) -> Thresholds:
@@ -86,7 +122,7 @@ def load(path: str | None = None) -> Thresholds:
         return Thresholds()
     path, section = found
     known = {f.name: f for f in fields(Thresholds)}
-    values = {}
+    values: dict[str, Any] = {}
     for key, value in section.items():
         if key not in known:
             raise ConfigError(f"{path}: unknown key health.{key} (known: {', '.join(sorted(known))})")
@@ -94,8 +130,14 @@ def load(path: str | None = None) -> Thresholds:
         ok = isinstance(value, bool) if isinstance(default, bool) else isinstance(value, (int, float)) and not isinstance(value, bool)
         if not ok:
             raise ConfigError(f"{path}: health.{key} must be {'true or false' if isinstance(default, bool) else 'a number'}, not {value!r}")
-        values[key] = value
-    return replace(Thresholds(), **values)
+        why = None if isinstance(value, bool) else _out_of_range(key, value)
+        if why:
+            raise ConfigError(f"{path}: health.{key} {why}, not {value!r}")
+        values[key] = int(value) if isinstance(default, int) and not isinstance(default, bool) else value
+    t = replace(Thresholds(), **values)
+    if t.disk_warn_pct > t.disk_crit_pct:
+        raise ConfigError(f"{path}: health.disk_warn_pct ({t.disk_warn_pct:g}) is above health.disk_crit_pct ({t.disk_crit_pct:g})")
+    return t
 
 
 @dataclass(frozen=True)

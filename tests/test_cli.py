@@ -66,3 +66,54 @@ def test_demo_simulates_a_skyrl_run_too():
     assert "Down" in last and "save_checkpoints" in last
     r = runtop("demo", "--framework", "skyrl", "--scenario", "trainer-oom")
     assert r.returncode == 2 and "unknown scenario 'trainer-oom' for skyrl" in r.stderr
+
+
+BAD_ARGUMENTS = [
+    # (argv after the run dir is put in, exit code, words of the one line) — issue 14's list
+    (["watch", "{run}", "--interval", "0"], 2, "give a number of seconds above 0"),
+    (["watch", "{run}", "--interval", "-1"], 2, "give a number of seconds above 0"),
+    (["tui", "{run}", "--interval", "nan"], 2, "give a number of seconds above 0"),
+    (["follow", "{run}", "--interval", "inf"], 2, "give a number of seconds above 0"),
+    (["demo", "--speed", "0"], 2, "give a speed above 0"),
+    (["demo", "--speed", "-5"], 2, "give a speed above 0"),
+    (["demo", "--steps", "0"], 2, "give 1 or more"),
+    (["demo", "--duration", "0"], 2, "give a number of seconds above 0"),
+    (["watch", "{run}", "--count", "0"], 2, "give 1 or more"),
+    (["send", "resume", "{run}", "--step", "-1"], 2, "a step is 0 or more"),
+    (["check", "{run}", "--interval", "2"], 3, "unrecognized arguments: --interval 2"),
+    (["status", "{run}", "--config", "{binary}"], 2, "not a TOML file"),
+    (["check", "{run}", "--config", "{binary}"], 3, "not a TOML file"),
+    (["status", "{run}", "--config", "{negative}"], 2, "health.entropy_floor must be at least 0, not -3"),
+    (["status", "{run}", "--config", "{share}"], 2, "health.format_failure_rate must be at most 1, not 25"),
+    (["status", "{run}", "--config", "{nan}"], 2, "health.silence_s must be a finite number"),
+    (["status", "{run}", "--config", "{window}"], 2, "health.entropy_window must be a whole number"),
+    (["status", "{run}", "--config", "{order}"], 2, "disk_warn_pct (97) is above health.disk_crit_pct (95)"),
+]
+
+
+@pytest.mark.parametrize(("argv", "code", "words"), BAD_ARGUMENTS, ids=[" ".join(a[:1] + a[2:]) for a, _c, _w in BAD_ARGUMENTS])
+def test_every_bad_argument_is_one_line_and_an_exit_code(simulated, tmp_path, capsys, argv, code, words):
+    """Issue 14: `--interval 0` was a busy loop, `nan` a traceback, a binary `--config` an
+    "internal error". Each is now one line on stderr and exit 2 (3 for `check`), before anything starts."""
+    from runtop.cli import main
+
+    run = simulated("healthy", max_steps=3)
+    configs = {
+        "binary": b"\x7fELF\x02\x01\x01\x00\xd0\xff\xfe", "negative": b"[health]\nentropy_floor = -3\n",
+        "share": b"[health]\nformat_failure_rate = 25\n", "nan": b"[health]\nsilence_s = nan\n",
+        "window": b"[health]\nentropy_window = 2.5\n", "order": b"[health]\ndisk_warn_pct = 97\n",
+    }
+    paths = {}
+    for name, data in configs.items():
+        paths[name] = str(tmp_path / f"{name}.toml")
+        with open(paths[name], "wb") as f:
+            f.write(data)
+    args = [a.format(run=run, **paths) for a in argv]
+    try:
+        rc = main(args)
+    except SystemExit as e:
+        rc = e.code
+    out = capsys.readouterr()
+    lines = out.err.strip().splitlines()
+    assert rc == code and len(lines) == 1 and words in lines[0], (rc, out.err)
+    assert "Traceback" not in out.err and "internal error" not in out.err and out.out == ""
