@@ -26,7 +26,7 @@ from runtop.widgets.step_table import StepTable
 
 
 def text_of(renderable) -> str:
-    console = Console(width=160, record=True, color_system=None)
+    console = Console(width=240, record=True, color_system=None)
     console.print(renderable)
     return console.export_text()
 
@@ -102,3 +102,28 @@ def test_a_view_carries_the_log_tail_it_was_published_with():
     lines = (LogLine(TRAINER, "ERROR", "14:00:00", "CUDA out of memory"),)
     v = view(run(), logs=TailView(lines, 1))
     assert v.logs.lines == lines and v.logs.seq == 1
+
+
+def test_the_band_names_the_next_step_and_its_key():
+    """Issue 14: the verdict band says what to do next: a dead run with a complete checkpoint
+    is resumed from it (R); one without sends the user to the logs; a healthy run is calm."""
+    s = run()
+    s.checkpoints[2] = Checkpoint(2, "/runs/r1/checkpoints/step_2", True, "complete", 6 << 30)
+    header = HealthHeader()
+    header.keys = {"resume": "R", "logs": "8", "alerts": "9"}
+    down = text_of(header.render_view(view(s, Verdict("Down", ["trainer died: torch.OutOfMemoryError"]))))
+    assert "next: resume from step 2 (last complete) (R)" in down
+    assert down.index("next:") < down.index("step 3/10")  # a dead run's next step comes first
+    s.checkpoints.clear()
+    assert "next: read the logs (8)" in text_of(header.render_view(view(s, Verdict("Down", ["x"]))))
+    assert "next: read the alerts (9)" in text_of(header.render_view(view(s, Verdict("Degraded", ["y"]))))
+    assert "next:" not in text_of(header.render_view(view(run(), Verdict("Healthy"))))
+
+
+def test_a_long_cause_takes_two_lines_of_the_band():
+    """Drawn without a terminal the band is 200 columns: a cause longer than that goes on."""
+    cause = "inference server (vLLM) died: RuntimeError (CUDA error: an illegal memory access was encountered); in EngineCore_DP0"
+    second = "orchestrator cannot reach vLLM: Inference server was not reached after 60 seconds (6 retries) FINAL"
+    out = text_of(HealthHeader().render_view(view(run(), Verdict("Down", [cause, second]))))
+    lines = out.splitlines()
+    assert "Down" in lines[1] and "EngineCore_DP0" in lines[1] and "FINAL" in lines[2] and "Down" not in lines[2]

@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
+from runtop.actions import REGISTRY as ACTIONS
 from runtop.discovery import RunLayout
 from runtop.engine import Engine
 from runtop.parsers.hygiene import mask
@@ -30,6 +31,7 @@ from runtop.tui.keys import PANES, bindings
 from runtop.tui.panes import PANE_SPECS, placed, widget
 from runtop.tui.vetted import VettedActions
 from runtop.view import View
+from runtop.widgets.health_header import HealthHeader
 from runtop.widgets.logs_pane import LogsPane
 
 COMPACT_WIDTH, COMPACT_HEIGHT = 120, 40
@@ -78,9 +80,10 @@ class RuntopApp(VettedActions, App[int]):
     Screen.-compact LogsPane { display: none; }
     Screen.-compact LogsPane.-slot { display: block; height: 1fr; }
     Screen.-compact #body.-empty { display: none; }
-    /* Toasts at the top right, over the header's tail and the sparklines' ranges: never over
-       the steps or the logs a researcher reads when one arrives (issue 14). */
-    ToastRack { dock: top; align: right top; margin-top: 3; margin-bottom: 0; }
+    /* In a tmux split, toasts sit at the top right, over the sparklines' ranges: never over
+       the logs a researcher reads when one arrives (issue 14). A full screen keeps them at
+       the bottom right, over the ends of long log lines, clear of the alerts pane. */
+    Screen.-compact ToastRack { dock: top; align: right top; margin-top: 4; margin-bottom: 0; }
     """
 
     def notify(self, message: str, *, title: str = "", markup: bool = False, **kw: Any) -> None:
@@ -140,6 +143,8 @@ class RuntopApp(VettedActions, App[int]):
     def on_mount(self) -> None:
         # Built once and kept: `?` then only shows it (composing it anew took most of a key's latency).
         self.install_screen(HelpScreen(), name="help")
+        # The header's next step names its key: from the one key table (actions and panes).
+        self.query_one(HealthHeader).keys = {a.name: a.key for a in ACTIONS} | {p.id: p.key for p in PANE_SPECS if p.key}
         self._apply_layout()
         self.refresh_panes()
         self.run_engine()

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from runtop.advice import advise
 from runtop.view import Slice, View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import age as coarse_age
 from runtop.widgets.render import duration
 
 VERDICT_STYLE = {"Finished": "bold white on blue", "Healthy": "bold green", "Degraded": "bold yellow", "Down": "bold white on red", "Unknown": "bold grey70"}
+# The band under the run's name: the verdict's colour across the whole width, so it is the
+# first thing seen (issue 14: a 6-character chip was the least visible thing on screen).
+# A healthy run's band is calm.
+BAND_STYLE = {"Finished": "white on dark_blue", "Healthy": "green", "Degraded": "black on yellow3", "Down": "bold white on red3", "Unknown": "grey70"}
 STALL_MIN_S = 600.0  # the seeds' runs have 100-minute steps: silence is only suspicious relative to the step time
 
 
@@ -27,9 +32,12 @@ def stalled(view: View, age: float | None) -> bool:
 
 class HealthHeader(Pane):
     DEFAULT_CSS = """
-    HealthHeader { border: none; padding: 0 1; height: 3; background: $boost; text-wrap: nowrap; text-overflow: ellipsis; }
+    HealthHeader { border: none; padding: 0 1; height: 4; background: $boost; text-wrap: nowrap; text-overflow: ellipsis; }
     """
     READS = (Slice.VERDICT, Slice.RUN, Slice.STEPS, Slice.FILES, Slice.CLOCK, Slice.READING)
+    # Action and pane names → their keys (the app fills it from its one key table), so the
+    # next step says which key takes it.
+    keys: dict[str, str] = {}  # replaced per instance by the app, never mutated
 
     def render_view(self, view: View) -> Text:
         s = view.state
@@ -38,8 +46,15 @@ class HealthHeader(Pane):
             ("runtop ", "bold"), (s.run_name or "?", "bold cyan"), f"  {s.framework} · {s.layout} · attempt {s.attempt}",
         )
         reasons = "; ".join(v.reasons) if v.reasons else ("all clear" if v.verdict == "Healthy" else "")
-        line2 = Text.assemble((f" {v.verdict} ", VERDICT_STYLE.get(v.verdict, "bold")), " ", reasons)
-        line2.truncate(max(20, self.size.width - 2) if self.size.width else 200, overflow="ellipsis")
+        width = max(20, self.size.width - 2) if self.size.width else 200
+        band = BAND_STYLE.get(v.verdict, "")
+        chip = f" {v.verdict} "
+        first, rest = _split(reasons, width - len(chip) - 1)
+        line2 = Text.assemble((chip, VERDICT_STYLE.get(v.verdict, "bold")), (" " + first, band))
+        line2b = Text(" " * len(chip) + " " + rest, style=band)
+        for line in (line2, line2b):
+            line.truncate(width, overflow="ellipsis", pad=True)
+            line.stylize(band, len(chip))
         step = s.trainer_step if s.trainer_step is not None else s.rollout_step
         parts = [f"step {step if step is not None else '-'}/{s.max_steps or '?'}"]
         eta = s.eta_s()
@@ -56,4 +71,20 @@ class HealthHeader(Pane):
                 line3.append(" stalled?", style="bold yellow")
         if view.backfill < 1.0:
             line3.append(f" · reading history {view.backfill:.0%}", style="italic")
-        return Text("\n").join([line1, line2, line3])
+        advice = advise(s, v)
+        if advice is not None:
+            key = self.keys.get(advice.action or advice.pane or "")
+            nxt = Text.assemble(("next: ", "bold"), (advice.text + (f" ({key})" if key else ""), "bold" if v.verdict == "Down" else ""))
+            # A dead run's next step comes first: it is what the researcher came for.
+            line3 = Text.assemble(nxt, " · ", line3) if v.verdict == "Down" else Text.assemble(line3, " · ", nxt)
+        return Text("\n").join([line1, line2, line2b, line3])
+
+
+def _split(text: str, width: int) -> tuple[str, str]:
+    """`text` as two lines of at most `width`: cut at a word, the second cut with an ellipsis
+    by the caller (the alerts pane has the whole text)."""
+    if len(text) <= width:
+        return text, ""
+    cut = text.rfind(" ", 0, width + 1)
+    cut = cut if cut > width // 2 else width
+    return text[:cut].rstrip(), text[cut:].lstrip()

@@ -62,10 +62,14 @@ def trend(values: list[float]) -> str:
     return "↑" if delta > 0 else "↓"
 
 
+CALM = "grey62"  # a value that is fine: drawn, not shouted
+
+
 def bar(fraction: float, width: int, warn: float = 0.85) -> Text:
     fraction = min(max(fraction, 0.0), 1.0)
     filled = int(round(fraction * width))
-    style = "red" if fraction >= warn else "yellow" if fraction >= 0.7 else "green"
+    # Calm while fine: colour only where a value is bad (issue 14: lime 100 % bars outshouted a dead run).
+    style = "red" if fraction >= warn else "yellow" if fraction >= 0.7 else CALM
     return Text("█" * filled, style=style) + Text("░" * (width - filled), style="grey37")
 
 

@@ -8,7 +8,7 @@ from rich.text import Text
 from runtop.frameworks import get as get_framework
 from runtop.view import Slice, View
 from runtop.widgets.pane import Pane
-from runtop.widgets.render import bar
+from runtop.widgets.render import CALM, bar
 
 
 def _gauge(t: Table, label: str, frac: float | None, detail: str, width: int, good_high: bool = True) -> None:
@@ -17,7 +17,7 @@ def _gauge(t: Table, label: str, frac: float | None, detail: str, width: int, go
     # A pass rate is good when high; a failure rate when low: colour by badness.
     badness = 1 - frac if good_high else frac
     g = bar(frac, width, warn=2.0)
-    g.stylize("red" if badness > 0.5 else "yellow" if badness > 0.2 else "green")
+    g.stylize("red" if badness > 0.5 else "yellow" if badness > 0.2 else CALM)
     t.add_row(label, g, f"{frac * 100:5.1f}%", detail)
 
 

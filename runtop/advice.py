@@ -1,0 +1,35 @@
+"""What to do next, in words (issue 14: the verdict band names the next step).
+
+One sentence from the verdict and the run's state: resume from the last complete
+checkpoint, read the logs, look at the alerts. An action is named by its registry name
+(`runtop.actions.REGISTRY`); the screen shows its key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtop.health import Verdict
+from runtop.state import RunState
+
+
+@dataclass(frozen=True)
+class Advice:
+    text: str
+    action: str | None = None  # a vetted action this advice leads to (its key is the screen's)
+    pane: str | None = None  # a pane to read (its number key is the screen's)
+
+
+def advise(state: RunState, verdict: Verdict) -> Advice | None:
+    if verdict.verdict == "Down":
+        ckpt = state.last_complete_checkpoint()
+        if ckpt is not None:
+            return Advice(f"resume from step {ckpt.step} (last complete)", action="resume")
+        if state.checkpoints:
+            return Advice("no complete checkpoint: read the logs before relaunching", pane="logs")
+        return Advice("read the logs", pane="logs")
+    if verdict.verdict == "Degraded":
+        return Advice("read the alerts", pane="alerts")
+    if verdict.verdict == "Unknown":
+        return Advice("nothing read yet: is this the run's output directory?")
+    return None
