@@ -316,3 +316,27 @@ async def test_the_layout_follows_every_resize_both_ways(simulated):
         await pilot.resize_terminal(119, 45)
         await pilot.pause(0.1)
         assert app.screen.has_class("-compact")
+
+
+async def test_ctrl_c_quits_the_palette_holds_runtops_commands_and_help_lists_navigation(simulated):
+    """Issue 14: ctrl+c did not quit, the palette held none of runtop's commands, `?` left
+    out the navigation keys and was cut at 80×24."""
+    from runtop.tui.keys import help_rows, palette_entries
+
+    titles = [t for t, _h, _a in palette_entries()]
+    assert "Zoom the disk pane" in titles and "Chart" in titles and "Resume" in titles and "Help" in titles
+    assert any(k == "PgUp PgDn" for k, _d in help_rows()) and any(k == "ctrl+c" for k, _d in help_rows())
+    app = make_app(simulated("healthy", max_steps=3))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        commands = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Zoom the disk pane" in commands and "Quit" in commands
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert app.return_code is None  # still running
+        await pilot.press("ctrl+c")
+        await pilot.pause(0.2)
+        assert app.return_code is not None  # ctrl+c asked the app to exit

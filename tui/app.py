@@ -11,13 +11,16 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from textual import events, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.message import Message
+from textual.screen import Screen
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
@@ -27,7 +30,7 @@ from runtop.engine import Engine
 from runtop.parsers.hygiene import mask
 from runtop.tui.chart_screen import ChartScreen
 from runtop.tui.help_screen import HelpScreen
-from runtop.tui.keys import PANES, bindings
+from runtop.tui.keys import PANES, bindings, palette_entries
 from runtop.tui.panes import PANE_SPECS, placed, widget
 from runtop.tui.vetted import VettedActions
 from runtop.view import View
@@ -85,6 +88,12 @@ class RuntopApp(VettedActions, App[int]):
        the bottom right, over the ends of long log lines, clear of the alerts pane. */
     Screen.-compact ToastRack { dock: top; align: right top; margin-top: 4; margin-bottom: 0; }
     """
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """The palette lists runtop's own commands first (from the one key table), then Textual's."""
+        for title, help_text, action in palette_entries():
+            yield SystemCommand(title, help_text, partial(self.run_action, action))
+        yield from super().get_system_commands(screen)
 
     def notify(self, message: str, *, title: str = "", markup: bool = False, **kw: Any) -> None:
         """Every toast shows run text (a finding, an error): controls and secrets masked, and

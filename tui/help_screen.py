@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -15,7 +15,7 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [("escape", "dismiss", "Close"), ("q", "dismiss", "Close"), ("question_mark", "dismiss", "Close")]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > Vertical { width: 80%; max-width: 100; height: auto; border: round $accent; background: $surface; padding: 1 2; }
+    HelpScreen > VerticalScroll { width: 80%; max-width: 100; height: auto; max-height: 100%; border: round $accent; background: $surface; padding: 1 2; }
     """
 
     def compose(self) -> ComposeResult:
@@ -24,6 +24,7 @@ class HelpScreen(ModalScreen[None]):
         t.add_column()
         for key, what in help_rows():
             t.add_row(key, what)
-        with Vertical():
+        # Scrolls when the terminal is shorter than the list (issue 14: cut at 80×24).
+        with VerticalScroll():
             yield Static("[b]runtop keys[/b]  (Esc closes)\n")
             yield Static(t)

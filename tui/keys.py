@@ -24,6 +24,8 @@ PANES = tuple(sorted((p.key, p.id, p.title) for p in PANE_SPECS if p.key))
 
 KEYS: tuple[Key, ...] = (
     Key("q", "quit", "Quit"),
+    # What every terminal program does on ctrl+c (issue 14: Textual reserves it for copy).
+    Key("ctrl+c", "quit", "Quit (as q)", show=False, shown_key="ctrl+c"),
     Key("question_mark", "help", "Help", shown_key="?"),
     *(Key(k, f"pane('{pid}')", f"{title}", show=False) for k, pid, title in PANES),
     Key("minus", "hide_pane", "Hide the selected pane", show=False, shown_key="-"),
@@ -47,6 +49,18 @@ def bindings() -> list[BindingType]:
     return [Binding(k.key, k.action, k.description, show=k.show) for k in KEYS]
 
 
+def palette_entries() -> list[tuple[str, str, str]]:
+    """(title, help, action) for the command palette (ctrl+p): every command of the key
+    table, named in words, with its key (issue 14: the palette held none of runtop's)."""
+    out = []
+    for k in KEYS:
+        if k.action == "quit" and k.key != "q":
+            continue
+        title = f"Zoom the {k.description} pane" if k.action.startswith("pane(") else k.description
+        out.append((title, f"key {k.shown_key or k.key}", k.action))
+    return out
+
+
 def help_rows() -> list[tuple[str, str]]:
     rows = []
     for k in KEYS:
@@ -57,4 +71,13 @@ def help_rows() -> list[tuple[str, str]]:
             desc += " (shows the exact command; you confirm)"
         rows.append((k.shown_key or k.key, desc))
     rows.insert(2, ("1-9", "zoom a pane (compact: show it): " + ", ".join(f"{k} {t}" for k, _, t in PANES)))
+    # Moving inside a pane (the steps, the logs): the scroll keys every such pane binds.
+    rows += [
+        ("↑ ↓", "one line older / newer (steps, logs)"),
+        ("PgUp PgDn", "a page older / newer"),
+        ("Home End", "the oldest / the newest (End: follow again)"),
+        ("Tab", "move between panes that scroll"),
+        ("Esc", "close a screen or the search"),
+        ("ctrl+p", "command palette: every command by name"),
+    ]
     return rows
