@@ -127,3 +127,22 @@ def test_a_long_cause_takes_two_lines_of_the_band():
     out = text_of(HealthHeader().render_view(view(run(), Verdict("Down", [cause, second]))))
     lines = out.splitlines()
     assert "Down" in lines[1] and "EngineCore_DP0" in lines[1] and "FINAL" in lines[2] and "Down" not in lines[2]
+
+
+def test_the_disk_pane_keeps_its_columns_when_a_checkpoint_fails():
+    """Issue 14: a long reason squeezed the bar, the percent and the sizes to nothing exactly
+    when a checkpoint failed. The reason goes on a line of its own; the disks keep theirs."""
+    import dataclasses
+
+    from tests.tui_helpers import FixedDisks
+
+    s = run()
+    s.checkpoints[4] = Checkpoint(4, "/runs/r1/ckpts/global_step_4", False,
+                                  "policy/ holds only common.pt, metadata.json (421 KB): no weight shards, a failed save", 421 << 10)
+    v = dataclasses.replace(view(s, checkpoint_dir="/runs/r1/ckpts"), system=SystemView(disk=FixedDisks(pressure=True).sample(0.0)))
+    lines = text_of(DiskPane().render_view(v)).splitlines()
+    shm = next(ln for ln in lines if ln.startswith("/dev/shm"))
+    assert "70%" in shm and "360.0G/512.0G" in shm and "█" in shm
+    step4 = next(i for i, ln in enumerate(lines) if "global_step_4" in ln)
+    assert "421.0K" in lines[step4] and "✗ incomplete" in lines[step4]
+    assert "policy/ holds only common.pt" in lines[step4 + 1]

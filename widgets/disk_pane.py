@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+import textwrap
 
-from rich.table import Table
 from rich.text import Text
 
 from runtop.view import Slice, View
@@ -24,45 +24,61 @@ class DiskPane(Pane):
     TITLE = "disk"
     READS = (Slice.DISK, Slice.CHECKPOINTS, Slice.RUN)
 
-    def render_view(self, view: View) -> Table:
+    def render_view(self, view: View) -> Text:
+        """Fixed columns (label, bar, percent, sizes) drawn as lines, not a table: a long
+        reason goes on a line of its own instead of squeezing the bar, the percent and the
+        sizes to nothing (issue 14: they vanished exactly when a checkpoint failed)."""
         d = view.system.disk
-        width = max(6, min(20, (self.size.width or 60) - 60))
-        out = Table.grid(padding=(0, 1))
-        # Fixed widths for label, bar and percent; the last column takes what is left and
-        # is cut with an ellipsis, so a long reason never squeezes a checkpoint's name.
-        out.add_column(no_wrap=True, min_width=16, max_width=18, overflow="ellipsis")
-        out.add_column(no_wrap=True, min_width=width)
-        out.add_column(no_wrap=True, justify="right", min_width=4)
-        out.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
+        inner = max(30, (self.size.width or 80) - 4)  # the border and the padding
+        bar_w = max(6, min(16, inner - 60))
+        lines: list[Text] = []
         err = view.system.errors.get("disk")
         if err:
-            out.add_row(Text(err, style="red"), "", "", "")
+            lines.append(Text(err, style="red"))
         if d is None:
             if not err:
-                out.add_row(Text("measuring…", style="italic grey62"), "", "", "")
+                lines.append(Text("measuring…", style="italic grey62"))
         else:
             for u in d.disks:
-                pct = u.pct
-                growth = ""
+                line = Text(f"{_fit(', '.join(u.labels), LABEL_W)} ")
+                line.append_text(bar(u.pct / 100, bar_w))
+                line.append(f" {u.pct:3.0f}% ")
+                line.append(f"{human_bytes(u.used)}/{human_bytes(u.used + u.free)}")
                 if u.growth_bps and u.growth_bps > 1 << 20:
-                    growth = f"+{human_bytes(u.growth_bps)}/s"
-                    if u.full_in_s is not None:
-                        growth += f" full in {duration(u.full_in_s)}"
-                out.add_row(", ".join(u.labels), bar(pct / 100, width), f"{pct:3.0f}%", f"{human_bytes(u.used)}/{human_bytes(u.used + u.free)} {growth}")
-            for e in d.errors:
-                out.add_row(Text(e, style="red"), "", "", "")
+                    grow = f" +{human_bytes(u.growth_bps)}/s" + (f" full in {duration(u.full_in_s)}" if u.full_in_s is not None else "")
+                    line.append(grow, style="yellow")
+                lines.append(line)
+            lines += [Text(e, style="red") for e in d.errors]
             if d.core_dumps:
                 total = sum(size for _, size in d.core_dumps)
                 names = ", ".join(os.path.basename(p) for p, _ in d.core_dumps[:3])
-                out.add_row(Text(f"core dumps ×{len(d.core_dumps)}", style="bold red"), Text(human_bytes(total), style="red"), "", names)
+                lines.append(Text.assemble((_fit(f"core dumps ×{len(d.core_dumps)}", LABEL_W), "bold red"), " ", (f"{human_bytes(total):>8}", "red"), "  ", names))
         cks = sorted(view.state.checkpoints.values(), key=lambda c: c.step)
         if cks:
             total = sum(c.bytes for c in cks)
             where = _short(view, view.checkpoint_dir or os.path.dirname(cks[-1].path))
-            out.add_row(Text("checkpoints", style="bold"), human_bytes(total), str(len(cks)), Text(where, style="grey62"))
+            lines.append(Text.assemble((_fit("checkpoints", LABEL_W), "bold"), f" {human_bytes(total):>8} ×{len(cks)}  ", (where, "grey62")))
             for c in cks[-MAX_CKPTS:]:
-                mark = Text("✓ complete", style="green") if c.complete else Text("✗ " + c.reason, style="bold red")
-                out.add_row(f"  {os.path.basename(c.path)}", human_bytes(c.bytes), "", mark)
+                head = Text(f"{_fit('  ' + os.path.basename(c.path), LABEL_W)} {human_bytes(c.bytes):>8}  ")
+                if c.complete:
+                    lines.append(head + Text("✓ complete", style="green"))
+                    continue
+                reason = "✗ " + c.reason
+                if len(head) + len(reason) <= inner:
+                    lines.append(head + Text(reason, style="bold red"))
+                else:  # the reason on a line or two of its own (the alerts pane has it whole)
+                    lines.append(head + Text("✗ incomplete", style="bold red"))
+                    lines += [Text("    " + part, style="red") for part in textwrap.wrap(c.reason, inner - 4, max_lines=2 if inner >= 60 else 1, placeholder=" …")]
         elif view.checkpoint_dir:
-            out.add_row("checkpoints", "", "", Text(f"none yet in {_short(view, view.checkpoint_dir)}", style="grey62"))
-        return out
+            lines.append(Text.assemble("checkpoints ", (f"none yet in {_short(view, view.checkpoint_dir)}", "grey62")))
+        if not lines:
+            lines.append(Text("no disk read yet", style="italic grey62"))
+        return Text("\n").join(lines)
+
+
+LABEL_W = 16
+
+
+def _fit(text: str, width: int) -> str:
+    """`text` in exactly `width` columns: padded, or cut with an ellipsis."""
+    return text.ljust(width) if len(text) <= width else text[: width - 1] + "…"
