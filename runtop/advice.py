@@ -24,6 +24,9 @@ def advise(state: RunState, verdict: Verdict) -> Advice | None:
     if verdict.verdict == "Down":
         ckpt = state.last_complete_checkpoint()
         if ckpt is not None:
+            # Processes still up (a hang, a half-dead run) must be stopped before a resume.
+            if any(pids for pids in (state.processes or {}).values()):
+                return Advice(f"stop, then resume from step {ckpt.step} (last complete)", action="restart")
             return Advice(f"resume from step {ckpt.step} (last complete)", action="resume")
         if state.checkpoints:
             return Advice("no complete checkpoint: read the logs before relaunching", pane="logs")

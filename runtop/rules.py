@@ -146,10 +146,14 @@ def stalled(f: Facts) -> list[Finding]:
     alive = f.alive
     if quiet >= max(f.cfg.silence_s, limit):
         nobody = alive is not None and not any(p for r, p in alive.items() if r != "ray")
-        msg = f"no log write anywhere for {duration(quiet)}" + ("; no run process alive: the pod or job may be gone" if nobody else (f"; {waiting}" if waiting else ""))
+        # Silent this long, the run is not training, whether its processes are gone (a
+        # reclaimed pod) or alive and hung (an NCCL hang): Down either way (issue 14: a
+        # critical stall under a "Degraded" verdict read as a contradiction).
+        alive_but = "; its processes are alive but silent: hung?" if alive and not nobody else ""
+        msg = f"no log write anywhere for {duration(quiet)}" + ("; no run process alive: the pod or job may be gone" if nobody else (f"; {waiting}" if waiting else alive_but))
         # Since the last write: when the silence began, not when runtop noticed it (issue 14).
         since = _dt.datetime.fromtimestamp(newest).strftime("%H:%M:%S")
-        return [Finding("stalled", "critical", msg, f"newest write {duration(quiet)} ago", since, down=nobody, subject="silence")]
+        return [Finding("stalled", "critical", msg, f"newest write {duration(quiet)} ago", since, down=True, subject="silence")]
     # The logs go on but the steps do not (waiting on something).
     last_step_t, newest_t = s.last_step_time, _newest_log_time(s)
     if last_step_t and newest_t:

@@ -16,7 +16,7 @@ import pytest
 from runtop.simulator.primerl import Simulator
 from runtop.simulator.skyrl import RUN_NAME as SKYRL_RUN
 from runtop.simulator.skyrl import SkyrlSimulator
-from tests.tui_helpers import make_app, settle
+from tests.tui_helpers import FIXED_MTIME, FixedProcs, healthy_tree, make_app, settle
 
 
 @pytest.fixture
@@ -31,11 +31,24 @@ def fixed_dir(request) -> Iterator[str]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
-def test_main_layout_prime_rl_trainer_oom(snap_compare, size, fixed_dir):
-    root = fixed_dir
-    Simulator(root, scenario="trainer-oom", max_steps=9).run()
-    assert snap_compare(make_app(root), terminal_size=size, run_before=settle)
+SIZES = [(80, 24), (120, 40), (200, 50)]
+# (scenario, simulator options, the clock's distance from the last write, every role alive):
+# the four states a researcher must read at a glance (issue 14).
+STATES = {
+    "healthy": ("healthy", {"max_steps": 9, "stop_after": 4}, 42.0, True),
+    "down-oom": ("trainer-oom", {"max_steps": 9}, 42.0, False),
+    "finished": ("healthy", {"max_steps": 4}, 42.0, True),
+    "stalled": ("healthy", {"max_steps": 9, "stop_after": 4}, 3600.0, True),
+}
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+@pytest.mark.parametrize("state", list(STATES))
+def test_main_layout_prime_rl(snap_compare, size, state, fixed_dir):
+    scenario, opts, age, alive = STATES[state]
+    Simulator(fixed_dir, scenario=scenario, **opts).run()
+    procs = {"proc_sampler": FixedProcs(healthy_tree(FIXED_MTIME))} if alive else {}
+    assert snap_compare(make_app(fixed_dir, age=age, **procs), terminal_size=size, run_before=settle)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])

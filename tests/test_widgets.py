@@ -114,6 +114,10 @@ def test_the_band_names_the_next_step_and_its_key():
     down = text_of(header.render_view(view(s, Verdict("Down", ["trainer died: torch.OutOfMemoryError"]))))
     assert "next: resume from step 2 (last complete) (R)" in down
     assert down.index("next:") < down.index("step 3/10")  # a dead run's next step comes first
+    s.processes = {"trainer": [4400]}  # still up (a hang): stop first
+    header.keys["restart"] = "T"
+    assert "next: stop, then resume from step 2 (last complete) (T)" in text_of(header.render_view(view(s, Verdict("Down", ["hung"]))))
+    s.processes = None
     s.checkpoints.clear()
     assert "next: read the logs (8)" in text_of(header.render_view(view(s, Verdict("Down", ["x"]))))
     assert "next: read the alerts (9)" in text_of(header.render_view(view(s, Verdict("Degraded", ["y"]))))

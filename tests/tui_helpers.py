@@ -89,13 +89,14 @@ def freeze_mtimes(root: str) -> None:
             os.utime(os.path.join(dirpath, n), (FIXED_MTIME, FIXED_MTIME), follow_symlinks=False)
 
 
-def make_app(root: str, *, fixed: bool = True, gpu=None, interval: float = 0.2, **kw) -> RuntopApp:
-    """The app on `root`. `fixed`: a frozen clock and fixed disk/process/GPU readings (snapshots)."""
+def make_app(root: str, *, fixed: bool = True, gpu=None, interval: float = 0.2, age: float = 42.0, **kw) -> RuntopApp:
+    """The app on `root`. `fixed`: a frozen clock (`age` seconds after the files' last write)
+    and fixed disk/process/GPU readings (snapshots)."""
     layout = discover(root)
     if fixed:
         # A SkyRL log path: its run dir is the log dir's parent (logs/, ckpts/ beside it).
         freeze_mtimes(root if os.path.isdir(root) else os.path.dirname(os.path.dirname(root)))
-        clock = lambda: FIXED_MTIME + 42  # noqa: E731 - "last write 42s ago", always
+        clock = lambda: FIXED_MTIME + age  # noqa: E731 - "last write 42s ago", always
         mon = Engine(
             layout, interval=interval, gpu=gpu or RecordedProbe([H100]), vllm_url=None, clock=clock,
             proc_sampler=kw.pop("proc_sampler", FixedProcs(fixed_tree(FIXED_MTIME))),

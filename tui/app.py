@@ -83,6 +83,10 @@ class RuntopApp(VettedActions, App[int]):
     Screen.-compact LogsPane { display: none; }
     Screen.-compact LogsPane.-slot { display: block; height: 1fr; }
     Screen.-compact #body.-empty { display: none; }
+    /* A screen under 50 rows (120×40): the logs take 8 rows, and a column whose panes do not
+       fit scrolls instead of drawing them over each other's borders (issue 14). */
+    Screen.-short LogsPane { height: 8; }
+    #left, #right { overflow-y: auto; }
     /* In a tmux split, toasts sit at the top right, over the sparklines' ranges: never over
        the logs a researcher reads when one arrives (issue 14). A full screen keeps them at
        the bottom right, over the ends of long log lines, clear of the alerts pane. */
@@ -175,6 +179,7 @@ class RuntopApp(VettedActions, App[int]):
 
     def _apply_layout(self) -> None:
         self.screen.set_class(self.compact, "-compact")
+        self.screen.set_class((self._term or self.size).height < 50, "-short")
         for _key, pid, _title in PANES:
             w = self.query_one(f"#{pid}")
             w.set_class(pid == self.slot, "-slot")

@@ -15,19 +15,11 @@ VERDICT_STYLE = {"Finished": "bold white on blue", "Healthy": "bold green", "Deg
 # first thing seen (issue 14: a 6-character chip was the least visible thing on screen).
 # A healthy run's band is calm.
 BAND_STYLE = {"Finished": "white on dark_blue", "Healthy": "green", "Degraded": "black on yellow3", "Down": "bold white on red3", "Unknown": "grey70"}
-STALL_MIN_S = 600.0  # the seeds' runs have 100-minute steps: silence is only suspicious relative to the step time
 
 
 def last_write_age(view: View) -> float | None:
     mtimes = view.state.write_times()
     return max(0.0, view.now - max(mtimes)) if mtimes else None
-
-
-def stalled(view: View, age: float | None) -> bool:
-    if age is None or view.state.run_finished():
-        return False
-    med = view.state.median_step_time()
-    return age > max(STALL_MIN_S, 3 * med if med else 0.0)
 
 
 class HealthHeader(Pane):
@@ -66,9 +58,8 @@ class HealthHeader(Pane):
         age = last_write_age(view)
         line3 = Text(" · ".join(parts))
         if age is not None:
+            # How old the newest write is; whether that is a stall is the rules' to say (the band).
             line3.append(f" · last write {coarse_age(age)} ago")
-            if stalled(view, age):
-                line3.append(" stalled?", style="bold yellow")
         if view.backfill < 1.0:
             line3.append(f" · reading history {view.backfill:.0%}", style="italic")
         advice = advise(s, v)

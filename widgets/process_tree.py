@@ -39,8 +39,14 @@ class ProcessTree(Pane):
         cols: tuple[tuple[str, JustifyMethod], ...] = (
             ("pid", "right"), ("role", "left"), ("title", "left"), ("st", "left"), ("cpu", "right"), ("rss", "right"), ("age", "right"),
         )
+        # Numbers keep their width; the title takes what is left (issue 14: at 120×40 the
+        # pids and CPU were cut to "41…" while the title kept its columns).
+        min_w = {"pid": 7, "st": 3, "cpu": 4, "rss": 6, "age": 6}
         for col, just in cols:
-            t.add_column(col, justify=just, no_wrap=True, max_width=title_w if col == "title" else None, overflow="ellipsis")
+            t.add_column(
+                col, justify=just, no_wrap=True, min_width=min_w.get(col), overflow="ellipsis",
+                max_width=title_w if col == "title" else None, ratio=1 if col == "title" else None,
+            )
         if head:
             # The missing roles go first, in the title column, so the pane stays one plain table.
             t.add_row("", "", head, "", "", "", "")
