@@ -135,7 +135,16 @@ async def test_number_keys_zoom_a_pane_on_a_large_screen(simulated):
         await pilot.press("5")
         await pilot.pause()
         assert app.screen.maximized is app.query_one("#disk")
+        # Issue 14: a zoomed pane takes the whole screen, not its natural height.
+        assert app.query_one("#disk").region.height >= 45
         await pilot.press("5")
+        await pilot.pause()
+        await pilot.press("8")
+        await pilot.pause()
+        logs = app.query_one("#logs")
+        assert app.screen.maximized is logs and logs.region.height >= 45
+        assert len([ln for ln in pane(app, "logs").splitlines() if ln.strip("│ ")]) > 12
+        await pilot.press("8")
         await pilot.pause()
         assert app.screen.maximized is None
 

@@ -87,6 +87,10 @@ class RuntopApp(VettedActions, App[int]):
        fit scrolls instead of drawing them over each other's borders (issue 14). */
     Screen.-short LogsPane { height: 8; }
     #left, #right { overflow-y: auto; }
+    /* A zoomed pane (1-9) takes the whole body, whatever its natural height (issue 14: it
+       kept its height in a field of hatching; the logs stayed at 12 rows). */
+    .-maximized { height: 1fr; max-height: 100%; }
+    LogsPane.-maximized { height: 1fr; }
     /* In a tmux split, toasts sit at the top right, over the sparklines' ranges: never over
        the logs a researcher reads when one arrives (issue 14). A full screen keeps them at
        the bottom right, over the ends of long log lines, clear of the alerts pane. */
