@@ -179,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     de.add_argument("--dir", default=None, help="write the run here instead of a temp dir")
     de.add_argument("--steps", type=count, default=None, help="max_steps of the simulated run (default 20 prime-rl, 8 SkyRL)")
     de.add_argument("--duration", type=seconds, default=None, metavar="S", help="stop after S real seconds")
+    de.add_argument("--keep", action="store_true", help="keep the simulated run's temp dir when the demo ends (it is printed)")
     _config(de)
     _common(de)
     _tui_opts(de)
@@ -206,9 +207,11 @@ def _err(msg: str) -> None:
 
 
 def _thresholds(args: argparse.Namespace) -> Thresholds:
-    from runtop.config import load
+    from runtop.config import in_simulated_time, load
 
-    return load(getattr(args, "config", None))
+    cfg = load(getattr(args, "config", None))
+    speed = getattr(args, "simulated_speed", None)
+    return in_simulated_time(cfg, speed) if speed else cfg
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -60,6 +60,9 @@ class Thresholds:
     rollout_fail_min: int = 8
     rollout_fail_share: float = 0.9
     bell: bool = True
+    # Seconds of the run's own time per real second: `runtop demo` plays a run 20× faster and
+    # the rules count its silences in its time (issue 14). Not a config key: 1 for a real run.
+    time_scale: float = 1.0
 
 
 def _table(path: str | None, name: str) -> tuple[str, dict[str, Any]] | None:
@@ -101,6 +104,16 @@ RANGES: dict[str, tuple[float | None, float | None, bool]] = {
 }
 
 
+INTERNAL = frozenset({"time_scale"})  # Thresholds fields no config file sets
+
+
+def in_simulated_time(t: Thresholds, speed: float) -> Thresholds:
+    """`t` for a run simulated `speed` times faster than real time (`runtop demo`): the rules
+    count the time since the last write in the run's own seconds, so a stall is called when
+    the simulated run would call it, against its own step times."""
+    return replace(t, time_scale=speed)
+
+
 def _out_of_range(key: str, value: float) -> str | None:
     """Why `value` cannot be `key`'s, or None."""
     if not math.isfinite(value):
@@ -121,7 +134,7 @@ def load(path: str | None = None) -> Thresholds:
     if found is None:
         return Thresholds()
     path, section = found
-    known = {f.name: f for f in fields(Thresholds)}
+    known = {f.name: f for f in fields(Thresholds) if f.name not in INTERNAL}
     values: dict[str, Any] = {}
     for key, value in section.items():
         if key not in known:

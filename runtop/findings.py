@@ -84,7 +84,7 @@ class Facts:
         if self.state.current_step() is not None:
             return False
         oldest = self.oldest_write()
-        return oldest is None or self.now - oldest < self.cfg.grace_s
+        return oldest is None or (self.now - oldest) * self.cfg.time_scale < self.cfg.grace_s
 
     def finished(self) -> bool:
         return self.state.run_finished()

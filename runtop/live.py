@@ -16,6 +16,7 @@ import threading
 import time
 from typing import IO
 
+from runtop.config import Thresholds
 from runtop.discovery import RunLayout
 from runtop.log_tail import LogTail
 from runtop.parsers.hygiene import public
@@ -120,14 +121,14 @@ class LiveRun:
         self.waiter.close()
 
 
-def _summary_line(state: RunState, verdict: str) -> str:
+def _summary_line(state: RunState, verdict: str, reason: str | None = None) -> str:
     step = state.trainer_step if state.trainer_step is not None else state.rollout_step
     rows = state.rows()
     reward = next((r.value("reward") for r in reversed(rows) if r.value("reward") is not None), None)
     parts = [
         time.strftime("%H:%M:%S"),
         f"step {step if step is not None else '-'}/{state.max_steps or '?'}",
-        verdict,
+        verdict if reason is None else f"{verdict}: {reason[:120]}",
     ]
     if reward is not None:
         parts.append(f"reward {reward:.4f}")
@@ -142,8 +143,17 @@ def _summary_line(state: RunState, verdict: str) -> str:
     return " | ".join(parts)
 
 
-def follow(layout: RunLayout, *, interval: float = 2.0, poll: bool = False, deadline: float | None = None, out: IO[str] | None = None) -> int:
-    """Print a rolling status until Ctrl-C (a terminal view until the TUI of issue 4)."""
+QUIET_RECHECK = 5  # intervals between two judgments of a run that wrote nothing
+
+
+def follow(
+    layout: RunLayout, *, interval: float = 2.0, poll: bool = False, deadline: float | None = None, out: IO[str] | None = None,
+    cfg: Thresholds | None = None,
+) -> int:
+    """Print a rolling status until Ctrl-C (a terminal view until the TUI of issue 4).
+
+    A run that writes nothing is judged again all the same, every few intervals: silence
+    is what a stall is, and a status that waits for news never calls one."""
     from runtop.health import judge
     from runtop.report import to_markdown
 
@@ -156,8 +166,9 @@ def follow(layout: RunLayout, *, interval: float = 2.0, poll: bool = False, dead
         while deadline is None or time.monotonic() < deadline:
             dirty |= live.step()
             now = time.monotonic()
-            if dirty and now - last_print >= interval:
-                verdict = judge(live.state)
+            quiet_recheck = now - last_print >= QUIET_RECHECK * interval
+            if (dirty or quiet_recheck) and now - last_print >= interval:
+                verdict = judge(live.state, cfg=cfg)
                 if tty:
                     bf = live.backfill_progress()
                     footer = f"following {layout.root} ({live.waiter.mode})"
@@ -165,7 +176,9 @@ def follow(layout: RunLayout, *, interval: float = 2.0, poll: bool = False, dead
                         footer += f" — reading history {bf:.0%}"
                     out.write("\x1b[H\x1b[2J" + to_markdown(live.state, verdict) + "\n" + footer + " — Ctrl-C to quit\n")
                 else:
-                    out.write(public(_summary_line(live.state, verdict.verdict)) + "\n")
+                    # A run not Healthy says why on its line (issue 14: "Down" alone named nothing).
+                    why = verdict.reasons[0] if verdict.reasons and verdict.verdict in ("Down", "Degraded") else None
+                    out.write(public(_summary_line(live.state, verdict.verdict, why)) + "\n")
                 out.flush()
                 last_print, dirty = now, False
             live.wait(interval if deadline is None else max(0.05, min(interval, deadline - time.monotonic())))

@@ -139,7 +139,7 @@ def stalled(f: Facts) -> list[Finding]:
     newest = f.newest_write()
     if newest is None or f.booting():
         return []
-    quiet = f.now - newest
+    quiet = (f.now - newest) * f.cfg.time_scale  # in the run's own seconds (a demo runs faster)
     med = s.median_step_time()
     limit = max(f.cfg.stall_min_s, f.cfg.stall_k * med if med else 0.0)
     waiting = waiting_on(s)

@@ -117,3 +117,35 @@ def test_every_bad_argument_is_one_line_and_an_exit_code(simulated, tmp_path, ca
     lines = out.err.strip().splitlines()
     assert rc == code and len(lines) == 1 and words in lines[0], (rc, out.err)
     assert "Traceback" not in out.err and "internal error" not in out.err and out.out == ""
+
+
+def test_demo_calls_a_stall_in_the_simulated_runs_own_time():
+    """Issue 14: `--scenario stalled` showed Healthy for 10 minutes at 20×: the rules now count
+    the silence in the simulated run's seconds, and the rolling line says why it is Down."""
+    r = runtop("demo", "--scenario", "stalled", "--speed", "200", "--duration", "12", "--interval", "0.5")
+    assert r.returncode == 0, r.stderr
+    down = [ln for ln in r.stdout.splitlines() if "| Down" in ln]
+    assert down and "no log write anywhere for" in down[-1], r.stdout[-600:]
+
+
+def test_demo_keep_keeps_the_run_and_sigterm_cleans_it_up():
+    import re
+    import signal
+    import time
+
+    r = runtop("demo", "--keep", "--speed", "1000", "--steps", "3", "--duration", "2")
+    kept = re.search(r"is kept in (\S+)", r.stderr)
+    assert r.returncode == 0 and kept and os.path.isdir(kept.group(1)), r.stderr
+    import shutil
+
+    shutil.rmtree(os.path.dirname(kept.group(1)))
+    p = subprocess.Popen([sys.executable, "-m", "runtop", "demo", "--speed", "5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stderr.readline()
+    where = re.search(r"in (\S+)$", line.strip())
+    assert where, line
+    deadline = time.monotonic() + 10
+    while not os.path.isdir(where.group(1)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    _out, err = p.communicate(timeout=20)
+    assert "was removed from" in err and not os.path.exists(where.group(1)), err

@@ -57,6 +57,7 @@ def test_each_plug_in_provides_the_whole_contract(name):
         assert getattr(type(fw), method) is not getattr(Framework, method), (name, method)
     sim = fw.simulator(None, fw.scenarios[0])
     assert hasattr(sim, "run")
+    sim.stop()  # its temp dir goes
 
 
 def test_an_unknown_framework_gets_a_plug_in_that_knows_nothing():

@@ -7,6 +7,7 @@ actions write files. Both frameworks' simulators share this player.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -19,10 +20,12 @@ class ScriptPlayer:
     START = 0.0  # the simulated second the script begins at
 
     def __init__(self, root: str | None, default_name: str, speed: float) -> None:
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        # A temp dir of our own (not a TemporaryDirectory, whose finaliser would remove it at
+        # exit even when `runtop demo --keep` asked to keep it).
+        self._tmp: str | None = None
         if root is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="runtop-demo-")
-            root = os.path.join(self._tmp.name, default_name)
+            self._tmp = tempfile.mkdtemp(prefix="runtop-demo-")
+            root = os.path.join(self._tmp, default_name)
         self.root = root
         self.speed = speed
         self._thread: threading.Thread | None = None
@@ -58,9 +61,10 @@ class ScriptPlayer:
         self._thread = threading.Thread(target=play, name="runtop-simulator", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, keep: bool = False) -> None:
+        """Stop writing; the temp dir goes too unless `keep` (`runtop demo --keep`)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2)
-        if self._tmp is not None:
-            self._tmp.cleanup()
+        if self._tmp is not None and not keep:
+            shutil.rmtree(self._tmp, ignore_errors=True)
