@@ -122,7 +122,7 @@ def test_every_bad_argument_is_one_line_and_an_exit_code(simulated, tmp_path, ca
 def test_demo_calls_a_stall_in_the_simulated_runs_own_time():
     """Issue 14: `--scenario stalled` showed Healthy for 10 minutes at 20×: the rules now count
     the silence in the simulated run's seconds, and the rolling line says why it is Down."""
-    r = runtop("demo", "--scenario", "stalled", "--speed", "200", "--duration", "12", "--interval", "0.5")
+    r = runtop("demo", "--scenario", "stalled", "--speed", "400", "--duration", "7", "--interval", "0.5")
     assert r.returncode == 0, r.stderr
     down = [ln for ln in r.stdout.splitlines() if "| Down" in ln]
     assert down and "no log write anywhere for" in down[-1], r.stdout[-600:]

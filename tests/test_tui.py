@@ -268,7 +268,7 @@ async def test_the_trainers_numbers_for_a_step_show_while_the_orchestrator_is_a_
         assert "0.0777" in pane(app, "steps")
 
 
-async def test_a_stale_run_rings_once_however_many_polls_it_stays_stale(simulated):
+async def test_a_stale_run_rings_once_however_many_polls_it_stays_stale(simulated, monkeypatch):
     """Issue 14: a silent pod rang the bell and stacked a toast on every refresh (the stall
     message carries its growing duration). Kept open for 60 polls: one toast, one bell."""
     import itertools
@@ -281,6 +281,9 @@ async def test_a_stale_run_rings_once_however_many_polls_it_stays_stale(simulate
     for dirpath, _dirs, names in os.walk(root):
         for n in names:
             os.utime(os.path.join(dirpath, n), (hour_ago, hour_ago), follow_symlinks=False)
+    import runtop.tui.app
+
+    monkeypatch.setattr(runtop.tui.app, "MIN_STEP_S", 0.05)  # 60 polls in seconds, not a quarter minute
     tick = itertools.count()
     t0 = _time.time()
     tree = ProcessSnapshot(procs=[
