@@ -352,3 +352,12 @@ async def test_ctrl_c_quits_the_palette_holds_runtops_commands_and_help_lists_na
         await pilot.press("ctrl+c")
         await pilot.pause(0.2)
         assert app.return_code is not None  # ctrl+c asked the app to exit
+
+
+def test_the_chart_marks_whole_steps_a_round_stride_apart():
+    """Issue 14: the chart's x axis had ticks at step 1.75."""
+    from runtop.tui.chart_screen import step_ticks
+
+    assert step_ticks(1, 4, 8) == [1, 2, 3, 4]
+    assert step_ticks(1, 100, 8) == [1, 20, 40, 60, 80, 100]
+    assert all(isinstance(t, int) for t in step_ticks(3, 9137, 12)) and len(step_ticks(3, 9137, 12)) <= 13

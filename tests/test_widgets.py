@@ -72,7 +72,19 @@ def test_the_step_table_shows_each_sides_numbers_in_one_row_per_step():
     out = text_of(table._render_table(view(run())))
     lines = [ln for ln in out.splitlines() if ln.strip()]
     assert lines[0].split()[:3] == ["step", "reward", "loss"]
-    assert lines[-1].split()[:3] == ["3", "0.53", "0.03"]
+    assert lines[-1].split()[:3] == ["3", "0.5300", "0.03000"]  # one format per column: the same decimals
+
+
+def test_a_column_never_mixes_fixed_and_exponent_notation():
+    """Issue 14: the KL column read `9.30e-04` above `0.00136`."""
+    from runtop.widgets.render import column_format
+
+    kl = column_format([0.00093, 0.00136, 0.00153])
+    assert [kl(v) for v in (0.00093, 0.00136)] == ["9.30e-04", "1.36e-03"]
+    loss = column_format([0.008995, -0.004815, 0.001129])
+    assert [loss(v) for v in (0.008995, -0.004815)] == ["0.008995", "-0.004815"]
+    reward = column_format([5.334, 5.33, 5.25])
+    assert [reward(v) for v in (5.334, 5.33)] == ["5.334", "5.330"]
 
 
 def test_sparklines_draw_the_metrics_that_have_numbers():

@@ -26,7 +26,20 @@ def chart_text(view: View, metric: int, width: int, height: int) -> Text:
     plt.plot([s for s, _ in pts], [v for _, v in pts], marker="braille")
     plt.title(f"{label} by step ({len(pts)} steps)")
     plt.xlabel("step")
+    plt.xticks(step_ticks(pts[0][0], pts[-1][0], max(2, width // 12)))
     return Text.from_ansi(plt.build())
+
+
+def step_ticks(first: int, last: int, most: int) -> list[int]:
+    """Whole steps to mark on the x axis, a round stride (1, 2, 5, 10, 20, 50, …) apart and
+    at most `most` of them (issue 14: ticks at step 1.75)."""
+    span = max(1, last - first)
+    k, stride = 0, 1
+    while span // stride >= most:
+        k += 1
+        stride = (1, 2, 5)[k % 3] * 10 ** (k // 3)
+    start = -(-first // stride) * stride  # the first multiple of the stride
+    return sorted({first, *range(start, last + 1, stride)})
 
 
 class ChartScreen(ModalScreen[None]):

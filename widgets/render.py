@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -36,6 +37,22 @@ def num(v: float | None, digits: int = 4) -> str:
     if abs(v) >= 1000:
         return f"{v:.0f}"
     return f"{v:.{digits}g}"
+
+
+def column_format(values: list[float], digits: int = 4) -> Callable[[float], str]:
+    """One number format for a column (issue 14: `9.30e-04` above `0.00136` in one column).
+    Exponents for all when any value is tiny or huge, else the same decimals for all: enough
+    for `digits` significant digits of the smallest, at most 6."""
+    vals = [abs(v) for v in values if math.isfinite(v) and v != 0]
+    if not vals:
+        return lambda v: num(v, digits)
+    small, big = min(vals), max(vals)
+    if small < 10 ** -(digits - 1) or big >= 1e6:
+        return lambda v: f"{v:.2e}" if math.isfinite(v) else "n/a"
+    if big >= 1000:
+        return lambda v: f"{v:.0f}" if math.isfinite(v) else "n/a"
+    decimals = max(0, min(6, digits - 1 - math.floor(math.log10(small))))
+    return lambda v: f"{v:.{decimals}f}" if math.isfinite(v) else "n/a"
 
 
 def sparkline(values: list[float], width: int) -> str:

@@ -7,6 +7,7 @@ rows whenever one is added, which made it half the TUI's CPU on a busy run).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
@@ -14,7 +15,7 @@ from rich.text import Text
 from runtop.columns import STEP_COLUMNS
 from runtop.view import Slice, View
 from runtop.widgets.pane import SafeStatic, versions
-from runtop.widgets.render import num, scroll_bindings
+from runtop.widgets.render import column_format, scroll_bindings
 
 # (header, column, width): fixed widths, so a refresh formats strings instead of measuring a table.
 COLUMNS = (("step", None, 6), *((c.short, c.name, c.width) for c in STEP_COLUMNS))
@@ -36,12 +37,12 @@ class StepTable(SafeStatic, can_focus=True):
         self._sig: object = None
         self._view: View | None = None
 
-    def _cells(self, view: View, step: int) -> list[str]:
+    def _cells(self, view: View, step: int, formats: dict[str, Callable[[float], str]]) -> list[str]:
         row = view.state.steps[step]
         cells = [str(step) if row.attempt == view.state.attempt else f"{step} (#{row.attempt})"]
         for c in STEP_COLUMNS:
             v = row.value(c.name)
-            cells.append("" if v is None else (f"{v:.0f}s" if c.name == "step_time_s" else num(v)))
+            cells.append("" if v is None else (f"{v:.0f}s" if c.name == "step_time_s" else formats[c.name](v)))
         return cells
 
     def update_view(self, view: View) -> bool:
@@ -65,10 +66,13 @@ class StepTable(SafeStatic, can_focus=True):
         def line(cells: list[str]) -> str:
             return "".join(c.ljust(w) if i == 0 else c[: w - 1].rjust(w) for i, (c, (_l, _c, w)) in enumerate(zip(cells, COLUMNS)))
 
+        # One format per column, from the rows on screen.
+        rows = [view.state.steps[s] for s in window]
+        formats = {c.name: column_format([v for r in rows if (v := r.value(c.name)) is not None]) for c in STEP_COLUMNS}
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append(line([label for label, _c, _w in COLUMNS]), style="bold")
         for s in window:
-            t.append("\n" + line(self._cells(view, s)))
+            t.append("\n" + line(self._cells(view, s, formats)))
         if self.back:
             self.border_title = f"steps · {window[0]}-{window[-1]} of {len(steps)} (End: newest)"
         else:
