@@ -39,7 +39,7 @@ class GpuPane(Pane):
             holders = sorted({roles.get(p.pid) or f"pid {p.pid}" for p in d.processes})
             t.add_row(
                 f"{d.index}",
-                bar((util or 0) / 100, width, warn=1.01),
+                bar((util or 0) / 100, width, warn=1.01, caution=1.01),  # a busy GPU is a good one
                 f"{util:3.0f}%" if util is not None else "n/a",
                 f"{human_bytes(d.mem_used)}/{human_bytes(d.mem_total)}" if mem is not None else "mem n/a",
                 f"{d.temp_c:.0f}°C {d.power_w:.0f}W" if d.temp_c is not None and d.power_w is not None else "",

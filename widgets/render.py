@@ -82,11 +82,13 @@ def trend(values: list[float]) -> str:
 CALM = "grey62"  # a value that is fine: drawn, not shouted
 
 
-def bar(fraction: float, width: int, warn: float = 0.85) -> Text:
+def bar(fraction: float, width: int, warn: float = 0.85, caution: float = 0.7) -> Text:
+    """A fill bar: calm while fine, yellow from `caution`, red from `warn` (a disk's use);
+    pass both above 1 for a value whose high is good (a GPU's utilisation)."""
     fraction = min(max(fraction, 0.0), 1.0)
     filled = int(round(fraction * width))
     # Calm while fine: colour only where a value is bad (issue 14: lime 100 % bars outshouted a dead run).
-    style = "red" if fraction >= warn else "yellow" if fraction >= 0.7 else CALM
+    style = "red" if fraction >= warn else "yellow" if fraction >= caution else CALM
     return Text("█" * filled, style=style) + Text("░" * (width - filled), style="grey37")
 
 
