@@ -112,12 +112,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     # The rules judge in simulated time (issue 14: at 20× a stall took 15 real minutes to be
     # called): every duration they wait for is divided by the speed.
     args.simulated_speed = args.speed
-    sim.start()
-    print(f"runtop demo: simulating a {args.framework} run ({args.scenario}) in {sim.root}", file=sys.stderr)
-    # SIGTERM and SIGHUP (a closed terminal, `kill`) end the demo like ctrl+c: the temp dir goes.
+    # SIGTERM and SIGHUP (a closed terminal, `kill`) end the demo like ctrl+c: the temp dir
+    # goes. Installed before the dir is announced, so no signal finds the default handler.
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _end_demo)
     try:
+        # Inside the `try`: a signal may land while the line is still being written.
+        sim.start()
+        print(f"runtop demo: simulating a {args.framework} run ({args.scenario}) in {sim.root}", file=sys.stderr)
         deadline = time.monotonic() + args.duration if args.duration else None
         # Wait until the simulator's first lines say whose run it is (a driver log's first
         # line is a shell trace that names no framework yet), so discovery finds the run.

@@ -18,6 +18,7 @@ from typing import Any
 from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
@@ -245,10 +246,13 @@ class RuntopApp(VettedActions, App[int]):
         # pane still never sees a half-applied poll (issue 13).
         if self._stop:
             return  # the engine's last message can arrive after the panes are gone
-        self._follow_verdict()
-        view = self.monitor.view()
-        for p in PANE_SPECS:
-            self.query_one(f"#{p.id}").update_view(view)  # type: ignore[attr-defined]
+        try:
+            self._follow_verdict()
+            view = self.monitor.view()
+            for p in PANE_SPECS:
+                self.query_one(f"#{p.id}").update_view(view)  # type: ignore[attr-defined]
+        except NoMatches:
+            return  # the app is closing: its screen's panes are already being removed
 
     def on_unmount(self) -> None:
         self._stop = True
