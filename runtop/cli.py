@@ -14,6 +14,7 @@ import builtins
 import math
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from runtop import __version__
@@ -42,48 +43,26 @@ class _Parser(argparse.ArgumentParser):
         self.exit(code, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def seconds(text: str) -> float:
-    """A number of seconds above 0, finite (argparse type: `--interval 0` was a busy loop)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds above 0")
-    return value
+def _bounded(parse: Callable[[str], float], low: float, *, above: bool, what: str, hint: str) -> Callable[[str], Any]:
+    """An argparse type: `parse` the text, then insist on a finite value from `low` (or
+    `above` it). `--interval 0` was a busy loop and `nan` a traceback (issue 14)."""
+
+    def check(text: str) -> Any:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not math.isfinite(value) or value < low or (above and value == low):
+            raise argparse.ArgumentTypeError(f"{text!r}: {hint}")
+        return value
+
+    return check
 
 
-def speed(text: str) -> float:
-    """Simulated seconds per real second: above 0 and finite."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a speed above 0 (20: twenty simulated seconds a second)")
-    return value
-
-
-def count(text: str) -> int:
-    """A whole number, 1 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give 1 or more")
-    return value
-
-
-def step_number(text: str) -> int:
-    """A step number: 0 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a step number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: a step is 0 or more")
-    return value
+seconds = _bounded(float, 0, above=True, what="a number of seconds", hint="give a number of seconds above 0")
+speed = _bounded(float, 0, above=True, what="a number", hint="give a speed above 0 (20: twenty simulated seconds a second)")
+count = _bounded(int, 1, above=False, what="a whole number", hint="give 1 or more")
+step_number = _bounded(int, 0, above=False, what="a step number", hint="a step is 0 or more")
 
 
 def _config(p: argparse.ArgumentParser) -> None:
