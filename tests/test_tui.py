@@ -164,6 +164,17 @@ async def test_logs_level_filter_search_and_pause(simulated):
         await pilot.pause()
         text = pane(app, "logs")
         assert "/OutOfMemory" in text and "torch.OutOfMemoryError" in text and "Starting" not in text
+        # Issue 14: the matches are highlighted, Esc clears the search, `/` opens empty.
+        drawn = app.query_one("#log-view").content
+        assert any("yellow" in str(span.style) and drawn.plain[span.start : span.end].lower() == "outofmemory" for span in drawn.spans)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert "/OutOfMemory" not in pane(app, "logs") and logs.query_text == ""
+        await pilot.press("slash")
+        await pilot.pause()
+        assert app.query_one("#log-search").value == ""
+        await pilot.press("escape")
+        await pilot.pause()
         await pilot.press("p")
         await pilot.pause()
         assert not logs.follow and "paused" in pane(app, "logs")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input
@@ -96,6 +97,9 @@ class LogsPane(Vertical):
             t.append(f"{ln.time or '        '} ", style="grey50")
             t.append(f"{ln.source[:src_w]:<{src_w}} ", style="cyan")
             t.append(ln.text, style=LEVEL_STYLE.get(ln.level or "", ""))
+            if self.query_text:
+                # The matches stand out (issue 14: a search filtered but did not show where).
+                t.highlight_words([self.query_text], style="black on yellow", case_sensitive=False)
             out.append(t)
         if not out:
             out = [Text("no log lines" + (" match" if self.level or self.query_text else " yet"), style="italic grey62")]
@@ -142,11 +146,26 @@ class LogsPane(Vertical):
         self._retitle()
 
     def open_search(self) -> None:
+        box = self.query_one(Input)
+        box.value = ""  # a new search starts empty (issue 14: `/` reopened the last one)
         self.add_class("-searching")
-        self.query_one(Input).focus()
+        box.focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.query_text = event.value.strip()
         self.remove_class("-searching")
         self.rerender()
         self.query_one(LogView).focus()
+
+    def clear_search(self) -> None:
+        """Esc: close the search box and show every line again."""
+        self.remove_class("-searching")
+        if self.query_text:
+            self.query_text = ""
+            self.rerender()
+        self.query_one(LogView).focus()
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key == "escape" and (self.has_class("-searching") or self.query_text):
+            event.stop()
+            self.clear_search()
