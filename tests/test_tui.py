@@ -372,3 +372,22 @@ def test_the_chart_marks_whole_steps_a_round_stride_apart():
     assert step_ticks(1, 4, 8) == [1, 2, 3, 4]
     assert step_ticks(1, 100, 8) == [1, 20, 40, 60, 80, 100]
     assert all(isinstance(t, int) for t in step_ticks(3, 9137, 12)) and len(step_ticks(3, 9137, 12)) <= 13
+
+
+async def test_enter_shows_every_alert_whole(simulated):
+    """Issue 14: alert text and its evidence were cut to one line at every size. Enter (or
+    `a`) shows each alert whole: message, cause, phase, evidence, since, and the next step."""
+    from runtop.tui.alerts_screen import AlertsScreen
+
+    app = make_app(simulated("trainer-oom", max_steps=9))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, AlertsScreen)
+        text = screen_text(app)
+        assert "inference, launcher, orchestrator" in text  # the message's end, cut in the alerts pane
+        assert "cause: torch.OutOfMemoryError" in text and "evidence: logs/attempt_1/trainer.log" in text and "next:" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, AlertsScreen)

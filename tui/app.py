@@ -29,6 +29,7 @@ from runtop.actions import REGISTRY as ACTIONS
 from runtop.discovery import RunLayout
 from runtop.engine import Engine
 from runtop.parsers.hygiene import mask
+from runtop.tui.alerts_screen import AlertsScreen
 from runtop.tui.chart_screen import ChartScreen
 from runtop.tui.help_screen import HelpScreen
 from runtop.tui.keys import PANES, bindings, palette_entries
@@ -285,6 +286,10 @@ class RuntopApp(VettedActions, App[int]):
     def action_show_all(self) -> None:
         self.hidden.clear()
         self._apply_layout()
+
+    def action_alerts(self) -> None:
+        """Every alert whole: message, cause, reporter, phase, evidence, since, next step."""
+        self.push_screen(AlertsScreen(self.monitor.view(), self.query_one(HealthHeader).keys))
 
     def action_chart(self) -> None:
         self.push_screen(ChartScreen(self.view, self.metric))

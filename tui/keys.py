@@ -36,6 +36,8 @@ KEYS: tuple[Key, ...] = (
         Key(a.key, "checkin" if a.name == "checkin" else f"act('{a.name}')", a.label, show=a.shown, shown_key=a.key)
         for a in ACTIONS
     ),
+    Key("a", "alerts", "Alerts in full", show=False),
+    Key("enter", "alerts", "Alerts in full (from anywhere but a text box)", show=False, shown_key="Enter"),
     Key("c", "chart", "Chart"),
     Key("m", "next_metric", "Next chart metric", show=False),
     Key("l", "log_level", "Log level"),
@@ -53,9 +55,11 @@ def palette_entries() -> list[tuple[str, str, str]]:
     """(title, help, action) for the command palette (ctrl+p): every command of the key
     table, named in words, with its key (issue 14: the palette held none of runtop's)."""
     out = []
+    seen: set[str] = set()
     for k in KEYS:
-        if k.action == "quit" and k.key != "q":
-            continue
+        if k.action in seen:
+            continue  # one entry per command (q and ctrl+c quit; a and Enter show the alerts)
+        seen.add(k.action)
         title = f"Zoom the {k.description} pane" if k.action.startswith("pane(") else k.description
         out.append((title, f"key {k.shown_key or k.key}", k.action))
     return out

@@ -1,0 +1,57 @@
+"""Every alert in full (issue 14: alert text and its evidence were cut to one line at every
+size, even zoomed): the whole message, the cause an expert names, the wrapper that reported
+it, what the run was doing, the evidence, since when, and the next step."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from runtop.advice import advise
+from runtop.view import View
+from runtop.widgets.alerts_pane import SEVERITY_STYLE
+from runtop.widgets.pane import SafeStatic
+
+
+def alerts_text(view: View, keys: dict[str, str]) -> Text:
+    v = view.verdict
+    out = Text()
+    out.append(f"{v.verdict}", style="bold")
+    advice = advise(view.state, v)
+    if advice is not None:
+        key = keys.get(advice.action or advice.pane or "")
+        out.append(f" · next: {advice.text}" + (f" ({key})" if key else ""), style="bold")
+    if not v.alerts:
+        out.append("\n\nno alerts", style="green")
+    for a in v.alerts:
+        out.append("\n\n")
+        out.append(f"{a.severity} ", SEVERITY_STYLE.get(a.severity, ""))
+        out.append(f"{a.rule}", "bold")
+        out.append(f"  since {a.since or '?'}\n", "grey62")
+        out.append(a.message)
+        for label, value in (("cause", a.cause), ("reported by", a.wrapper), ("while", a.phase), ("evidence", a.evidence)):
+            if value:
+                out.append(f"\n  {label}: ", "grey62")
+                out.append(value)
+    return out
+
+
+class AlertsScreen(ModalScreen[None]):
+    BINDINGS = [("escape", "dismiss", "Close"), ("q", "dismiss", "Close"), ("enter", "dismiss", "Close")]
+    DEFAULT_CSS = """
+    AlertsScreen { align: center middle; }
+    AlertsScreen > VerticalScroll { width: 90%; height: auto; max-height: 100%; border: round $accent; background: $surface; padding: 1 2; }
+    AlertsScreen Static { text-wrap: wrap; }
+    """
+
+    def __init__(self, view: View, keys: dict[str, str]) -> None:
+        super().__init__()
+        self._text = alerts_text(view, keys)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static("[b]alerts in full[/b]  (Esc closes)\n")
+            yield SafeStatic(self._text)
