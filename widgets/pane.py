@@ -45,10 +45,6 @@ class Pane(SafeStatic):
         self._sig: object = object()
         self._height: int | None = None
 
-    def local(self) -> object:
-        """What the picture depends on besides the view (a pane's own mode); nothing by default."""
-        return None
-
     def render_view(self, view: View) -> RenderableType:
         raise NotImplementedError
 
@@ -56,7 +52,7 @@ class Pane(SafeStatic):
         # The size is the base class's business (issue 13): a pane that fits its text to its
         # width must repaint when the width changes, whatever its own signature says (the
         # header drew before layout at a guessed width and kept it).
-        sig = (versions(view, self.READS), self.local(), self.size)
+        sig = (versions(view, self.READS), self.size)
         if sig == self._sig:
             return False
         self._sig = sig
