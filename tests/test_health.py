@@ -241,6 +241,8 @@ def test_a_stall_is_one_incident_however_long_it_lasts(simulated):
         announced += [f for f in v.new if f.rule == "stalled"]
     stall = findings(v, "stalled")[0]
     assert stall.severity == "critical" and "no log write anywhere for 1h" in stall.message
+    # Its processes are up (an NCCL hang keeps them so): silent this long, it is Down all the same.
+    assert stall.down and "alive but silent" in stall.message and v.verdict == "Down"
     assert len(announced) == 1
     assert stall.since == dt.datetime.fromtimestamp(newest).strftime("%H:%M:%S")
     assert os.path.exists(root)
