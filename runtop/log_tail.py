@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from runtop.parsers.records import Record
-from runtop.state_parts import MAX_LOG_LINES, LogLine
+from runtop.state_parts import MAX_LOG_LINES, LogLine, LogRecord
 
 
 @dataclass(frozen=True)
@@ -65,19 +65,33 @@ def _level(text: str) -> str | None:
     return "ERROR" if any(w in text for w in ("failed", "Error", "error", "Traceback")) else None
 
 
-def pane_lines(records: list[Record], role: str, last_time: str | None, out: list[LogLine]) -> str | None:
+MAX_RECORD_CHARS = 20_000  # one line of a record, as the record view shows it
+
+
+def pane_lines(
+    records: list[Record], role: str, last_time: str | None, out: list[LogLine], origin: str = "", numbered: bool = True
+) -> str | None:
     """The Logs pane's lines of `records` into `out`: each record's message, and the head and
-    tail of its continuation (a traceback's last lines name the exception). Returns the
-    time of the last record that had one (a bare print gets the time of the record before)."""
+    tail of its continuation (a traceback's last lines name the exception); each line keeps
+    its whole record for Enter. `origin` names the file; `numbered` says its line numbers
+    count from the file's start (not from where a tail began). Returns the time of the last
+    record that had one (a bare print gets the time of the record before)."""
     for rec in records[-MAX_LOG_LINES:]:
         # A Ray-prefixed line is tagged with its process (`skyrl_entrypoint`), not the file's role.
         src = rec.proc.split(" pid=")[0] if rec.proc else role
         level = rec.level or ("ERROR" if rec.fmt in ("orphan", "raylet") else None)
         if rec.time:
             last_time = rec.time
-        out.append(LogLine(src, level, last_time, rec.message[:500]))
         cont = rec.lines()
-        extra = cont if len(cont) <= 5 else [*cont[:2], f"… {len(cont) - 4 + rec.cont_dropped} more lines", *cont[-2:]]
+        whole = None
+        if cont or len(rec.message) > 500:
+            where = f"{origin} line {rec.line}" if numbered and rec.line else origin
+            head = min(len(rec.cont), len(cont))
+            whole = LogRecord(
+                where, (rec.message[:MAX_RECORD_CHARS], *(ln[:MAX_RECORD_CHARS] for ln in cont)), rec.cont_dropped, 1 + head
+            )
+        out.append(LogLine(src, level, last_time, rec.message[:500], whole))
+        extra = cont if len(cont) <= 5 else [*cont[:2], f"… {len(cont) - 4 + rec.cont_dropped} more lines (Enter: whole record)", *cont[-2:]]
         for line in extra:
-            out.append(LogLine(src, level, last_time, "  " + line[:500]))
+            out.append(LogLine(src, level, last_time, "  " + line[:500], whole))
     return last_time

@@ -170,11 +170,24 @@ class FileInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class LogRecord:
+    """One record whole, for the Logs pane's Enter (issue 14: a traceback is read whole, not
+    its head and tail). Shared by every pane line the record gave; bounded by the parser's
+    own caps (head and tail of a long continuation, `dropped` between them)."""
+
+    origin: str  # `trainer.log line 1234`: where to look with less
+    lines: tuple[str, ...]  # the message, then each continuation line kept
+    dropped: int = 0  # continuation lines the parser did not keep (the middle)
+    head: int = 0  # how many of `lines` come before the dropped ones
+
+
+@dataclass(frozen=True, slots=True)
 class LogLine:
     source: str  # the file's role (trainer, orchestrator, inference, …) or name
     level: str | None
     time: str | None
     text: str
+    record: LogRecord | None = None  # the whole record this line is part of
 
 
 def clock_diff(start: str, end: str) -> float:

@@ -391,3 +391,47 @@ async def test_enter_shows_every_alert_whole(simulated):
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, AlertsScreen)
+
+
+async def test_enter_on_a_log_line_shows_its_traceback_whole_and_w_wraps(simulated):
+    """Issue 14: the Logs pane shows a traceback's first and last two lines, each cut at the
+    pane's edge. Focused, it has a cursor; Enter opens that line's record whole (every line
+    the parser kept, where it came from) and `w` wraps long lines in place."""
+    from runtop.tui.record_screen import RecordScreen
+
+    app = make_app(simulated("trainer-oom", max_steps=9))
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        logs = app.query_one(LogsPane)
+        text = pane(app, "logs")
+        assert "more lines (Enter: whole record)" in text  # the traceback is folded in the pane
+        app.query_one("#log-view").focus()
+        await pilot.pause()
+        for _ in range(40):  # up to the folded traceback's first line
+            line = logs.cursor_line()
+            if line is not None and line.text.startswith("  Traceback"):
+                break
+            await pilot.press("up")
+        assert not logs.follow  # moving the cursor back paused the tail
+        rec = logs.cursor_line().record
+        assert rec is not None and rec.origin.startswith("logs/") and " line " in rec.origin
+        folded = [ln.text for ln in logs._shown if ln.record is rec]
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, RecordScreen)
+        shown = screen_text(app)
+        hidden = [t for t in rec.lines if t.strip() and not any(t.strip()[:40] in f for f in folded)]
+        assert hidden, "the pane folded nothing: the test proves nothing"
+        assert all(t.strip()[:40] in shown for t in hidden[:3])  # lines the pane folded away are here
+        assert rec.origin in shown
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, RecordScreen)
+        await pilot.press("end")  # End follows again
+        await pilot.pause()
+        assert logs.follow
+        await pilot.press("w")
+        await pilot.pause()
+        assert logs.wrap and "wrapped" in pane(app, "logs")
+        drawn = app.query_one("#log-view").content
+        assert not drawn.no_wrap

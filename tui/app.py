@@ -34,6 +34,7 @@ from runtop.tui.chart_screen import ChartScreen
 from runtop.tui.help_screen import HelpScreen
 from runtop.tui.keys import PANES, bindings, palette_entries
 from runtop.tui.panes import PANE_SPECS, placed, widget
+from runtop.tui.record_screen import RecordScreen
 from runtop.tui.vetted import VettedActions
 from runtop.view import View
 from runtop.widgets.health_header import HealthHeader
@@ -305,6 +306,12 @@ class RuntopApp(VettedActions, App[int]):
             self.slot = "logs"
             self._apply_layout()
         self.query_one(LogsPane).open_search()
+
+    def action_wrap_logs(self) -> None:
+        self.query_one(LogsPane).toggle_wrap()
+
+    def on_logs_pane_open_record(self, event: LogsPane.OpenRecord) -> None:
+        self.push_screen(RecordScreen(event.line, wrap=True))
 
     def action_toggle_follow(self) -> None:
         self.query_one(LogsPane).toggle_follow()

@@ -37,12 +37,13 @@ KEYS: tuple[Key, ...] = (
         for a in ACTIONS
     ),
     Key("a", "alerts", "Alerts in full", show=False),
-    Key("enter", "alerts", "Alerts in full (from anywhere but a text box)", show=False, shown_key="Enter"),
+    Key("enter", "alerts", "Alerts in full (but on a log line: its record)", show=False, shown_key="Enter"),
     Key("c", "chart", "Chart"),
     Key("m", "next_metric", "Next chart metric", show=False),
     Key("l", "log_level", "Log level"),
     Key("slash", "search", "Search logs", shown_key="/"),
     Key("p", "toggle_follow", "Pause logs"),
+    Key("w", "wrap_logs", "Wrap log lines", show=False),
     Key("r", "refresh", "Refresh now", show=False),
 )
 
@@ -80,6 +81,7 @@ def help_rows() -> list[tuple[str, str]]:
         ("↑ ↓", "one line older / newer (steps, logs)"),
         ("PgUp PgDn", "a page older / newer"),
         ("Home End", "the oldest / the newest (End: follow again)"),
+        ("Enter", "on a log line (logs focused): its record whole, a traceback whole"),
         ("Tab", "move between panes that scroll"),
         ("Esc", "close a screen or the search"),
         ("ctrl+p", "command palette: every command by name"),

@@ -246,7 +246,9 @@ class RunReader:
         path = f.tracked.path
         if self.state.first_time is None and f.tailer.start_offset == 0:
             self.state.first_time = next((r.time for r in records if r.time), None)
-        f.last_time = pane_lines(records, f.tracked.role, f.last_time, self._poll_lines)
+        f.last_time = pane_lines(
+            records, f.tracked.role, f.last_time, self._poll_lines, os.path.relpath(path, self.layout.root), not f.tailer.start_offset
+        )
         for rec in reversed(records):
             if rec.time:
                 self.state.files[path].last_time = rec.time
