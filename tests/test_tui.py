@@ -188,7 +188,7 @@ async def test_help_and_chart_screens(simulated):
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         text = screen_text(app)
-        assert "Quit" in text and "1-9" in text and "Search logs" in text
+        assert "Quit" in text and "0-9" in text and "Search logs" in text
         await pilot.press("escape")
         await pilot.press("c")
         await pilot.pause()
@@ -435,3 +435,38 @@ async def test_enter_on_a_log_line_shows_its_traceback_whole_and_w_wraps(simulat
         assert logs.wrap and "wrapped" in pane(app, "logs")
         drawn = app.query_one("#log-view").content
         assert not drawn.no_wrap
+
+
+async def test_every_logged_metric_has_a_sparkline_when_zoomed_and_the_chart_picks_any(simulated):
+    """Issue 14: the metrics pane showed a fixed seven and the chart cycled through those.
+    Now the grid holds every number the run logs (the framework's extras and the step phases
+    too), says how many it cannot fit, zooms with 0, and the chart's picker lists them all."""
+    from textual.widgets import OptionList
+
+    app = make_app(simulated("healthy", max_steps=6))
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        text = pane(app, "metrics")
+        assert "reward" in text and "more: 0 zooms" in text and "trainable_frac" not in text
+        await pilot.press("0")
+        await pilot.pause(0.2)
+        text = pane(app, "metrics")
+        # Extras, the other known metrics, and the phases' times: each with its own line.
+        for name in ("reward", "mfu", "throughput tok s", "trainable_frac", "time/forward_backward"):
+            assert name in text, name
+        assert "more:" not in text
+        await pilot.press("0")
+        await pilot.pause()
+        await pilot.press("c")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, ChartScreen)
+        picker = app.screen.query_one(OptionList)
+        ids = [picker.get_option_at_index(i).id for i in range(picker.option_count)]
+        assert ids[:2] == ["reward", "entropy"] and "trainable_frac" in ids and "time/forward_backward" in ids
+        for _ in range(ids.index("trainable_frac")):
+            await pilot.press("down")
+        await pilot.pause(0.2)
+        assert "trainable_frac by step (6 steps)" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.metric == "trainable_frac"  # the chart reopens on it

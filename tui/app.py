@@ -33,12 +33,13 @@ from runtop.tui.alerts_screen import AlertsScreen
 from runtop.tui.chart_screen import ChartScreen
 from runtop.tui.help_screen import HelpScreen
 from runtop.tui.keys import PANES, bindings, palette_entries
-from runtop.tui.panes import PANE_SPECS, placed, widget
+from runtop.tui.panes import PANE_SPECS, placed, spec, widget
 from runtop.tui.record_screen import RecordScreen
 from runtop.tui.vetted import VettedActions
 from runtop.view import View
 from runtop.widgets.health_header import HealthHeader
 from runtop.widgets.logs_pane import LogsPane
+from runtop.widgets.metric_sparklines import logged
 
 COMPACT_WIDTH, COMPACT_HEIGHT = 120, 40
 MIN_STEP_S = 0.25  # floor for --interval: the engine never reads and repaints more often
@@ -81,6 +82,7 @@ class RuntopApp(VettedActions, App[int]):
     Screen.-compact .pane.-slot { display: block; height: 1fr; max-height: 100%; }
     Screen.-compact #left.-has-slot, Screen.-compact #right.-has-slot { height: 1fr; }
     Screen.-compact MetricSparklines { max-height: 7; }
+    Screen.-compact MetricSparklines.-maximized { max-height: 100%; }
     Screen.-compact #alerts { display: block; height: auto; max-height: 4; }
     Screen.-compact #alerts.-slot { height: 1fr; max-height: 100%; }
     Screen.-compact LogsPane { display: none; }
@@ -90,9 +92,12 @@ class RuntopApp(VettedActions, App[int]):
        fit scrolls instead of drawing them over each other's borders (issue 14). */
     Screen.-short LogsPane { height: 8; }
     #left, #right { overflow-y: auto; }
-    /* A zoomed pane (1-9) takes the whole body, whatever its natural height (issue 14: it
+    /* A zoomed pane (0-9) takes the whole body, whatever its natural height (issue 14: it
        kept its height in a field of hatching; the logs stayed at 12 rows). */
     .-maximized { height: 1fr; max-height: 100%; }
+    /* The top band's panes are sized in fr against each other: alone on the screen, 3fr was
+       three screens wide (the zoomed alerts and metrics ran off the right edge). */
+    #metrics.-maximized, #alerts.-maximized { width: 100%; }
     LogsPane.-maximized { height: 1fr; }
     /* In a tmux split, toasts sit at the top right, over the sparklines' ranges: never over
        the logs a researcher reads when one arrives (issue 14). A full screen keeps them at
@@ -138,7 +143,7 @@ class RuntopApp(VettedActions, App[int]):
         self.monitor = monitor or Engine(layout, interval=interval, **monitor_options)
         self.slot = "steps"  # the compact layout's switchable pane
         self._slot_chosen = False  # the user picked the slot (a number key): runtop no longer does
-        self.metric = 0
+        self.metric = "reward"  # the metric `c` charts
         self.hidden: set[str] = set()
         self._stop = False
         self._term: Size | None = None  # the terminal's size as the last resize gave it
@@ -265,8 +270,8 @@ class RuntopApp(VettedActions, App[int]):
         self.push_screen("help")
 
     def action_pane(self, pid: str) -> None:
-        self._slot_chosen = True
-        if self.compact:
+        if self.compact and spec(pid).slot:
+            self._slot_chosen = True
             self.slot = pid
             self._apply_layout()
             return
@@ -275,8 +280,10 @@ class RuntopApp(VettedActions, App[int]):
             self.screen.minimize()
         else:
             self.hidden.discard(pid)
+            if spec(pid).slot:
+                self._slot_chosen = True
+                self.slot = pid
             self._apply_layout()
-            self.slot = pid
             self.screen.maximize(widget, container=False)
 
     def action_hide_pane(self) -> None:
@@ -293,10 +300,16 @@ class RuntopApp(VettedActions, App[int]):
         self.push_screen(AlertsScreen(self.monitor.view(), self.query_one(HealthHeader).keys))
 
     def action_chart(self) -> None:
-        self.push_screen(ChartScreen(self.view, self.metric))
+        self.push_screen(ChartScreen(self.view, self.metric), self._charted)
+
+    def _charted(self, metric: str | None) -> None:
+        if metric:
+            self.metric = metric  # the chart opens on the metric last looked at
 
     def action_next_metric(self) -> None:
-        self.metric += 1
+        names = logged(self.monitor.view()) or ["reward"]
+        i = names.index(self.metric) + 1 if self.metric in names else 0
+        self.metric = names[i % len(names)]
 
     def action_log_level(self) -> None:
         self.query_one(LogsPane).cycle_level()

@@ -75,7 +75,7 @@ def help_rows() -> list[tuple[str, str]]:
         if k.action.startswith("act("):
             desc += " (shows the exact command; you confirm)"
         rows.append((k.shown_key or k.key, desc))
-    rows.insert(2, ("1-9", "zoom a pane (compact: show it): " + ", ".join(f"{k} {t}" for k, _, t in PANES)))
+    rows.insert(2, ("0-9", "zoom a pane (compact: show it; 0 zooms the metrics): " + ", ".join(f"{k} {t}" for k, _, t in PANES)))
     # Moving inside a pane (the steps, the logs): the scroll keys every such pane binds.
     rows += [
         ("↑ ↓", "one line older / newer (steps, logs)"),

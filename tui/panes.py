@@ -27,11 +27,12 @@ class PaneSpec:
     title: str
     cls: type[Widget]
     place: str  # "header", "top", "left", "right", "bottom"
+    slot: bool = True  # it can fill the compact layout's slot; else its key zooms it there too
 
 
 PANE_SPECS: tuple[PaneSpec, ...] = (
     PaneSpec("header", None, "health", HealthHeader, "header"),
-    PaneSpec("metrics", None, "metrics", MetricSparklines, "top"),
+    PaneSpec("metrics", "0", "metrics", MetricSparklines, "top", slot=False),
     PaneSpec("alerts", "9", "alerts", AlertsPane, "top"),
     PaneSpec("steps", "1", "step table", StepTable, "left"),
     PaneSpec("rollouts", "3", "rollouts", RolloutGauges, "left"),
@@ -49,5 +50,10 @@ def placed(place: str) -> list[PaneSpec]:
 
 
 def widget(p: PaneSpec) -> Widget:
-    # The numbered panes carry the `pane` class (their CSS hooks); the header and sparklines do not.
-    return p.cls(id=p.id, classes="pane") if p.key else p.cls(id=p.id)
+    # The panes that can fill the compact slot carry the `pane` class (their CSS hooks); the
+    # header and the sparklines (always shown) do not.
+    return p.cls(id=p.id, classes="pane") if p.key and p.slot else p.cls(id=p.id)
+
+
+def spec(pid: str) -> PaneSpec:
+    return next(p for p in PANE_SPECS if p.id == pid)

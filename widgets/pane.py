@@ -44,6 +44,13 @@ class Pane(SafeStatic):
         self.border_title = self.TITLE
         self._sig: object = object()
         self._height: int | None = None
+        self._view: View | None = None  # the last view drawn: a resize (a zoom) redraws it
+
+    def on_resize(self) -> None:
+        # Zooming a pane changes its size and nothing else: it must not wait for the run to
+        # write before it fills the screen (issue 14).
+        if self._view is not None:
+            self.update_view(self._view)
 
     def render_view(self, view: View) -> RenderableType:
         raise NotImplementedError
@@ -52,6 +59,7 @@ class Pane(SafeStatic):
         # The size is the base class's business (issue 13): a pane that fits its text to its
         # width must repaint when the width changes, whatever its own signature says (the
         # header drew before layout at a guessed width and kept it).
+        self._view = view
         sig = (versions(view, self.READS), self.size)
         if sig == self._sig:
             return False
