@@ -161,13 +161,15 @@ def build_parser() -> argparse.ArgumentParser:
     de.add_argument("--keep", action="store_true", help="keep the simulated run's temp dir when the demo ends (it is printed)")
     _config(de)
     _common(de)
-    _tui_opts(de)
+    _tui_opts(de, vllm_url="")
     _tmux_opts(de)
     return parser
 
 
-def _tui_opts(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--vllm-url", default="http://localhost:8000/metrics", metavar="URL", help="vLLM's Prometheus endpoint (default %(default)s)")
+def _tui_opts(p: argparse.ArgumentParser, vllm_url: str = "http://localhost:8000/metrics") -> None:
+    # The demo has no vLLM server: it probes none unless asked (a port of the user's own
+    # machine is not the simulated run's).
+    p.add_argument("--vllm-url", default=vllm_url, metavar="URL", help=f"vLLM's Prometheus endpoint (default {vllm_url or 'none'})")
     p.add_argument("--headless", action="store_true", help="print a rolling status instead of opening the TUI (automatic when stdout is not a terminal)")
 
 

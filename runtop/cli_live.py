@@ -12,6 +12,7 @@ import time
 
 from runtop.cli import CHUNK_BYTES, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, _err, _thresholds, print
 from runtop.discovery import DiscoveryError, RunLayout, discover, with_ckpt_dir
+from runtop.sources.gpu import GpuProbe
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -69,7 +70,7 @@ def _use_tui(args: argparse.Namespace) -> bool:
     return not getattr(args, "headless", False) and sys.stdout.isatty() and sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None = None) -> int:
+def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None = None, gpu: GpuProbe | None = None) -> int:
     from runtop.config import load_actions
     from runtop.tui.app import RuntopApp
 
@@ -81,6 +82,7 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
     app = RuntopApp(
         layout, interval=args.interval, poll=args.poll, vllm_url=args.vllm_url or None, quit_after=quit_after,
         thresholds=_thresholds(args), read_only=args.read_only or acfg.read_only, action_options=action_options,
+        gpu=gpu,  # None: NVML
     )
     app.run()
     if app.return_code:
@@ -118,7 +120,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         signal.signal(sig, _end_demo)
     try:
         # Inside the `try`: a signal may land while the line is still being written.
-        sim.start()
+        # The run's titled processes live and die with the script: the process pane, the
+        # simulated GPUs and the rules that read them see the run the logs describe.
+        sim.start(processes=True)
         print(f"runtop demo: simulating a {args.framework} run ({args.scenario}) in {sim.root}", file=sys.stderr)
         deadline = time.monotonic() + args.duration if args.duration else None
         # Wait until the simulator's first lines say whose run it is (a driver log's first
@@ -137,7 +141,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 return EXIT_OK
             time.sleep(0.05)
         if _use_tui(args):
-            return _run_tui(layout, args, deadline)
+            from runtop.simulator.gpu import SimulatedGpuProbe
+
+            return _run_tui(layout, args, deadline, gpu=SimulatedGpuProbe(sim.procs) if sim.procs else None)
         return follow(layout, interval=min(args.interval, 1.0), poll=args.poll, deadline=deadline, cfg=_thresholds(args))
     finally:
         sim.stop(keep=args.keep)

@@ -162,3 +162,18 @@ def test_the_disk_pane_keeps_its_columns_when_a_checkpoint_fails():
     step4 = next(i for i, ln in enumerate(lines) if "global_step_4" in ln)
     assert "421.0K" in lines[step4] and "✗ incomplete" in lines[step4]
     assert "policy/ holds only common.pt" in lines[step4 + 1]
+
+
+def test_the_demos_gpus_say_simulated_and_a_machines_do_not():
+    """Issue 14: the demo shows a GPU reading, labelled so no one takes it for a machine's."""
+    import dataclasses
+
+    from runtop.sources.gpu import GpuReading, GpuSnapshot
+    from runtop.widgets.gpu_pane import GpuPane
+
+    reading = GpuReading(0, "H100", 95.0, 60 << 30, 80 << 30, 64.0, 600.0)
+    pane = GpuPane()
+    for simulated, title in ((True, "gpus · simulated"), (False, "gpus")):
+        snap = GpuSnapshot([reading], driver="550", taken_at=time.time(), simulated=simulated)
+        out = text_of(pane.render_view(dataclasses.replace(view(run()), system=SystemView(gpu=snap))))
+        assert "95%" in out and pane.border_title == title

@@ -22,6 +22,8 @@ class GpuPane(Pane):
         if g.error:
             # No NVML library or no GPU: one line, the rest of runtop works (issue 4).
             return Text(g.error, style="grey62")
+        # The demo's readings say so, in the pane's title where the eye lands first.
+        self.border_title = "gpus · simulated" if g.simulated else self.TITLE
         roles = {p.pid: p.role for p in view.system.procs.procs} if view.system.procs else {}
         width = max(5, min(16, (self.size.width or 60) - 52))
         t = Table.grid(padding=(0, 1))

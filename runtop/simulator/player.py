@@ -13,11 +13,19 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+from runtop.simulator.processes import DemoProcesses
+
 Action = tuple[float, Callable[[], None]]
 
 
 class ScriptPlayer:
     START = 0.0  # the simulated second the script begins at
+    # The processes the demo starts (title, role): each simulator names its framework's.
+    TITLES: tuple[tuple[str, str], ...] = ()
+    # Scenarios whose processes outlive the script's last line: a hang is silence with
+    # every process alive (the others end at the script's end, as a launcher tears down).
+    HANGS: frozenset[str] = frozenset()
+    scenario = "healthy"
 
     def __init__(self, root: str | None, default_name: str, speed: float) -> None:
         # A temp dir of our own (not a TemporaryDirectory, whose finaliser would remove it at
@@ -30,6 +38,17 @@ class ScriptPlayer:
         self.speed = speed
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self.procs: DemoProcesses | None = None  # only a paced demo starts processes
+
+    def ended(self, *roles: str) -> None:
+        """A crash in the script: these roles' processes exit (all when none are named)."""
+        if self.procs is not None:
+            self.procs.end(roles or None)
+
+    def launched(self) -> None:
+        """A (re)launch in the script: every process runs again."""
+        if self.procs is not None:
+            self.procs.start()
 
     def script(self) -> Iterator[Action]:  # pragma: no cover - each simulator writes its own
         raise NotImplementedError
@@ -46,9 +65,22 @@ class ScriptPlayer:
             if until is not None and at > until:
                 return
             act()
+        self._script_done()
 
-    def start(self) -> None:
-        """Play the script in a thread at `speed` simulated seconds per real second."""
+    def start_processes(self) -> None:
+        """The run's titled processes, which live and die with the script from now on."""
+        self.procs = DemoProcesses(self.root, self.TITLES)
+        self.procs.start()
+
+    def _script_done(self) -> None:
+        if self.scenario not in self.HANGS:
+            self.ended()  # the launcher tears down what is left
+
+    def start(self, processes: bool = False) -> None:
+        """Play the script in a thread at `speed` simulated seconds per real second; with
+        `processes`, the run's titled processes live and die with it."""
+        if processes:
+            self.start_processes()
 
         def play() -> None:
             t0 = time.monotonic()
@@ -57,6 +89,7 @@ class ScriptPlayer:
                 if delay > 0 and self._stop.wait(delay):
                     return
                 act()
+            self._script_done()
 
         self._thread = threading.Thread(target=play, name="runtop-simulator", daemon=True)
         self._thread.start()
@@ -66,5 +99,6 @@ class ScriptPlayer:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2)
+        self.ended()
         if self._tmp is not None and not keep:
             shutil.rmtree(self._tmp, ignore_errors=True)

@@ -50,6 +50,14 @@ SCENARIOS = (
 )
 class Simulator(PrimeFailures, ScriptPlayer):
     START = START
+    TITLES = (
+        ("PRIME-RL::Launcher", "launcher"),
+        ("PRIME-RL::Inference", "inference"),
+        ("PRIME-RL::Orchestrator", "orchestrator"),
+        ("PRIME-RL::Trainer", "trainer"),
+    )
+    # Silence with every process alive; a dead engine while the trainer waits forever.
+    HANGS = frozenset({"stalled", "inference-death", "rollouts-hung", "rollouts-failing"})
 
     def __init__(
         self,
@@ -70,7 +78,9 @@ class Simulator(PrimeFailures, ScriptPlayer):
         self.max_steps = max_steps
         # A run still going: the last step written, never the end (`Orchestrator finished.`).
         self.stop_after = stop_after
-        self.fail_step = fail_step if fail_step is not None else max(3, max_steps // 3)
+        # A stall comes early: the demo shows it called within a minute at its default pace.
+        default_fail = 3 if scenario == "stalled" else max(3, max_steps // 3)
+        self.fail_step = fail_step if fail_step is not None else default_fail
         self.ckpt_interval = ckpt_interval
         self.rng = random.Random(seed)
         self.logs = os.path.join(self.root, "logs", "attempt_1")

@@ -24,6 +24,7 @@ class PrimeFailures:
         def vllm(self, t: float, level: str, msg: str, proc: str = ..., loc: str = ...) -> None: ...
         def env(self, t: float, msg: str) -> None: ...
         def _append(self, rel: str, text: str) -> None: ...
+        def ended(self, *roles: str) -> None: ...
 
     def _failed_save(self, t: float, step: int) -> Iterator[Action]:
         def act() -> None:
@@ -36,6 +37,7 @@ class PrimeFailures:
             with open(os.path.join(base, ".metadata.tmp"), "wb") as f:
                 f.write(b"\0" * 64)
             self.trainer(t + 4, "ERROR", "Fatal error in train", _traceback("OSError", "[Errno 28] No space left on device"))
+            self.ended("trainer")
 
         yield t, act
 
@@ -46,7 +48,11 @@ class PrimeFailures:
 
     def _trainer_oom(self, t: float) -> Iterator[Action]:
         msg = "CUDA out of memory. Tried to allocate 4.64 GiB. GPU 0 has a total capacity of 79.19 GiB of which 2.91 GiB is free."
-        yield t, lambda: self.trainer(t, "ERROR", "Fatal error in train", _traceback("torch.OutOfMemoryError", msg))
+        def die() -> None:
+            self.trainer(t, "ERROR", "Fatal error in train", _traceback("torch.OutOfMemoryError", msg))
+            self.ended("trainer")
+
+        yield t, die
         yield t + 3, lambda: self._append(
             "logs/attempt_1/trainer.log",
             "E0821 14:05:23.118000 2210431 torch/distributed/elastic/multiprocessing/api.py:882] failed (exitcode: 1) local_rank: 0 (pid: 2210467) of binary: /home/ubuntu/prime-rl/.venv/bin/python3\n",
@@ -74,6 +80,7 @@ class PrimeFailures:
             )), loc="async_llm.py:480")
             for i in range(3):
                 self.vllm(t + 1, "INFO", f"Request chatcmpl-{i}a7f3e9c1b2d44 failed (engine dead).", loc="async_llm.py:419")
+            self.ended("inference")
 
         yield t, die
         for k in range(1, 7):

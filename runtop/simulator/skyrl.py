@@ -32,6 +32,7 @@ from runtop.simulator.skyrl_text import CYAN, ENGINE, ENTRY, PROMPTS, RESET, RUL
 SCENARIOS = ("healthy", "sigbus-checkpoint", "disk-full", "format-rising")
 class SkyrlSimulator(SkyrlFailures, ScriptPlayer):
     START = START
+    TITLES = (("ray::skyrl_entrypoint", "trainer"), ("ray::AsyncVLLMInferenceEngine", "inference"))
 
     def __init__(
         self,
@@ -122,6 +123,7 @@ class SkyrlSimulator(SkyrlFailures, ScriptPlayer):
     def _launch(self, t: float, attempt: int) -> Callable[[], None]:
         def act() -> None:
             os.makedirs(self.ckpt_dir, exist_ok=True)
+            self.launched()
             self.wrapper(t, f"Attempt #{attempt} (Total restarts: {attempt - 1})")
             self.raw("+ export WANDB_API_KEY=sk-sim-0000000000000000\n")
             self.raw(

@@ -25,6 +25,7 @@ class SkyrlFailures:
         def prints(self, *lines: str, proc: str = ...) -> None: ...
         def raw(self, text: str) -> None: ...
         def wrapper(self, t: float, msg: str) -> None: ...
+        def ended(self, *roles: str) -> None: ...
         def _policy_files(self, base: str, complete: bool) -> None: ...
 
     def _sigbus_save(self, t: float, step: int) -> Iterator[Action]:
@@ -70,6 +71,7 @@ class SkyrlFailures:
             for part in ((driver, dump) if self.wrapper_first else (dump, driver)):
                 part()
             self.wrapper(t + 8, "Training exited with code 1 after %ds" % (t + 8 - START))
+            self.ended()
 
         yield t, act
 
@@ -94,5 +96,6 @@ class SkyrlFailures:
                 proc=WORKER,
             )
             self.wrapper(t + 35, "Training exited with code 1 after %ds" % (t + 35 - START))
+            self.ended()
 
         yield t, act

@@ -42,6 +42,7 @@ class GpuSnapshot:
     driver: str | None = None
     error: str | None = None
     taken_at: float = 0.0
+    simulated: bool = False  # the demo's readings, not a machine's: said wherever they are shown
 
 
 class GpuProbe(Protocol):

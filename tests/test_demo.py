@@ -1,0 +1,85 @@
+"""The demo shows everything working (issue 14): the simulated run starts real processes
+with a real run's titles, in its directory, that live and die as its logs say, and a GPU
+reading marked simulated that follows them."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+
+from runtop.frameworks import get
+from runtop.simulator.gpu import SimulatedGpuProbe
+from runtop.simulator.primerl import Simulator
+from runtop.simulator.skyrl import SkyrlSimulator
+from runtop.sources.processes import ProcessSampler
+from tests.test_processes import sample_until
+
+
+def wait_script(sim, timeout: float = 20.0) -> None:
+    sim._thread.join(timeout)
+    assert not sim._thread.is_alive(), "the script did not end"
+
+
+def test_the_inference_engine_dies_in_the_demo_while_the_trainer_waits(tmp_path):
+    """The run's tree is there while it runs; when vLLM's engine dies its process goes, the
+    trainer and orchestrator wait on (a hang outlives the script); the GPUs say the same."""
+    sim = Simulator(str(tmp_path / "run"), scenario="inference-death", max_steps=6)
+    sim.start_processes()
+    sampler = ProcessSampler(sim.root, framework=get("prime-rl"))
+    try:
+        snap = sample_until(sampler, lambda s: len(s.roles()) == 4)
+        assert set(snap.roles()) == {"launcher", "inference", "orchestrator", "trainer"}
+        assert any(p.title.startswith("PRIME-RL::Trainer") for p in snap.procs)
+        sim.run()  # the script, at once: the engine dies in it
+        snap = sample_until(sampler, lambda s: "inference" in s.missing)
+        assert snap.missing == ["inference"] and {"trainer", "orchestrator"} <= set(snap.roles())
+        gpus = SimulatedGpuProbe(sim.procs).read()
+        assert gpus.simulated and all("simulated" in g.name for g in gpus.gpus)
+        by_holder = {p.pid: g for g in gpus.gpus for p in g.processes}
+        trainer_gpu = by_holder[snap.roles()["trainer"][0]]
+        assert trainer_gpu.util_pct > 80
+        idle = [g for g in gpus.gpus if not g.processes]
+        assert len(idle) == 1 and idle[0].util_pct == 0  # the dead engine's GPU
+        pids = [p for ps in sim.procs.pids().values() for p in ps]
+    finally:
+        sim.stop()
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in pids)
+    assert sim.procs.pids() == {}
+
+
+def test_a_finished_or_crashed_demo_run_leaves_no_process(tmp_path):
+    sim = Simulator(str(tmp_path / "run"), scenario="trainer-oom", speed=2000, max_steps=6)
+    sim.start(processes=True)  # paced, in its thread, as `runtop demo` plays it
+    try:
+        wait_script(sim)
+        assert sim.procs.pids() == {}  # the trainer died; the launcher tore the rest down
+    finally:
+        sim.stop()
+
+
+def test_the_skyrl_demo_relaunches_its_processes_with_the_retry(tmp_path):
+    root = str(tmp_path / "sky")
+    sim = SkyrlSimulator(root, scenario="sigbus-checkpoint", speed=5000)
+    ended: list[str] = []
+    real_end = sim.ended
+    sim.ended = lambda *r: (ended.append("end"), real_end(*r))[1]  # count the crash
+    sim.start_processes()
+    try:
+        sampler = ProcessSampler(sim.root, framework=get("skyrl"))
+        snap = sample_until(sampler, lambda s: "trainer" in s.roles())
+        assert any(p.title.startswith("ray::skyrl_entrypoint") for p in snap.procs)
+        sim.run()
+        assert ended and sim.procs.pids() == {}
+    finally:
+        sim.stop()
+
+
+def test_paced_and_written_at_once_runs_start_no_process(tmp_path):
+    """Tests write runs at once (`run()`): no process is started behind their back."""
+    sim = Simulator(str(tmp_path / "run"), scenario="healthy", max_steps=3)
+    sim.run()
+    assert sim.procs is None
+    assert not [p for p in psutil.process_iter(["cwd"]) if (p.info.get("cwd") or "").startswith(os.path.realpath(sim.root))]
+    time.sleep(0)
