@@ -28,7 +28,8 @@ class Finding:
     severity: str  # "info" | "warning" | "critical"
     message: str
     evidence: str | None = None
-    since: str | None = None
+    since: str | None = None  # on the logs' clock (`HH:MM:SS`), as the Logs pane shows times
+    since_ts: float | None = None  # a wall time it began (a stall's last write): put on the logs' clock when shown
     down: bool = False  # the run is not training any more
     # For a death (issue 12): the cause an expert names, the wrapper that reported it, the open phase.
     cause: str | None = None
@@ -36,6 +37,15 @@ class Finding:
     phase: str | None = None
     # What it is about (a role, a file, a checkpoint, a disk): with the rule, the incident.
     subject: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The severity in words that agree with the verdict (issue 14: "critical" lines under
+        a Degraded band read as a contradiction): `down` makes the run Down; `act now` is
+        critical while the run still trains (a failed save, a full disk, a NaN loss)."""
+        if self.down:
+            return "down"
+        return "act now" if self.severity == "critical" else self.severity
 
     @property
     def key(self) -> str:

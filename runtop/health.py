@@ -54,11 +54,11 @@ class HealthTracker:
             except Exception as e:  # noqa: BLE001 - one broken rule must not hide the others' findings
                 findings.append(Finding("rules", "warning", f"rule {name} failed: {type(e).__name__}: {e}"))
         findings.extend(self._new_error_kinds(state))
-        out, new = self.track(findings, facts.now)
+        out, new = self.track(findings, facts.now, state)
         out.sort(key=lambda f: (not f.down, SEVERITY_ORDER.get(f.severity, 3)))
         return Verdict(_verdict(state, out), _reasons(state, out), out, new)
 
-    def track(self, findings: list[Finding], now: float) -> tuple[list[Finding], list[Finding]]:
+    def track(self, findings: list[Finding], now: float, state: RunState | None = None) -> tuple[list[Finding], list[Finding]]:
         """(the findings with their `since`, those that are news). An incident is its key
         (`Finding.key`): news when it begins, or when it becomes critical; its text may
         change from poll to poll and it stays one incident until it clears."""
@@ -76,7 +76,10 @@ class HealthTracker:
             self.first_seen.setdefault(key, now)
             if f.severity == "critical":
                 self.critical_seen.add(key)
-            since = f.since or _dt.datetime.fromtimestamp(self.first_seen[key]).strftime("%H:%M:%S")
+            # One clock for every `since`: the logs' (what the Logs pane shows), else the wall's.
+            began = f.since_ts if f.since_ts is not None else self.first_seen[key]
+            since = f.since or (state.log_clock(began) if state is not None else None)
+            since = since or _dt.datetime.fromtimestamp(began).strftime("%H:%M:%S")
             out.append(replace(f, since=since))
         # A finding that clears and comes back is a new incident.
         for key in [k for k in self.first_seen if k not in current]:

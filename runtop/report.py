@@ -128,7 +128,7 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
         out.append("**Alerts**:")
         for a in v.alerts:
             where = f" ({a.evidence})" if a.evidence else ""
-            out.append(f"- {a.severity} · {a.rule} · since {a.since or 'n/a'}: {a.message}{where}")
+            out.append(f"- {a.label} · {a.rule} · since {a.since or 'n/a'}: {a.message}{where}")
     out.append("")
     table = step_table(rows)
     if table:

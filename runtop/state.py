@@ -215,6 +215,23 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
     def write_times(self) -> list[float]:
         """Modification times of the run's logs and metrics files."""
         return [f.mtime for f in self.files.values() if f.mtime is not None and f.kind in ("log", "metrics")]
+
+    def log_clock(self, ts: float) -> str | None:
+        """The wall time `ts` on the logs' own clock (`HH:MM:SS`), read against the newest log
+        whose last timestamped line and modification time are both known; None without one.
+        The alerts speak one clock, the one the Logs pane shows (issue 14: a crash's log time
+        stood above a stall's wall-clock time in one column, hours apart on a UTC pod)."""
+        ref = max((f for f in self.files.values() if f.kind == "log" and f.last_time and f.mtime is not None),
+                  key=lambda f: f.mtime or 0.0, default=None)
+        if ref is None or ref.last_time is None or ref.mtime is None:
+            return None
+        try:
+            h, m, sec = (int(x) for x in ref.last_time.split(":"))
+        except ValueError:
+            return None
+        t = int(h * 3600 + m * 60 + sec + round(ts - ref.mtime)) % 86400
+        return f"{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}"
+
     def relpath(self, path: str) -> str:
         """`path` relative to the run dir, as runtop shows file names."""
         try:

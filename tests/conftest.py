@@ -1,10 +1,16 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
 from runtop.simulator.primerl import Simulator
+
+# Pictures and times must not depend on the zone of the machine running the tests (a time
+# runtop takes from the wall clock is shown in local time).
+os.environ["TZ"] = "UTC"
+time.tzset()
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from runtop.config import ConfigError, Thresholds, load
+from runtop.findings import Finding
 from runtop.health import HealthTracker, judge
 from runtop.rules import Facts
 from runtop.simulator.primerl import Simulator
@@ -227,7 +228,6 @@ def test_a_stall_is_one_incident_however_long_it_lasts(simulated):
     """Issue 14: the stall's message carries its growing duration; each poll used to be a
     "new" critical finding (a toast and a bell each). One incident, announced once, whose
     `since` is the last write (when the silence began), not when runtop noticed it."""
-    import datetime as dt
     import os
 
     root = simulated("healthy", max_steps=9, stop_after=4)
@@ -244,8 +244,37 @@ def test_a_stall_is_one_incident_however_long_it_lasts(simulated):
     # Its processes are up (an NCCL hang keeps them so): silent this long, it is Down all the same.
     assert stall.down and "alive but silent" in stall.message and v.verdict == "Down"
     assert len(announced) == 1
-    assert stall.since == dt.datetime.fromtimestamp(newest).strftime("%H:%M:%S")
+    # On the logs' clock (the one the Logs pane shows): the newest log's last line.
+    ref = max((f for f in state.files.values() if f.kind == "log" and f.last_time), key=lambda f: f.mtime)
+    assert abs(newest - ref.mtime) < 0.5 and stall.since == ref.last_time
     assert os.path.exists(root)
+
+
+def test_alerts_speak_the_logs_clock_even_when_the_pod_logs_in_another_zone(simulated):
+    """Issue 14: a crash's time came from its log line and a stall's from runtop's own clock:
+    two clocks in one column, hours apart on a pod that logs in UTC. Every `since` is put on
+    the logs' clock, read against the newest log's last line and its modification time."""
+    import datetime as dt
+
+    state = read_run(simulated("trainer-oom", max_steps=9), processes=False)
+    ref = max((f for f in state.files.values() if f.kind == "log" and f.last_time), key=lambda f: f.mtime)
+    tracker = HealthTracker()
+    v = tracker.evaluate(Facts(state, ref.mtime + 40, Thresholds()))
+    crash = findings(v, "crash")[0]
+    fatal = next(f.fatal for f in state.files.values() if f.fatal is not None)
+    assert crash.since == fatal.time and crash.since  # the traceback's own line
+    # A finding runtop dates itself (first seen now, or a wall time it began): the same clock.
+    shifted = ref.mtime + 5 * 3600  # runtop's wall clock is five hours from the logs'
+    assert dt.datetime.fromtimestamp(shifted).strftime("%H:%M:%S") != state.log_clock(shifted)
+    seen = [Finding("disk", "warning", "disk filling"), Finding("stalled", "critical", "quiet", since_ts=ref.mtime - 60)]
+    tracked, _ = HealthTracker().track(seen, ref.mtime + 40, state)
+    assert [f.since for f in tracked] == [log_clock_plus(ref.last_time, 40), log_clock_plus(ref.last_time, -60)]
+
+
+def log_clock_plus(hms: str, seconds: int) -> str:
+    h, m, s = (int(x) for x in hms.split(":"))
+    t = (h * 3600 + m * 60 + s + seconds) % 86400
+    return f"{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}"
 
 
 def test_a_warning_that_turns_critical_is_announced_once_more():

@@ -37,7 +37,7 @@ async def test_the_trainer_dies_of_oom_and_runtop_says_down_naming_it(simulated)
         await settle(pilot)
         head = pane(app, "header")
         assert "Down" in head and "trainer died: torch.OutOfMemoryError" in head
-        assert "critical" in pane(app, "alerts")
+        assert "down" in pane(app, "alerts")
         # The fixed process reading has the trainer gone while the others run.
         procs = pane(app, "procs")
         assert "trainer missing" in procs and "PRIME-RL::Orchestrator" in procs

@@ -55,7 +55,7 @@ def test_alerts_say_no_alerts_on_a_healthy_run_and_list_each_finding_otherwise()
     assert "no alerts" in text_of(AlertsPane().render_view(view(run())))
     f = Finding("inference_dead", "critical", "vLLM is running but holds no GPU memory", "NVML", None, down=True)
     out = text_of(AlertsPane().render_view(view(run(), Verdict("Down", [f.message], [f]))))
-    assert "critical" in out and "holds no GPU memory" in out
+    assert "down " in out and "holds no GPU memory" in out
 
 
 def test_a_partial_checkpoint_is_marked_with_its_reason_beside_the_complete_one():
@@ -177,3 +177,16 @@ def test_the_demos_gpus_say_simulated_and_a_machines_do_not():
         snap = GpuSnapshot([reading], driver="550", taken_at=time.time(), simulated=simulated)
         out = text_of(pane.render_view(dataclasses.replace(view(run()), system=SystemView(gpu=snap))))
         assert "95%" in out and pane.border_title == title
+
+
+def test_alert_words_agree_with_the_verdict():
+    """Issue 14: "critical" lines under a Degraded band read as a contradiction. A finding
+    that makes the run Down says `down`; one that needs you while the run still trains (a
+    failed save) says `act now`; both still ring (their severity stays critical)."""
+    dead = Finding("crash", "critical", "trainer died: SIGBUS", down=True)
+    save = Finding("checkpoint_incomplete", "critical", "step 8's save failed: no weight shards")
+    warn = Finding("disk_pressure", "warning", "/dev/shm is 88% full")
+    out = text_of(AlertsPane().render_view(view(run(), Verdict("Degraded", [save.message], [save, warn]))))
+    assert "act now " in out and "warning " in out and "critical" not in out and "down " not in out
+    out = text_of(AlertsPane().render_view(view(run(), Verdict("Down", [dead.message], [dead, save]))))
+    assert out.splitlines()[0].startswith("down ") and "act now" in out

@@ -28,7 +28,7 @@ def alerts_text(view: View, keys: dict[str, str]) -> Text:
         out.append("\n\nno alerts", style="green")
     for a in v.alerts:
         out.append("\n\n")
-        out.append(f"{a.severity} ", SEVERITY_STYLE.get(a.severity, ""))
+        out.append(f"{a.label} ", SEVERITY_STYLE.get(a.label, ""))
         out.append(f"{a.rule}", "bold")
         out.append(f"  since {a.since or '?'}\n", "grey62")
         out.append(a.message)

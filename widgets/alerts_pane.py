@@ -7,7 +7,7 @@ from rich.text import Text
 from runtop.view import Slice, View
 from runtop.widgets.pane import Pane
 
-SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "info": "grey70"}
+SEVERITY_STYLE = {"down": "bold red", "act now": "bold dark_orange", "warning": "yellow", "info": "grey70"}
 
 
 class AlertsPane(Pane):
@@ -21,7 +21,7 @@ class AlertsPane(Pane):
         lines = []
         for a in alerts:
             line = Text(no_wrap=True, overflow="ellipsis")
-            line.append(f"{a.severity:<8} ", SEVERITY_STYLE.get(a.severity, ""))
+            line.append(f"{a.label:<7} ", SEVERITY_STYLE.get(a.label, ""))
             line.append(f"{a.since or '--:--:--'} {a.message}")
             if a.evidence:
                 line.append(f"  [{a.evidence}]", "grey62")

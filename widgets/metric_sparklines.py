@@ -70,7 +70,8 @@ class MetricSparklines(Pane):
     def _rows(self) -> int:
         if self.has_class("-maximized") or self.has_class("-slot"):
             return max(1, (self.size.height or ROWS + 2) - 2)
-        return COMPACT_ROWS if self.screen.has_class("-compact") else ROWS
+        compact = self.is_attached and self.screen.has_class("-compact")
+        return COMPACT_ROWS if compact else ROWS
 
     def render_view(self, view: View) -> Text:
         # Fixed-width lines, not a table: this pane repaints with every step.
