@@ -50,7 +50,7 @@ class ChartScreen(ModalScreen[str]):
     DEFAULT_CSS = """
     ChartScreen { align: center middle; }
     ChartScreen > Horizontal { width: 95%; height: 90%; border: round $accent; background: $surface; }
-    ChartScreen OptionList { width: 26; height: 1fr; border: none; border-right: solid $primary-darken-2; }
+    ChartScreen OptionList, ChartScreen OptionList:focus { width: 26; height: 1fr; border: none; border-right: solid $primary-darken-2; }
     ChartScreen #chart { width: 1fr; height: 1fr; }
     """
 
