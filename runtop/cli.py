@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # imported where used: `runtop --help` stays fast
     from runtop.config import Thresholds
 from runtop.parsers.hygiene import public
 
-COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send")
+COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send", "notify")
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
 # `runtop check` (issue 12): an Unknown is not a Healthy; a script must be able to tell.
 CHECK_EXIT = {"Healthy": 0, "Finished": 0, "Degraded": 1, "Down": 2, "Unknown": 4}
@@ -121,13 +121,18 @@ def build_parser() -> argparse.ArgumentParser:
     _config(se)
     _tmux_opts(se)
 
-    wa = sub.add_parser("watch", help="follow a run headless and append a check-in to STATUS.md on a cadence")
+    wa = sub.add_parser("watch", help="follow a run headless: page on incidents (--notify), ping a heartbeat, append check-ins (--every)")
     wa.add_argument("path")
-    wa.add_argument("--every", default="1h", metavar="DURATION", help="time between check-ins: 30m, 1h, 90s (default 1h)")
+    wa.add_argument("--every", default=None, metavar="DURATION", help="append a check-in to STATUS.md this often: 30m, 1h, 90s (default: none)")
     wa.add_argument("--count", type=count, default=None, metavar="N", help="stop after N check-ins")
+    wa.add_argument("--duration", type=seconds, default=None, metavar="S", help="stop after S seconds")
     _ckpt_dir(wa)
     _config(wa)
     _common(wa)
+    _notify_opts(wa)
+
+    no = sub.add_parser("notify", help="send a test message to alert targets and say whether it arrived")
+    no.add_argument("--test", action="append", required=True, metavar="URL", help="an apprise URL (repeatable): slack://…, ntfys://topic, json://host:port/path")
 
     tu = sub.add_parser("tui", help="open the live TUI on a run (default for `runtop PATH`)")
     tu.add_argument("path")
@@ -136,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(tu)
     _tui_opts(tu)
     _tmux_opts(tu)
+    _notify_opts(tu)
 
     fo = sub.add_parser("follow", help="print a rolling status as the run writes (no TUI)")
     fo.add_argument("path")
@@ -171,6 +177,14 @@ def _tui_opts(p: argparse.ArgumentParser, vllm_url: str = "http://localhost:8000
     # machine is not the simulated run's).
     p.add_argument("--vllm-url", default=vllm_url, metavar="URL", help=f"vLLM's Prometheus endpoint (default {vllm_url or 'none'})")
     p.add_argument("--headless", action="store_true", help="print a rolling status instead of opening the TUI (automatic when stdout is not a terminal)")
+
+
+def _notify_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--notify", action="append", default=None, metavar="URL",
+                   help="send each incident, recovery and the finish here (apprise URL, repeatable; also [notify] urls)")
+    p.add_argument("--heartbeat", default=None, metavar="URL", help="a dead-man's switch: /start, a ping a minute while not Down, /fail on Down")
+    p.add_argument("--on-alert", default=None, metavar="CMD",
+                   help="run CMD (split like a shell would, never run by one) on each message, with RUNTOP_* in its environment")
 
 
 def _ckpt_dir(p: argparse.ArgumentParser) -> None:
@@ -317,11 +331,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         _err("give a run directory, e.g. `runtop outputs/my-run`, or try `runtop demo`")
         return EXIT_USAGE
-    from runtop.cli_live import cmd_demo, cmd_follow, cmd_tui, cmd_watch
+    from runtop.cli_live import cmd_demo, cmd_follow, cmd_notify, cmd_tui, cmd_watch
 
     handlers = {
         "status": cmd_status, "follow": cmd_follow, "demo": cmd_demo, "tui": cmd_tui, "check": cmd_check,
-        "watch": cmd_watch, "actions": cmd_actions, "send": cmd_send,
+        "watch": cmd_watch, "actions": cmd_actions, "send": cmd_send, "notify": cmd_notify,
     }
     from runtop.config import ConfigError
 

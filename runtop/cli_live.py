@@ -10,52 +10,106 @@ import signal
 import sys
 import time
 
-from runtop.cli import CHUNK_BYTES, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, _err, _thresholds, print
+from runtop.cli import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, _err, _thresholds, print
+from runtop.config import NotifyConfig
 from runtop.discovery import DiscoveryError, RunLayout, discover, with_ckpt_dir
 from runtop.sources.gpu import GpuProbe
 
 
+def notify_config(args: argparse.Namespace) -> NotifyConfig:
+    """`[notify]` of the config file, with `--notify`, `--heartbeat` and `--on-alert` over it."""
+    import shlex
+
+    from runtop.config import ConfigError, load_notify
+
+    on_alert: tuple[str, ...] = ()
+    if getattr(args, "on_alert", None):
+        try:
+            on_alert = tuple(shlex.split(args.on_alert))
+        except ValueError as e:
+            raise ConfigError(f"--on-alert {args.on_alert!r}: {e}") from None
+        if not on_alert:
+            raise ConfigError("--on-alert: give a command")
+    return load_notify(getattr(args, "config", None), urls=tuple(getattr(args, "notify", None) or ()),
+                       heartbeat=getattr(args, "heartbeat", None), on_alert=on_alert)
+
+
 def cmd_watch(args: argparse.Namespace) -> int:
+    """Follow a run headless with the TUI's engine: page on incidents, ping a heartbeat, print
+    each change of verdict, and append a check-in every `--every` (issue 15)."""
+    from runtop.alerting import Alerting
     from runtop.checkin import append_checkin, status_path
+    from runtop.engine import Engine
     from runtop.outputs import OutputError
     from runtop.parsers.text import parse_duration
     from runtop.report import to_markdown
-    from runtop.snapshot import RunJudge, look_at_processes, read_all
-    from runtop.sources.run_reader import RunReader
 
-    every = parse_duration(args.every)
-    if every is None or every <= 0:
-        _err(f"--every {args.every!r}: give a duration such as 90s, 30m or 1h")
-        return EXIT_USAGE
+    every = None
+    if args.every is not None:
+        every = parse_duration(args.every)
+        if every is None or every <= 0:
+            _err(f"--every {args.every!r}: give a duration such as 90s, 30m or 1h")
+            return EXIT_USAGE
     cfg = _thresholds(args)
+    ncfg = notify_config(args)
     layout = with_ckpt_dir(discover(args.path), args.ckpt_dir)
+    alerting = Alerting(ncfg, os.path.basename(layout.root.rstrip("/")) or layout.root, layout.root)
+    engine = Engine(layout, interval=args.interval, poll=args.poll, thresholds=cfg, alerting=alerting, vllm_url=None, publishing=False)
+    targets = [w.status.name for w in alerting.targets]
+    print(f"{time.strftime('%H:%M:%S')} watching {layout.root}: "
+          + (f"alerts to {', '.join(targets)}" if targets else "no alert targets (--notify URL or [notify] urls)")
+          + (f"; heartbeat {alerting.beats.status.name}" if alerting.beats else "")
+          + (f"; on alert: {' '.join(ncfg.on_alert)}" if ncfg.on_alert else ""), flush=True)
     path = status_path(layout.root)
-    # One reader, read once and then followed: each check-in judges what it has (no re-read),
-    # and the judge keeps its findings' start times and the disks' growth between entries.
-    reader = RunReader(layout)
-    read_all(reader)
-    judge = RunJudge(reader, cfg)
-    done = 0
-    failed = False
+    done, failed, told, last = 0, False, 0, ""
+    deadline = time.monotonic() + args.duration if args.duration else None
     next_at = time.monotonic()
-    while args.count is None or done < args.count:
-        reader.poll(max_bytes=CHUNK_BYTES, rescan_every=args.interval, ckpt_every=max(args.interval, 5.0))
-        if time.monotonic() >= next_at:
-            look_at_processes(reader)
-            verdict = judge.verdict()
-            done += 1
-            try:
-                append_checkin(path, to_markdown(reader.state, verdict))
-            except (OSError, OutputError) as e:
-                # The watch goes on: the next check-in may find the file writable again.
-                print(f"{time.strftime('%H:%M:%S')} check-in ({verdict.verdict}) NOT written: {e}", flush=True)
-                failed = True
-            else:
-                print(f"{time.strftime('%H:%M:%S')} appended a check-in ({verdict.verdict}) to {path}", flush=True)
-            next_at += every
-            continue
-        time.sleep(min(args.interval, max(0.05, next_at - time.monotonic())))
+    try:
+        while (args.count is None or done < args.count) and (deadline is None or time.monotonic() < deadline):
+            engine.step()
+            verdict = engine.verdict
+            said = f"{verdict.verdict}: {verdict.reasons[0]}" if verdict.reasons else verdict.verdict
+            if said != last:
+                print(f"{time.strftime('%H:%M:%S')} {said}", flush=True)
+                last = said
+            for msg in alerting.sent[told:] if len(alerting.sent) > told else []:
+                print(f"{time.strftime('%H:%M:%S')} alert ({msg.event}): {msg.title}", flush=True)
+            told = len(alerting.sent)
+            if every is not None and time.monotonic() >= next_at:
+                done += 1
+                try:
+                    append_checkin(path, to_markdown(engine.state, verdict))
+                except (OSError, OutputError) as e:
+                    # The watch goes on: the next check-in may find the file writable again.
+                    print(f"{time.strftime('%H:%M:%S')} check-in ({verdict.verdict}) NOT written: {e}", flush=True)
+                    failed = True
+                else:
+                    print(f"{time.strftime('%H:%M:%S')} appended a check-in ({verdict.verdict}) to {path}", flush=True)
+                next_at += every
+                continue
+            engine.wait(args.interval)
+    finally:
+        engine.close()  # what is queued is delivered (within a few seconds)
+        for problem in alerting.problems():
+            print(f"{time.strftime('%H:%M:%S')} alerts not delivered: {problem}", flush=True)
     return EXIT_USAGE if failed else EXIT_OK
+
+
+def cmd_notify(args: argparse.Namespace) -> int:
+    """`runtop notify --test URL`: send a test message now and say whether it arrived."""
+    from runtop.delivery import apprise_sender, private
+    from runtop.notify import trial_message
+
+    bad = 0
+    for url in args.test:
+        try:
+            apprise_sender(url)(trial_message())
+        except Exception as e:  # noqa: BLE001 - each target's answer is a line, not a traceback
+            print(f"{private(url)}: NOT delivered: {e}")
+            bad += 1
+        else:
+            print(f"{private(url)}: delivered")
+    return 1 if bad else EXIT_OK
 
 
 def cmd_follow(args: argparse.Namespace) -> int:
@@ -75,6 +129,11 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
     from runtop.tui.app import RuntopApp
 
     acfg = load_actions(args.config)
+    from runtop.alerting import Alerting
+
+    # The same alerting as `runtop watch` (issue 15): a TUI left open in tmux pages too.
+    ncfg = notify_config(args)
+    alerting = Alerting(ncfg, os.path.basename(layout.root.rstrip("/")) or layout.root, layout.root)
     quit_after = max(0.1, deadline - time.monotonic()) if deadline is not None else None
     action_options = {
         "cfg": acfg, "socket": args.tmux_socket, "session": args.tmux_session, "launch_cmd": args.launch_cmd, "target": args.tmux_target,
@@ -83,6 +142,7 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
         layout, interval=args.interval, poll=args.poll, vllm_url=args.vllm_url or None, quit_after=quit_after,
         thresholds=_thresholds(args), read_only=args.read_only or acfg.read_only, action_options=action_options,
         gpu=gpu,  # None: NVML
+        alerting=alerting if alerting.active or alerting.errors else None,
     )
     app.run()
     if app.return_code:

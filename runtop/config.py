@@ -178,3 +178,57 @@ def load_actions(path: str | None = None) -> ActionsConfig:
         if not isinstance(value, want):
             raise ConfigError(f"{path}: actions.{key} must be {'true or false' if want is bool else 'a string'}")
     return replace(ActionsConfig(), **section)
+
+
+SEVERITIES = ("info", "warning", "critical")
+
+
+@dataclass(frozen=True)
+class NotifyConfig:
+    """`[notify]`: who hears of an incident when no one is looking at the screen (issue 15)."""
+
+    urls: tuple[str, ...] = ()  # apprise URLs: slack://…, ntfys://topic, json://host:port/path
+    min_severity: str = "critical"  # the least severe finding that is sent
+    heartbeat: str | None = None  # a dead-man's switch URL (healthchecks.io: /start, /fail)
+    heartbeat_every_s: float = 60.0
+    on_alert: tuple[str, ...] = ()  # an argv run on each message (never a shell string)
+    on_alert_timeout_s: float = 30.0
+    terminal: bool = True  # OSC 777/9 desktop notifications and `tmux display-message`
+
+
+def load_notify(path: str | None = None, **overrides: Any) -> NotifyConfig:
+    """`[notify]` of the config file, with the command line's values over it."""
+    found = _table(path, "notify")
+    values: dict[str, Any] = {}
+    if found is not None:
+        where, section = found
+        known = {f.name: f for f in fields(NotifyConfig)}
+        for key, value in section.items():
+            if key not in known:
+                raise ConfigError(f"{where}: unknown key notify.{key} (known: {', '.join(sorted(known))})")
+            values[key] = _notify_value(where, key, value)
+    values.update({k: v for k, v in overrides.items() if v not in (None, (), [])})
+    cfg = replace(NotifyConfig(), **values)
+    if cfg.min_severity not in SEVERITIES:
+        raise ConfigError(f"notify.min_severity must be one of {', '.join(SEVERITIES)}, not {cfg.min_severity!r}")
+    return cfg
+
+
+def _notify_value(where: str, key: str, value: Any) -> Any:
+    if key in ("urls", "on_alert"):
+        if isinstance(value, str):
+            value = [value] if key == "urls" else None
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise ConfigError(f"{where}: notify.{key} must be a list of strings" + (" (an argv: [\"cmd\", \"arg\"])" if key == "on_alert" else ""))
+        return tuple(value)
+    if key in ("heartbeat_every_s", "on_alert_timeout_s"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ConfigError(f"{where}: notify.{key} must be a number of seconds above 0, not {value!r}")
+        return float(value)
+    if key == "terminal":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: notify.terminal must be true or false")
+        return value
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: notify.{key} must be a string")
+    return value

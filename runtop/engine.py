@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 
 from runtop.actions import ActionError
+from runtop.alerting import Alerting
 from runtop.config import Thresholds
 from runtop.discovery import RunLayout
 from runtop.findings import Finding
@@ -94,6 +95,8 @@ class Engine:
         thresholds: Thresholds | None = None,
         launcher: Callable[[], list[str]] | None = None,
         run: LiveRun | OnceRun | None = None,
+        alerting: Alerting | None = None,
+        publishing: bool | None = None,
     ) -> None:
         self.layout = layout
         self.interval = interval
@@ -103,7 +106,9 @@ class Engine:
         self.live = run or LiveRun(layout, poll=poll, interval=interval, processes=False)
         self.system = SystemView(vllm_url=vllm_url)
         self.health = HealthTracker(thresholds)
-        self.verdict: Verdict = self.health.evaluate(self.facts())
+        # Who hears of an incident when no one looks at the screen (issue 15): every verdict goes there.
+        self.alerting = alerting
+        self.verdict: Verdict = self._judge()
         # Samplers can be handed in (tests, snapshots): anything with the same `sample` works.
         self._procs = proc_sampler or ProcessSampler(layout.root, [t.path for t in layout.logs], get_framework(layout.framework))
         self._disks = disk_sampler or DiskSampler(run_paths(layout.root, None), core_roots(layout.framework, layout.root))
@@ -117,7 +122,7 @@ class Engine:
         self._published_at = 0.0
         # A run read once by the caller (`status`, `check`) has no screen: no frozen copy of
         # a 100k-step state is made for nobody (`view()` builds one if asked).
-        self.publishing = not isinstance(self.live, OnceRun)
+        self.publishing = not isinstance(self.live, OnceRun) if publishing is None else publishing
         if processes:
             self.probes.append(Probe("process", interval, self._sample_procs))
         if disks:
@@ -195,7 +200,7 @@ class Engine:
         if changed:
             with self.lock:
                 self._procs_into_state()
-                self.verdict = self.health.evaluate(self.facts())
+                self.verdict = self._judge()
                 for finding in self.verdict.new:
                     self._new_findings.put(finding)
                 if self.publishing:
@@ -227,7 +232,7 @@ class Engine:
             pending = still
         with self.lock:
             self._procs_into_state()
-            self.verdict = self.health.evaluate(self.facts())
+            self.verdict = self._judge()
             if self.publishing:
                 self.published = self._publish()
         return self.verdict
@@ -237,11 +242,20 @@ class Engine:
             self.state.processes = self.system.procs.roles()
             self.state.process_denied = dict(self.system.procs.denied)
 
+    def _judge(self) -> Verdict:
+        """Evaluate the rules (under `lock`) and hand the verdict to the alerting, which only queues."""
+        facts = self.facts()
+        verdict = self.health.evaluate(facts)
+        if self.alerting is not None:
+            self.alerting.observe(verdict, self.state, facts.now)
+        return verdict
+
     def facts(self) -> Facts:
         procs = self.system.procs
         return Facts(
             self.state, self.clock(), self.health.cfg, disk=self.system.disk, gpu=self.system.gpu,
             missing_roles=list(procs.missing) if procs else [], zombie_roles=list(procs.zombie_roles) if procs else [],
+            notify_problems=self.alerting.problems() if self.alerting is not None else [],
         )
 
     def take_new_findings(self) -> list[Finding]:
@@ -286,3 +300,5 @@ class Engine:
 
     def close(self) -> None:
         self.live.close()
+        if self.alerting is not None:
+            self.alerting.close()

@@ -73,6 +73,8 @@ class Facts:
     gpu: GpuSnapshot | None = None
     missing_roles: list[str] = field(default_factory=list)  # from the process sampler, when there is one
     zombie_roles: list[str] = field(default_factory=list)
+    # Alert targets that are failing now (issue 15): said, never sent (a pager about itself).
+    notify_problems: list[str] = field(default_factory=list)
 
     @property
     def alive(self) -> dict[str, list[int]] | None:

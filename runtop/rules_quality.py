@@ -162,3 +162,9 @@ def environment(f: Facts) -> list[Finding]:
     return out
 
 
+
+
+def notify_failing(f: Facts) -> list[Finding]:
+    """An alert target that refuses, hangs or is misconfigured: the researcher believes they
+    will be paged and will not be. Info: it says nothing about the run's own health."""
+    return [Finding("notify", "info", f"alerts not delivered: {p}", "notify", subject=p.split(":", 1)[0]) for p in f.notify_problems]
