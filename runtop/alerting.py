@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from runtop.config import NotifyConfig
 from runtop.delivery import AlertJob, Heartbeat, Worker, apprise_sender, command_runner, http_get, private
+from runtop.forensics import Forensics
 from runtop.health import Verdict
 from runtop.notify import Message, Notifier
 from runtop.state import RunState
@@ -53,6 +54,13 @@ class Alerting:
             for url in self.heartbeat.due(verdict.verdict, now):
                 self.beats.put(url)
         return msgs
+
+    def forensics(self, result: Forensics) -> None:
+        """Hang forensics were saved: say what the stacks show, and where (one message)."""
+        msg = self.notifier.forensics(result.line())
+        for t in self.targets:
+            t.put(msg)
+        self.sent = (self.sent + [msg])[-50:]
 
     def _job(self, msg: Message, verdict: Verdict, state: RunState) -> AlertJob:
         from runtop.report_json import to_json

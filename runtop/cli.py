@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # imported where used: `runtop --help` stays fast
     from runtop.config import Thresholds
 from runtop.parsers.hygiene import public
 
-COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send", "notify")
+COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send", "notify", "forensics")
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
 # `runtop check` (issue 12): an Unknown is not a Healthy; a script must be able to tell.
 CHECK_EXIT = {"Healthy": 0, "Finished": 0, "Degraded": 1, "Down": 2, "Unknown": 4}
@@ -130,6 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     _config(wa)
     _common(wa)
     _notify_opts(wa)
+
+    fx = sub.add_parser("forensics", help="save hang forensics: py-spy stacks of every run process, process states, GPUs, log tails, disks")
+    fx.add_argument("path")
+    _ckpt_dir(fx)
+    _config(fx)
 
     no = sub.add_parser("notify", help="send a test message to alert targets and say whether it arrived")
     no.add_argument("--test", action="append", required=True, metavar="URL", help="an apprise URL (repeatable): slack://…, ntfys://topic, json://host:port/path")
@@ -315,6 +320,20 @@ def cmd_send(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_forensics(args: argparse.Namespace) -> int:
+    """Hang forensics now, into RUN/.runtop/forensics/<UTC time>/ (issue 15)."""
+    from runtop.forensics import collect
+    from runtop.snapshot import RunJudge, read_run_reader
+
+    reader = read_run_reader(args.path, ckpt_dir=args.ckpt_dir)
+    judge = RunJudge(reader, _thresholds(args))
+    verdict = judge.verdict()
+    system = judge.engine.system
+    result = collect(reader.state, verdict, system.procs, system.gpu, system.disk)
+    print(f"forensics ({verdict.verdict}): {result.line()}")
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # `runtop PATH` is `runtop tui PATH` (a rolling status when stdout is not a terminal).
@@ -335,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
 
     handlers = {
         "status": cmd_status, "follow": cmd_follow, "demo": cmd_demo, "tui": cmd_tui, "check": cmd_check,
-        "watch": cmd_watch, "actions": cmd_actions, "send": cmd_send, "notify": cmd_notify,
+        "watch": cmd_watch, "actions": cmd_actions, "send": cmd_send, "notify": cmd_notify, "forensics": cmd_forensics,
     }
     from runtop.config import ConfigError
 

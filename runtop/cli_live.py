@@ -55,6 +55,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     layout = with_ckpt_dir(discover(args.path), args.ckpt_dir)
     alerting = Alerting(ncfg, os.path.basename(layout.root.rstrip("/")) or layout.root, layout.root)
     engine = Engine(layout, interval=args.interval, poll=args.poll, thresholds=cfg, alerting=alerting, vllm_url=None, publishing=False)
+    engine.forensics_on_stall = True  # a stall saves its stacks before anyone restarts the run
     targets = [w.status.name for w in alerting.targets]
     print(f"{time.strftime('%H:%M:%S')} watching {layout.root}: "
           + (f"alerts to {', '.join(targets)}" if targets else "no alert targets (--notify URL or [notify] urls)")
@@ -144,6 +145,7 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
         gpu=gpu,  # None: NVML
         alerting=alerting if alerting.active or alerting.errors else None,
     )
+    app.monitor.forensics_on_stall = True  # a stall saves its stacks before anyone restarts the run
     app.run()
     if app.return_code:
         # Textual has shown what failed above; the shell must see it too (issue 10).

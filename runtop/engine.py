@@ -27,6 +27,7 @@ from runtop.alerting import Alerting
 from runtop.config import Thresholds
 from runtop.discovery import RunLayout
 from runtop.findings import Finding
+from runtop.forensics import Forensics, collect
 from runtop.frameworks import get as get_framework
 from runtop.health import HealthTracker, Verdict
 from runtop.live import LiveRun
@@ -106,6 +107,12 @@ class Engine:
         self.live = run or LiveRun(layout, poll=poll, interval=interval, processes=False)
         self.system = SystemView(vllm_url=vllm_url)
         self.health = HealthTracker(thresholds)
+        # Hang forensics (issue 15): taken in a thread of its own when a stall begins (if
+        # `forensics_on_stall`) or when asked (`F`); the newest result is named by the stall.
+        self.forensics_on_stall = False
+        self.last_forensics: Forensics | None = None
+        self._forensics_running = threading.Event()
+        self._forensics_done: queue.SimpleQueue[Forensics] = queue.SimpleQueue()
         # Who hears of an incident when no one looks at the screen (issue 15): every verdict goes there.
         self.alerting = alerting
         self.verdict: Verdict = self._judge()
@@ -197,6 +204,7 @@ class Engine:
             with self.lock:
                 self._store(probe.name, value, error)
             changed = True
+        changed |= self._take_forensics()
         if changed:
             with self.lock:
                 self._procs_into_state()
@@ -248,7 +256,41 @@ class Engine:
         verdict = self.health.evaluate(facts)
         if self.alerting is not None:
             self.alerting.observe(verdict, self.state, facts.now)
+        if self.forensics_on_stall and any(f.rule == "stalled" and f.down for f in verdict.new):
+            self.start_forensics(verdict)
         return verdict
+
+    def start_forensics(self, verdict: Verdict | None = None) -> bool:
+        """Save hang forensics in a thread (py-spy takes seconds); False if one is running."""
+        if self._forensics_running.is_set():
+            return False
+        self._forensics_running.set()
+        with self.lock:
+            # A frozen copy: the collection reads it while the engine goes on reading the run.
+            view = self._publish()
+        judged = verdict or view.verdict
+
+        def run() -> None:
+            try:
+                self._forensics_done.put(collect(view.state, judged, view.system.procs, view.system.gpu, view.system.disk, view.now))
+            except Exception as e:  # noqa: BLE001 - a failed collection is said, never a dead engine
+                self._forensics_done.put(Forensics("", "", (f"forensics failed: {type(e).__name__}: {e}",)))
+            finally:
+                self._forensics_running.clear()
+
+        threading.Thread(target=run, name="runtop-forensics", daemon=True).start()
+        return True
+
+    def _take_forensics(self) -> bool:
+        got = False
+        while True:
+            try:
+                result = self._forensics_done.get_nowait()
+            except queue.Empty:
+                return got
+            self.last_forensics, got = result, True
+            if self.alerting is not None:
+                self.alerting.forensics(result)
 
     def facts(self) -> Facts:
         procs = self.system.procs
@@ -256,6 +298,7 @@ class Engine:
             self.state, self.clock(), self.health.cfg, disk=self.system.disk, gpu=self.system.gpu,
             missing_roles=list(procs.missing) if procs else [], zombie_roles=list(procs.zombie_roles) if procs else [],
             notify_problems=self.alerting.problems() if self.alerting is not None else [],
+            forensics=self.last_forensics.line() if self.last_forensics is not None else None,
         )
 
     def take_new_findings(self) -> list[Finding]:

@@ -75,6 +75,7 @@ class Facts:
     zombie_roles: list[str] = field(default_factory=list)
     # Alert targets that are failing now (issue 15): said, never sent (a pager about itself).
     notify_problems: list[str] = field(default_factory=list)
+    forensics: str | None = None  # the newest hang forensics: what the stacks show, and where
 
     @property
     def alive(self) -> dict[str, list[int]] | None:

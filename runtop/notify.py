@@ -27,6 +27,7 @@ class Event:
     INCIDENT = "incident"
     RECOVERED = "recovered"
     FINISHED = "finished"
+    FORENSICS = "forensics"
     TEST = "test"
 
 
@@ -65,6 +66,9 @@ class Notifier:
         if cleared and not current and verdict.verdict != "Down":
             out.append(self._recovered(cleared, verdict, state, now))
         return out
+
+    def forensics(self, line: str) -> Message:
+        return Message(Event.FORENSICS, f"runtop: {self.run} hang forensics saved", f"stacks: {line}", "Down", "stalled")
 
     def _incident(self, began: list[Finding], verdict: Verdict, state: RunState, now: float) -> Message:
         top = began[0]  # the verdict's alerts come most serious first

@@ -151,7 +151,8 @@ def stalled(f: Facts) -> list[Finding]:
         alive_but = "; its processes are alive but silent: hung?" if alive and not nobody else ""
         msg = f"no log write anywhere for {duration(quiet)}" + ("; no run process alive: the pod or job may be gone" if nobody else (f"; {waiting}" if waiting else alive_but))
         # Since the last write: when the silence began, not when runtop noticed it (issue 14).
-        return [Finding("stalled", "critical", msg, f"newest write {duration(quiet)} ago", since_ts=newest, down=True, subject="silence")]
+        evidence = f"newest write {duration(quiet)} ago" + (f"; stacks: {f.forensics}" if f.forensics else "")
+        return [Finding("stalled", "critical", msg, evidence, since_ts=newest, down=True, subject="silence")]
     # The logs go on but the steps do not (waiting on something).
     last_step_t, newest_t = s.last_step_time, _newest_log_time(s)
     if last_step_t and newest_t:

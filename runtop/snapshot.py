@@ -81,3 +81,8 @@ def _read(path: str, *, processes: bool, ckpt_dir: str | None) -> RunReader:
     if processes:
         look_at_processes(reader)
     return reader
+
+
+def read_run_reader(path: str, *, ckpt_dir: str | None = None) -> RunReader:
+    """The run's reader, every file read to its end (the processes are the engine's to sample)."""
+    return _read(path, processes=False, ckpt_dir=ckpt_dir)

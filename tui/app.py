@@ -144,6 +144,7 @@ class RuntopApp(VettedActions, App[int]):
         self.slot = "steps"  # the compact layout's switchable pane
         self._slot_chosen = False  # the user picked the slot (a number key): runtop no longer does
         self.metric = "reward"  # the metric `c` charts
+        self._forensics_told: object = None
         self.hidden: set[str] = set()
         self._stop = False
         self._term: Size | None = None  # the terminal's size as the last resize gave it
@@ -226,12 +227,19 @@ class RuntopApp(VettedActions, App[int]):
         if self._confirming:
             return  # the screen holds still while the user reads the exact text they will send
         self.refresh_panes()
+        self._said_forensics()
         new = self.monitor.take_new_findings()
         critical = [f for f in new if f.severity == "critical"]
         for f in critical:
             self.notify(f.message, title=f"{f.rule}", severity="error", timeout=15)
         if critical and self.monitor.health.cfg.bell:
             self.bell()
+
+    def _said_forensics(self) -> None:
+        done = self.monitor.last_forensics
+        if done is not None and done is not self._forensics_told:
+            self._forensics_told = done
+            self.notify(done.line(), title="hang forensics saved", severity="warning", timeout=20)
 
     def _follow_verdict(self) -> None:
         """The compact slot shows what the verdict asks to read (issue 14): the logs while the
@@ -294,6 +302,13 @@ class RuntopApp(VettedActions, App[int]):
     def action_show_all(self) -> None:
         self.hidden.clear()
         self._apply_layout()
+
+    def action_forensics(self) -> None:
+        """Hang forensics in the engine's thread of their own; a toast says where they went."""
+        if self.monitor.start_forensics():
+            self.notify("collecting hang forensics (py-spy stacks, process states, log tails)…", title="forensics", timeout=5)
+        else:
+            self.notify("forensics are being collected already", title="forensics", timeout=5)
 
     def action_alerts(self) -> None:
         """Every alert whole: message, cause, reporter, phase, evidence, since, next step."""

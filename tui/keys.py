@@ -37,6 +37,7 @@ KEYS: tuple[Key, ...] = (
         for a in ACTIONS
     ),
     Key("a", "alerts", "Alerts in full", show=False),
+    Key("F", "forensics", "Hang forensics: py-spy stacks, process states, log tails", show=False),
     Key("enter", "alerts", "Alerts in full (but on a log line: its record)", show=False, shown_key="Enter"),
     Key("c", "chart", "Chart"),
     Key("m", "next_metric", "Next chart metric", show=False),

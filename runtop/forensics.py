@@ -1,0 +1,167 @@
+"""Hang forensics (issue 15): what a maintainer asks for first, saved before anyone restarts
+the run. Into `RUN/.runtop/forensics/<UTC time>/`:
+
+- `stacks/<role>-<pid>.txt`: a `py-spy dump` of every run process (or why there is none:
+  py-spy missing, ptrace refused, and how to get it);
+- `processes.txt`: the run's process tree, each process's and thread's state and kernel
+  wait channel (`/proc/PID/task/TID/wchan`: `futex_wait_queue`, `pipe_read`, …);
+- `gpus.json`: the last NVML reading, per GPU and process;
+- `logs/<file>.tail`: the last 200 lines of each log; `disk.txt`: /dev/shm and disk usage;
+- `findings.json`: the status JSON with every finding; `summary.txt`: what the stacks show.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from runtop.health import Verdict
+from runtop.parsers import pyspy
+from runtop.sources.disk import DiskSnapshot
+from runtop.sources.gpu import GpuSnapshot
+from runtop.sources.processes import ProcessSnapshot, ProcInfo
+from runtop.state import RunState
+
+TAIL_LINES = 200
+DUMP_TIMEOUT_S = 30.0
+HOW_TO_GET = "pip install 'runtop-rl[forensics]' (py-spy)"
+PTRACE_HELP = ("ptrace was refused: run runtop as the run's user with /proc/sys/kernel/yama/ptrace_scope 0, "
+               "or `sudo py-spy dump --pid PID`; in a container add --cap-add SYS_PTRACE")
+
+
+@dataclass(frozen=True)
+class Forensics:
+    folder: str
+    summary: str  # what the stacks show, one line
+    problems: tuple[str, ...] = ()  # what could not be collected, and why
+
+    def line(self) -> str:
+        extra = f" ({'; '.join(self.problems)})" if self.problems else ""
+        return f"{self.summary or 'no stacks'}{extra}: {self.folder}"
+
+
+def py_spy() -> str | None:
+    """py-spy beside this Python (a venv) or on PATH."""
+    here = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    return here if os.access(here, os.X_OK) else shutil.which("py-spy")
+
+
+def dump(pid: int, exe: str | None = None) -> tuple[str | None, str | None]:
+    """(`py-spy dump` text, None) or (None, why not)."""
+    exe = exe or py_spy()
+    if exe is None:
+        return None, f"py-spy is not installed: {HOW_TO_GET}"
+    try:
+        done = subprocess.run([exe, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=DUMP_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return None, f"py-spy dump of {pid} ran past {DUMP_TIMEOUT_S:g} s"
+    except OSError as e:
+        return None, f"py-spy: {e.strerror or e}"
+    if done.returncode != 0:
+        err = (done.stderr or done.stdout).strip().splitlines()
+        first = err[0] if err else f"exit {done.returncode}"
+        if "ermission" in first or "ptrace" in first.lower() or "Operation not permitted" in first:
+            return None, f"{first} ({PTRACE_HELP})"
+        return None, f"py-spy dump of {pid}: {first}"
+    return done.stdout, None
+
+
+def collect(
+    state: RunState, verdict: Verdict, procs: ProcessSnapshot | None, gpu: GpuSnapshot | None = None,
+    disk: DiskSnapshot | None = None, now: float | None = None,
+) -> Forensics:
+    stamp = _dt.datetime.fromtimestamp(now, _dt.timezone.utc) if now is not None else _dt.datetime.now(_dt.timezone.utc)
+    folder = os.path.join(state.path or ".", ".runtop", "forensics", stamp.strftime("%Y%m%dT%H%M%SZ"))
+    os.makedirs(os.path.join(folder, "stacks"), exist_ok=True)
+    problems: list[str] = []
+    by_role: dict[str, list[pyspy.Dump]] = {}
+    run_procs = [p for p in (procs.procs if procs else []) if p.role and p.role != "ray" and not p.zombie]
+    for p in run_procs:
+        text, why = dump(p.pid)
+        name = os.path.join(folder, "stacks", f"{p.role}-{p.pid}.txt")
+        _write(name, text if text is not None else f"no stack: {why}\n")
+        if text is None:
+            if why and why not in problems:
+                problems.append(why)
+            continue
+        by_role.setdefault(p.role or "?", []).append(pyspy.parse(text))
+    if not run_procs:
+        problems.append("no run process to dump" + (f" ({procs.error})" if procs and procs.error else ""))
+    _write(os.path.join(folder, "processes.txt"), _process_table(run_procs))
+    _write(os.path.join(folder, "gpus.json"), json.dumps(dataclasses.asdict(gpu) if gpu else {"error": "no NVML reading"}, indent=2, default=str))
+    _write(os.path.join(folder, "disk.txt"), _disks(disk, state.path))
+    for f in state.files.values():
+        if f.kind == "log":
+            _write(os.path.join(folder, "logs", state.relpath(f.path).replace(os.sep, "__") + ".tail"), _tail(f.path))
+    from runtop.report_json import to_json
+
+    _write(os.path.join(folder, "findings.json"), json.dumps(to_json(state, verdict, include_steps=False), indent=2, default=str))
+    summary = pyspy.summary(by_role)
+    _write(os.path.join(folder, "summary.txt"), "\n".join([summary or "no stacks", *problems]) + "\n")
+    return Forensics(folder, summary, tuple(problems))
+
+
+def _write(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _tail(path: str, n: int = TAIL_LINES) -> str:
+    """The last `n` lines, read from the end (a 40 GB log is not read whole)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - (n * 400 + 4096)))
+            data = f.read()
+    except OSError as e:
+        return f"cannot read {path}: {e.strerror or e}\n"
+    lines = data.decode("utf-8", "replace").splitlines()[-n:]
+    return "\n".join(lines) + "\n"
+
+
+def _process_table(procs: Iterable[ProcInfo]) -> str:
+    out = ["pid\trole\tstate\twchan\ttitle"]
+    for p in procs:
+        pid = p.pid
+        out.append(f"{pid}\t{p.role}\t{p.status}\t{_read(f'/proc/{pid}/wchan')}\t{p.title}")
+        try:
+            tids = sorted(os.listdir(f"/proc/{pid}/task"), key=int)
+        except OSError:
+            continue
+        for tid in tids[:256]:
+            stat = _read(f"/proc/{pid}/task/{tid}/stat")
+            state = stat.rsplit(")", 1)[1].split()[0] if ")" in stat else "?"
+            comm = _read(f"/proc/{pid}/task/{tid}/comm")
+            out.append(f"  {tid}\tthread\t{state}\t{_read(f'/proc/{pid}/task/{tid}/wchan')}\t{comm}")
+    return "\n".join(out) + "\n"
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().strip() or "-"
+    except OSError:
+        return "?"
+
+
+def _disks(disk: DiskSnapshot | None, run_root: str) -> str:
+    rows = []
+    for path in ("/dev/shm", run_root):
+        try:
+            u = shutil.disk_usage(path)
+        except OSError as e:
+            rows.append(f"{path}: {e.strerror or e}")
+            continue
+        rows.append(f"{path}: {100 * u.used / max(1, u.total):.0f}% used, {u.free / 2**30:.1f} GiB free of {u.total / 2**30:.1f} GiB")
+    if disk is not None:
+        rows.append(json.dumps(dataclasses.asdict(disk), default=str))
+    return "\n".join(rows) + "\n"
