@@ -75,6 +75,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
                 last = said
             for msg in alerting.sent[told:] if len(alerting.sent) > told else []:
                 print(f"{time.strftime('%H:%M:%S')} alert ({msg.event}): {msg.title}", flush=True)
+                if ncfg.terminal and msg.event == "incident":
+                    _page_terminal(msg.title, msg.body.splitlines()[0])
             told = len(alerting.sent)
             if every is not None and time.monotonic() >= next_at:
                 done += 1
@@ -94,6 +96,17 @@ def cmd_watch(args: argparse.Namespace) -> int:
         for problem in alerting.problems():
             print(f"{time.strftime('%H:%M:%S')} alerts not delivered: {problem}", flush=True)
     return EXIT_USAGE if failed else EXIT_OK
+
+
+def _page_terminal(title: str, first_line: str) -> None:
+    from runtop.terminal_notify import osc, tmux_message
+
+    if sys.stdout.isatty():
+        sys.stdout.write(osc(title, first_line))
+        sys.stdout.flush()
+    problem = tmux_message(f"{title}: {first_line}")
+    if problem:
+        print(f"{time.strftime('%H:%M:%S')} tmux display-message failed: {problem}", flush=True)
 
 
 def cmd_notify(args: argparse.Namespace) -> int:
@@ -144,6 +157,7 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
         thresholds=_thresholds(args), read_only=args.read_only or acfg.read_only, action_options=action_options,
         gpu=gpu,  # None: NVML
         alerting=alerting if alerting.active or alerting.errors else None,
+        terminal_notify=ncfg.terminal,
     )
     app.monitor.forensics_on_stall = True  # a stall saves its stacks before anyone restarts the run
     app.run()

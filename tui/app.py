@@ -29,6 +29,7 @@ from runtop.actions import REGISTRY as ACTIONS
 from runtop.discovery import RunLayout
 from runtop.engine import Engine
 from runtop.parsers.hygiene import mask
+from runtop.terminal_notify import osc, tmux_message
 from runtop.tui.alerts_screen import AlertsScreen
 from runtop.tui.chart_screen import ChartScreen
 from runtop.tui.help_screen import HelpScreen
@@ -127,12 +128,14 @@ class RuntopApp(VettedActions, App[int]):
         quit_after: float | None = None,
         read_only: bool = False,
         action_options: dict[str, Any] | None = None,
+        terminal_notify: bool = False,
         **monitor_options: Any,
     ) -> None:
         """`monitor_options` go to `Engine` (poll, gpu, vllm_url, thresholds, samplers, clock);
         `action_options` to `runtop.actions.Context` (tmux, session, window, launch_cmd, …)."""
         super().__init__()
         self.read_only = read_only
+        self.terminal_notify = terminal_notify  # OSC 777/9 and tmux display-message on a critical incident
         self.action_options = action_options or {}
         self._confirming = False
         if action_options is not None and "launcher" not in monitor_options:
@@ -234,6 +237,16 @@ class RuntopApp(VettedActions, App[int]):
             self.notify(f.message, title=f"{f.rule}", severity="error", timeout=15)
         if critical and self.monitor.health.cfg.bell:
             self.bell()
+        if critical and self.terminal_notify:
+            self._page_terminal(critical[0].message)
+
+    def _page_terminal(self, message: str) -> None:
+        """A desktop notification through the terminal (as `bell` writes its BEL, through the
+        driver, between frames) and a message to every client of the tmux runtop runs in."""
+        title = f"runtop: {os.path.basename(self.monitor.layout.root.rstrip('/'))} is {self.monitor.verdict.verdict}"
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(osc(title, message))
+        threading.Thread(target=tmux_message, args=(f"{title}: {message}",), daemon=True).start()
 
     def _said_forensics(self) -> None:
         done = self.monitor.last_forensics

@@ -46,14 +46,16 @@ FORMAT = "#{session_name}\t#{window_name}\t#{pane_id}\t#{pane_pid}\t#{pane_curre
 
 
 class Tmux:
-    def __init__(self, socket: str | None = None) -> None:
+    def __init__(self, socket: str | None = None, path: str | None = None) -> None:
         self.socket = socket
+        self.path = path  # a socket path (`$TMUX`'s first field) instead of a name
         self.binary = shutil.which("tmux")
 
     def _run(self, *args: str, check: bool = True) -> str:
         if self.binary is None:
             raise TmuxError("tmux is not installed")
-        argv = [self.binary, *(["-L", self.socket] if self.socket else []), *args]
+        where = ["-S", self.path] if self.path else ["-L", self.socket] if self.socket else []
+        argv = [self.binary, *where, *args]
         try:
             # errors=replace: a window named with byte 0xff must not fail every action (issue 10).
             r = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=TIMEOUT_S)
@@ -65,6 +67,15 @@ class Tmux:
             msg = (r.stderr or r.stdout).strip().splitlines()
             raise TmuxError(f"tmux {args[0]}: {msg[-1] if msg else f'exit {r.returncode}'}")
         return r.stdout
+
+    def display_to_clients(self, text: str, ms: int = 15000) -> int:
+        """Show `text` in the status line of every attached client (issue 15: a page that
+        reaches whoever is attached, over SSH, whatever their terminal). Returns how many."""
+        clients = [c for c in self._run("list-clients", "-F", "#{client_name}").splitlines() if c]
+        for c in clients:
+            # `##` is a literal `#`: run text is never a tmux format (`#(cmd)` would run a command).
+            self._run("display-message", "-c", c, "-d", str(ms), text.replace("#", "##"))
+        return len(clients)
 
     def panes(self) -> list[Pane]:
         try:
