@@ -54,6 +54,8 @@ class Thresholds:
     context_overflow_rate: float = 0.1
     timeout_rate: float = 0.1
     inference_unreachable_s: float = 60.0
+    gpu_idle_s: float = 600.0  # a GPU at 0 % holding the run's memory this long, no step since: stuck?
+    env_lag_p99_ms: float = 1000.0  # the env server's event-loop lag (p99) that warns
     # Stuck without errors: this share of the last `window` rollouts (at least `min` of
     # them) failing with one error type while the batch does not move.
     rollout_fail_window: int = 20
@@ -94,6 +96,7 @@ _POSITIVE = (0.0, None, False)
 _COUNT = (1, None, True)
 RANGES: dict[str, tuple[float | None, float | None, bool]] = {
     "grace_s": _SECONDS, "stall_min_s": _SECONDS, "silence_s": _SECONDS, "inference_unreachable_s": _SECONDS,
+    "gpu_idle_s": _SECONDS, "env_lag_p99_ms": _POSITIVE,
     "stall_k": _POSITIVE, "grad_norm_spike": _POSITIVE, "kl_spike": _POSITIVE,
     "disk_warn_pct": _PERCENT, "disk_crit_pct": _PERCENT,
     "core_dump_warn_bytes": (0, None, True), "entropy_floor": (0.0, None, True),

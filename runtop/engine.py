@@ -35,6 +35,7 @@ from runtop.parsers.events import VllmStats
 from runtop.probe import Probe, Unavailable
 from runtop.publish import Publisher
 from runtop.rules import Facts
+from runtop.rules_hang import GpuIdleTracker
 from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot
@@ -110,6 +111,7 @@ class Engine:
         # Hang forensics (issue 15): taken in a thread of its own when a stall begins (if
         # `forensics_on_stall`) or when asked (`F`); the newest result is named by the stall.
         self.forensics_on_stall = False
+        self.gpu_idle = GpuIdleTracker()  # since when each GPU has sat idle holding the run's memory
         self.last_forensics: Forensics | None = None
         self._forensics_running = threading.Event()
         self._forensics_done: queue.SimpleQueue[Forensics] = queue.SimpleQueue()
@@ -299,6 +301,7 @@ class Engine:
             missing_roles=list(procs.missing) if procs else [], zombie_roles=list(procs.zombie_roles) if procs else [],
             notify_problems=self.alerting.problems() if self.alerting is not None else [],
             forensics=self.last_forensics.line() if self.last_forensics is not None else None,
+            gpu_idle=dict(self.gpu_idle.idle),
         )
 
     def take_new_findings(self) -> list[Finding]:
@@ -311,6 +314,9 @@ class Engine:
                 return out
 
     def _store(self, name: str, value: object, error: str | None) -> None:
+        if name == "gpu" and error is None and isinstance(value, GpuSnapshot):
+            pids = {p for ps in (self.state.processes or {}).values() for p in ps}
+            self.gpu_idle.update(value, pids, self.state.current_step(), self.clock())
         if name == "launcher":
             if error is None:
                 self.live.tail.add_screen("launcher", value)  # type: ignore[arg-type]

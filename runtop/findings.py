@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from runtop.config import Thresholds
 from runtop.sources.disk import DiskSnapshot
@@ -76,6 +77,7 @@ class Facts:
     # Alert targets that are failing now (issue 15): said, never sent (a pager about itself).
     notify_problems: list[str] = field(default_factory=list)
     forensics: str | None = None  # the newest hang forensics: what the stacks show, and where
+    gpu_idle: dict[int, Any] = field(default_factory=dict)  # GPU index → `rules_hang.Idle`
 
     @property
     def alive(self) -> dict[str, list[int]] | None:

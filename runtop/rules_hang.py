@@ -1,0 +1,65 @@
+"""Hangs that leave the logs talking (issue 15): a GPU holding a run's memory at 0 % while no
+step completes (a rank stuck in a collective: its peers' logs may go on), and the env
+server's event loop lagging (rollouts time out while every process looks alive)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtop.findings import Facts, Finding
+from runtop.sources.gpu import GpuSnapshot
+from runtop.units import duration, human_bytes
+
+GIB = 1 << 30
+
+
+@dataclass
+class Idle:
+    since: float  # wall time the GPU was first seen idle with the run's memory held
+    step: int | None  # the run's step then: a step completed since clears nothing, it proves work
+    held: int  # bytes the run's processes hold on it
+
+
+class GpuIdleTracker:
+    """Per GPU, since when it has sat at 0 % with ≥ 1 GiB held by a run process (the engine
+    updates it with each NVML reading; the rule reads it)."""
+
+    def __init__(self) -> None:
+        self.idle: dict[int, Idle] = {}
+
+    def update(self, snap: GpuSnapshot, run_pids: set[int], step: int | None, now: float) -> None:
+        seen = set()
+        for g in snap.gpus:
+            held = sum(p.used_bytes or 0 for p in g.processes if p.pid in run_pids)
+            if g.error is None and g.util_pct is not None and g.util_pct < 1.0 and held >= GIB:
+                seen.add(g.index)
+                idle = self.idle.setdefault(g.index, Idle(now, step, held))
+                idle.held = held
+        for index in [i for i in self.idle if i not in seen]:
+            del self.idle[index]
+
+
+def gpu_idle_held(f: Facts) -> list[Finding]:
+    if f.finished() or f.state.open_fatals() or not f.gpu_idle:
+        return []  # a crash or the end explains an idle GPU
+    out = []
+    step = f.state.current_step()
+    for index, idle in sorted(f.gpu_idle.items()):
+        quiet = (f.now - idle.since) * f.cfg.time_scale
+        if quiet < f.cfg.gpu_idle_s or step != idle.step:
+            continue
+        msg = (f"GPU {index} idle with {human_bytes(idle.held)} held for {duration(quiet)} and no step since: "
+               "a rank may be stuck in a collective (F or `runtop forensics` saves the stacks)")
+        out.append(Finding("gpu_idle", "warning", msg, f"NVML: GPU {index} at 0 %", since_ts=idle.since, subject=f"gpu {index}"))
+    return out
+
+
+def env_lag(f: Facts) -> list[Finding]:
+    """v0.6's env router prints its event loop's lag (`Server | Lag: … p99=11ms …`)."""
+    p99 = f.state.env.lag_ms.get("p99")
+    if p99 is None or p99 < f.cfg.env_lag_p99_ms:
+        return []
+    top = f.state.env.lag_ms.get("max")
+    msg = (f"env server event loop lagging: p99 {p99 / 1000:.1f} s" + (f" (max {top / 1000:.1f} s)" if top is not None else "")
+           + f" > {f.cfg.env_lag_p99_ms / 1000:g} s: rollouts wait on it and may time out")
+    return [Finding("env_lag", "warning", msg, "env server log (Lag:)", subject="env loop")]
