@@ -9,9 +9,11 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import re
 import subprocess
 import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -132,6 +134,18 @@ def private(url: str) -> str:
     return url.split("://", 1)[0] + "://…" if "://" in url else "…"
 
 
+def scrub(text: str, url: str) -> str:
+    """`text` without the secret parts of `url` (a token in the path, a password): apprise's
+    own error lines may quote the endpoint they failed to reach."""
+    parts = urllib.parse.urlsplit(url if "://" in url else f"x://{url}")
+    secrets = {p for p in re.split(r"[/?&=#@:]", parts.path + "?" + parts.query) if len(p) >= 12}
+    if parts.password:
+        secrets.add(parts.password)
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "…")
+    return text
+
+
 def apprise_sender(url: str) -> Callable[[Message], None]:
     """A sender for one apprise URL; raises `DeliveryError` naming what it refused."""
     try:
@@ -147,7 +161,7 @@ def apprise_sender(url: str) -> Callable[[Message], None]:
             ok = target.notify(title=msg.title, body=msg.body)
         if not ok:
             said = [ln.strip() for ln in log.getvalue().splitlines() if ln.strip()]
-            raise DeliveryError(said[-1] if said else "the target refused the message")
+            raise DeliveryError(scrub(said[-1] if said else "the target refused the message", url))
 
     return send
 

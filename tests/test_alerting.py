@@ -245,3 +245,12 @@ def test_runtop_watch_pages_once_and_runtop_notify_test_says_whether_it_arrived(
         assert r.returncode == 1 and "NOT delivered" in r.stdout.splitlines()[0] and r.stdout.splitlines()[1].endswith(": delivered")
     finally:
         refusing.close()
+
+
+def test_an_error_quoting_the_endpoint_loses_its_token():
+    from runtop.delivery import scrub
+
+    url = "slack://T1JJ3T3L2/A1BRTD4JD/TIiajkdnlazkcOXrIdevi7FQ"
+    said = scrub("Failed to send Slack notification to https://hooks.slack.com/services/T1JJ3T3L2/A1BRTD4JD/TIiajkdnlazkcOXrIdevi7FQ: 404", url)
+    assert "TIiajkdnlazkcOXrIdevi7FQ" not in said and said.endswith(": 404")
+    assert scrub("refused by json://user:hunter2secret@host/x", "json://user:hunter2secret@host/x") == "refused by json://user:…@host/x"
