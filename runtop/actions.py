@@ -134,6 +134,10 @@ class Context:
         pids = self.live_pids()
         if pids:
             pane = self.tmux.launcher_pane(self.window, self.session, pids)
+            if pane.pid == os.getpid() or pane.pid in ancestor_pids([os.getpid()]):
+                # runtop started the run itself (`runtop demo`): its own pane is no Launcher,
+                # and keys typed there would land in runtop, not in a shell.
+                raise TmuxError("the pane whose shell started the run's processes is the one runtop runs in: no Launcher pane to type into")
             if self.session is None or pane.pid in ancestor_pids(pids):
                 record_pane(self.run_root, pane, launcher_argv(pane, pids))
                 return pane, "its shell started the run's processes"

@@ -8,6 +8,7 @@ import os
 import time
 
 import psutil
+import pytest
 
 from runtop.frameworks import get
 from runtop.simulator.gpu import SimulatedGpuProbe
@@ -83,3 +84,50 @@ def test_paced_and_written_at_once_runs_start_no_process(tmp_path):
     assert sim.procs is None
     assert not [p for p in psutil.process_iter(["cwd"]) if (p.info.get("cwd") or "").startswith(os.path.realpath(sim.root))]
     time.sleep(0)
+
+
+SELF_PANE = """
+import sys, time
+from runtop.actions import ActionError, Context
+from runtop.simulator.primerl import Simulator
+from runtop.snapshot import read_run
+from runtop.sources.tmux import Tmux
+
+root, sock, out = sys.argv[1:4]
+sim = Simulator(root, scenario="stalled", max_steps=6)
+sim.start_processes()  # as `runtop demo` does: the run's processes are this process's children
+sim.run()
+state = read_run(root)
+try:
+    pane = Context(state=state, run_root=root, tmux=Tmux(sock)).pane()
+    said = f"PANE {pane.pane_id}"
+except ActionError as e:
+    said = f"REFUSED {e}"
+open(out, "w").write(f"{sorted(state.processes or {})} {said}")
+sim.ended()
+time.sleep(30)
+"""
+
+
+@pytest.mark.skipif(__import__("shutil").which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+def test_the_demo_never_takes_its_own_pane_for_the_runs_launcher(tmp_path):
+    """The demo's processes descend from runtop's own pane: typing a resume there would land
+    in runtop, not a shell (seen in tmux: the Logs pane showed runtop's own screen)."""
+    import subprocess
+    import sys
+
+    sock = f"rt-self-{os.getpid()}"
+    out = tmp_path / "said.txt"
+    script = tmp_path / "self_pane.py"
+    script.write_text(SELF_PANE)
+    subprocess.run(["tmux", "-L", sock, "new-session", "-d", "-x", "80", "-y", "24",
+                    f"{sys.executable} {script} {tmp_path / 'run'} {sock} {out}"], check=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        said = out.read_text()
+        assert said.startswith("['inference', 'launcher', 'orchestrator', 'trainer'] REFUSED"), said
+        assert "the one runtop runs in" in said
+    finally:
+        subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
