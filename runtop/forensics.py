@@ -78,9 +78,8 @@ def collect(
     disk: DiskSnapshot | None = None, now: float | None = None,
 ) -> Forensics:
     stamp = _dt.datetime.fromtimestamp(now, _dt.timezone.utc) if now is not None else _dt.datetime.now(_dt.timezone.utc)
-    folder = os.path.join(state.path or ".", ".runtop", "forensics", stamp.strftime("%Y%m%dT%H%M%SZ"))
-    os.makedirs(os.path.join(folder, "stacks"), exist_ok=True)
     problems: list[str] = []
+    folder = _folder(state.path or ".", stamp.strftime("%Y%m%dT%H%M%SZ"), problems)
     by_role: dict[str, list[pyspy.Dump]] = {}
     run_procs = [p for p in (procs.procs if procs else []) if p.role and p.role != "ray" and not p.zombie]
     for p in run_procs:
@@ -106,6 +105,30 @@ def collect(
     summary = pyspy.summary(by_role)
     _write(os.path.join(folder, "summary.txt"), "\n".join([summary or "no stacks", *problems]) + "\n")
     return Forensics(folder, summary, tuple(problems))
+
+
+def _folder(run_root: str, name: str, problems: list[str]) -> str:
+    """RUN/.runtop/forensics/NAME, made; where the run dir is not writable, or `.runtop` leads
+    outside it (a symlink), a folder under the temp dir instead, and the reason said."""
+    root = os.path.realpath(run_root)
+    dot = os.path.join(run_root, ".runtop")
+    folder = os.path.join(dot, "forensics", name)
+    if os.path.lexists(dot) and not os.path.realpath(dot).startswith(root + os.sep):
+        why = "its .runtop leads outside the run"  # checked before anything is made there
+    else:
+        try:
+            os.makedirs(os.path.join(folder, "stacks"), exist_ok=True)
+            if os.access(folder, os.W_OK):
+                return folder
+            why = "permission denied"
+        except OSError as e:
+            why = f"{e.strerror or e}"
+    import tempfile
+
+    folder = os.path.join(tempfile.gettempdir(), "runtop-forensics", os.path.basename(root) or "run", name)
+    os.makedirs(os.path.join(folder, "stacks"), exist_ok=True)
+    problems.append(f"the run dir is not writable ({why}): saved under {os.path.dirname(os.path.dirname(folder))}")
+    return folder
 
 
 def _write(path: str, text: str) -> None:

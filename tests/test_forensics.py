@@ -136,3 +136,19 @@ def test_a_stall_saves_forensics_and_the_finding_and_a_message_name_them(simulat
         assert len(os.listdir(os.path.dirname(result.folder))) == 1
     finally:
         engine.close()
+
+
+def test_a_run_dir_runtop_may_not_write_gets_its_forensics_elsewhere_and_says_where(simulated, tmp_path, monkeypatch):
+    """A read-only run dir (another user's, a read-only mount): nothing is lost, the folder
+    goes under the temp dir, and the result says so."""
+    root = simulated("healthy", max_steps=4)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    os.symlink(outside, os.path.join(root, ".runtop"))  # `.runtop` leading outside the run
+    monkeypatch.setattr("runtop.forensics.py_spy", lambda: None)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    os.makedirs(tmp_path / "tmp")
+    result = collect(read_run_reader(root).state, Verdict("Down"), ProcessSnapshot())
+    assert result.folder.startswith(str(tmp_path / "tmp" / "runtop-forensics")) and not os.listdir(outside)  # nothing made out there
+    assert any("not writable (its .runtop leads outside the run)" in p for p in result.problems)
+    assert os.path.isfile(os.path.join(result.folder, "summary.txt"))
