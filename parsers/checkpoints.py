@@ -26,6 +26,7 @@ class Problem(str, Enum):
     FAILED_SAVE = "failed_save"  # metadata without weights (SIGBUS, a full disk): a save that failed
     NOT_NAMED = "not_named"  # SkyRL's latest_ckpt_global_step.txt does not reach it
     AMBIGUOUS = "ambiguous"  # two dirs name the same step
+    UNTRACKED = "untracked"  # whole, but the file the framework's auto-resume reads does not name it
 
 
 @dataclass(frozen=True, slots=True)

@@ -250,7 +250,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"{verdict.verdict}: {state.run_name or state.path}{reasons}")
         for a in verdict.alerts:
             where = f"  [{a.evidence}]" if a.evidence else ""
-            print(f"{a.severity:<8} {a.rule:<22} since {a.since or 'n/a':<8} {a.message}{where}")
+            print(f"{a.label:<8} {a.rule:<22} since {a.since or 'n/a':<8} {a.message}{where}")
     return CHECK_EXIT.get(verdict.verdict, 1)
 
 

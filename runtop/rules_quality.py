@@ -5,6 +5,7 @@ seeds that drove it)."""
 from __future__ import annotations
 
 import math
+import os
 import statistics
 
 from runtop.findings import Facts, Finding, _short, _where
@@ -37,6 +38,13 @@ def checkpoint_incomplete(f: Facts) -> list[Finding]:
         safe = f"; last complete: step {last_ok.step}" if last_ok else "; no complete checkpoint"
         msg = f"checkpoint step {c.step} is incomplete: {c.reason}{safe}"
         out.append(Finding("checkpoint_incomplete", "critical" if failed_save else "warning", msg, s.relpath(c.path), subject=c.path))
+    untracked = [c for c in cks if c.complete and c.problem is Problem.UNTRACKED]
+    if untracked:
+        # Whole, but the framework's auto-resume reads a file that does not name it (verl's
+        # async save never writes its tracker): a bare relaunch silently starts from scratch.
+        c = untracked[-1]
+        out.append(Finding("checkpoint_incomplete", "warning", f"checkpoint step {c.step}: {c.reason}; resume by its path (R does)",
+                           s.relpath(c.path), subject=f"{os.path.dirname(c.path)} untracked"))
     done = [c for c in cks if c.complete and c.bytes > 0]
     for prev, cur in zip(done, done[1:]):
         if cur.bytes < f.cfg.ckpt_shrink_ratio * prev.bytes:

@@ -11,6 +11,7 @@ the issue it follows and what an expert reads in it:
     framework = "prime-rl"          # runtop's `framework` and `layout`
     layout = "main"
     path = "logs/run.log"           # what to point runtop at, inside run/ (default: run/ itself)
+    ckpt_dir = "ckpt"               # `--ckpt-dir`, inside run/, where the log's dir is not this machine's
     age_s = 0                       # the files' age: a finished run must stay Finished when old
     verdict = "Down"                # the first word of `runtop check`; its exit code follows
     cause = "SIGBUS"                # health.cause / wrapper / phase in the JSON, when given
@@ -73,15 +74,16 @@ def test_corpus_case(case, tmp_path, capsys):
     shutil.copytree(CORPUS / case / "run", run, symlinks=True)
     _age(run, float(exp.get("age_s", 0)))
     target = str(run / exp.get("path", "."))
+    more = ["--ckpt-dir", str(run / exp["ckpt_dir"])] if "ckpt_dir" in exp else []
 
-    code, out = _run(capsys, "check", target)
+    code, out = _run(capsys, "check", target, *more)
     first = out.splitlines()[0] if out else ""
     assert first.startswith(f"{exp['verdict']}:"), first
     for words in exp.get("first_line", []):
         assert words in first, f"{words!r} not in: {first}"
     assert code == EXIT[exp["verdict"]], first
 
-    code, out = _run(capsys, "status", "--json", target)
+    code, out = _run(capsys, "status", "--json", target, *more)
     assert code == 0
     doc = json.loads(out)
     assert (doc["framework"], doc["layout"]) == (exp["framework"], exp["layout"])
@@ -101,6 +103,6 @@ def test_corpus_case(case, tmp_path, capsys):
             assert got == pytest.approx(want, rel=1e-6), (step, name, got)
 
     if exp.get("status_words"):
-        code, md = _run(capsys, "status", target)
+        code, md = _run(capsys, "status", target, *more)
         for words in exp["status_words"]:
             assert words in md, words

@@ -9,8 +9,9 @@ from __future__ import annotations
 from runtop.frameworks.base import Framework
 from runtop.frameworks.primerl import PRIME_RL
 from runtop.frameworks.skyrl import SKYRL
+from runtop.frameworks.verl import VERL
 
-REGISTRY: dict[str, Framework] = {fw.name: fw for fw in (PRIME_RL, SKYRL)}
+REGISTRY: dict[str, Framework] = {fw.name: fw for fw in (PRIME_RL, SKYRL, VERL)}
 UNKNOWN = Framework()
 
 

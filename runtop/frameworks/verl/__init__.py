@@ -1,0 +1,142 @@
+"""verl (volcengine/verl, verl-project/verl) on Ray: the driver log a user redirected
+(`python -m verl.trainer.main_ppo … > run.log`), its checkpoints under
+`trainer.default_local_dir` (`--ckpt-dir` where the log does not say), its Ray processes.
+Everything verl-specific lives in this package (issue 16)."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from runtop.discovery import RunLayout, Tracked, resolve
+from runtop.frameworks.base import Framework, Parse
+from runtop.parsers.records import HeaderFn
+from runtop.state import RunState
+from runtop.state_parts import Checkpoint
+
+# The words only a verl driver log has: its entrypoints, its step line, its bar, its checkpoints.
+SIGNS = re.compile(r"verl\.trainer\.main_\w+|\bstep:\d+ - (?:global_seqlen|actor/|critic/|val-)|Training Progress:"
+                   r"|latest_checkpointed_iteration|ray::TaskRunner|\(TaskRunner pid=", re.ASCII)
+
+
+def _layout(path: str) -> RunLayout:
+    path = os.path.abspath(path)
+    lay = RunLayout(os.path.dirname(path), Verl.name, "driver log")
+    lay.logs = [Tracked(path, "trainer", "log")]
+    return lay
+
+
+def _is_verl_log(path: str) -> bool:
+    from runtop.discovery import DiscoveryError, sniff
+
+    try:
+        return bool(SIGNS.search(sniff(path, 16384)))
+    except DiscoveryError:
+        return False
+
+
+class Verl(Framework):
+    name = "verl"
+    expected_roles = ("trainer",)  # the driver (TaskRunner): its death is the run's
+    rollout_role = "rollout"
+    takes_ckpt_dir = True
+    checkpoints_in_run_dir = False  # `trainer.default_local_dir` is relative to where it was launched, or anywhere
+    process_titles = (
+        ("ray::TaskRunner", "trainer"),
+        ("ray::main_task", "trainer"),
+        ("ray::WorkerDict", "trainer"),
+        ("ray::vLLMHttpServer", "inference"),
+        ("ray::", "ray"),
+    )
+    file_priority = 0
+    expects = "a verl driver log or a directory holding one"
+
+    def logs_in_dir(self, path: str, logs: list[str]) -> RunLayout | None:
+        found = sorted((f for f in logs if _is_verl_log(f)), key=os.path.getmtime)
+        if not found:
+            return None
+        lay = _layout(found[-1])
+        lay.root = path  # the run's directory (where verl was launched, its checkpoints beneath)
+        if len(found) > 1:
+            lay.notes.insert(0, f"{len(found)} verl logs in {path}; showing the newest, {os.path.basename(found[-1])}")
+        return lay
+
+    def file_layout(self, path: str, text: str) -> RunLayout | None:
+        return _layout(path) if SIGNS.search(text) else None
+
+    def header(self, tracked: Tracked) -> HeaderFn | None:
+        from runtop.frameworks.verl.parse import header
+
+        return header
+
+    def parser(self, tracked: Tracked, batch_rollouts: int | None) -> Parse:
+        from runtop.frameworks.verl.parse import VerlParser
+
+        return VerlParser().parse
+
+    def split_lines(self, lines: list[str]) -> list[str]:
+        from runtop.parsers.skyrl_records import split_glued
+
+        return split_glued(lines)  # a record glued behind a tqdm frame: Ray's, whoever's run
+
+    def default_run_name(self, layout: RunLayout) -> str:
+        if layout.logs:
+            return os.path.splitext(os.path.basename(layout.logs[0].path))[0]
+        return super().default_run_name(layout)
+
+    def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:
+        """`--ckpt-dir`, else `trainer.default_local_dir` as the log says it (relative to the
+        run dir), else `checkpoints/*/*` under the run dir when exactly one holds saves."""
+        if layout.ckpt_dir:
+            return layout.ckpt_dir, None
+        named = state.checkpoint_dir
+        if named:
+            resolved = resolve(named, layout.root)
+            if resolved is None:
+                return None, f"checkpoint dir {named} ({state.checkpoint_dir_source}) is not on this machine; give --ckpt-dir"
+            return resolved, None
+        base = os.path.join(layout.root, "checkpoints")
+        found = []
+        try:
+            for project in os.listdir(base):
+                for exp in os.listdir(os.path.join(base, project)):
+                    d = os.path.join(base, project, exp)
+                    if any(n.startswith("global_step_") for n in os.listdir(d)):
+                        found.append(d)
+        except OSError:
+            pass
+        if len(found) == 1:
+            return found[0], None
+        return None, ("several checkpoint dirs under checkpoints/: give --ckpt-dir" if found else None)
+
+    def scan_checkpoints(self, layout: RunLayout, ckpt_dir: str | None) -> dict[int, Checkpoint]:
+        from runtop.frameworks.verl.ckpt import scan
+
+        return scan(ckpt_dir) if ckpt_dir else {}
+
+    def is_driver(self, cmd: str) -> bool:
+        return "verl.trainer" in cmd
+
+    def resume_words(self, state: RunState, words: list[str], step: int, ckpt_path: str) -> list[str]:
+        words = [w for w in words if not w.startswith(("trainer.resume_mode=", "trainer.resume_from_path="))]
+        return [*words, "trainer.resume_mode=resume_path", f"trainer.resume_from_path={ckpt_path}"]
+
+    def relist_checkpoints(self, run_root: str, planned: Checkpoint | None) -> dict[int, Checkpoint]:
+        from runtop.frameworks.verl.ckpt import scan
+
+        return scan(os.path.dirname(planned.path)) if planned else {}
+
+    @property
+    def scenarios(self) -> tuple[str, ...]:  # type: ignore[override]
+        from runtop.frameworks.verl.sim import SCENARIOS
+
+        return SCENARIOS
+
+    def simulator(self, root: str | None, scenario: str, **kw: Any) -> Any:
+        from runtop.frameworks.verl.sim import VerlSimulator
+
+        return VerlSimulator(root, scenario=scenario, **kw)
+
+
+VERL = Verl()

@@ -1,0 +1,149 @@
+"""verl's driver log → events (FORMATS.md, "Other frameworks"; shapes from genuine logs users
+posted: verl-project/verl#7412, #2060, #1208, #316, #4921, #1691, #2398).
+
+    (TaskRunner pid=222265) step:34 - global_seqlen/min:419336 - actor/entropy:0.2226 - … - timing_s/step:96.551
+    (main_task pid=51520) step:5 - …                      (before 2025-03 the driver was `main_task`)
+    step:0 - val-aux/openai/gsm8k/reward/mean@1:0.565 - val-core/openai/gsm8k/acc/mean@1:0.508
+    Training Progress:   6%|▌         | 12/200 [17:38<4:36:12, 88.2s/it]
+    (WorkerDict pid=87687) torch.OutOfMemoryError: CUDA out of memory. …
+    ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.
+    (raylet) A worker died or was killed while executing a task by an unexpected system error. …
+
+Records are cut by the shared Ray-driver-log header (Ray prefixes, `(raylet)`, `[repeated
+Nx]`), with one addition: each `step:N - …` line is a record of its own (consecutive lines of
+one Ray process are otherwise one record). Crashes go through the shared root-cause selection.
+"""
+
+from __future__ import annotations
+
+import re
+
+from runtop.parsers import vllm
+from runtop.parsers.crashes import error_notice, has_traceback
+from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, CheckpointDir, Event, MaxSteps, RoleFinished, StepMetrics, Unparsed
+from runtop.parsers.numbers import strict_float
+from runtop.parsers.records import Record
+from runtop.parsers.skyrl_records import RAY_PREFIX_RE
+from runtop.parsers.skyrl_records import header as ray_header
+
+STEP_RE = re.compile(r"step:(\d{1,9}) - ", re.ASCII)
+PAIR_RE = re.compile(r"([\w/@.\-]+):([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf)(?= - |\s*$)", re.ASCII)
+BAR_RE = re.compile(r"Training Progress:.{0,80}?(?<!\d)(\d{1,9})/(\d{1,9}) \[", re.ASCII)
+CKPT_DIR_RE = re.compile(r"""(?:trainer\.default_local_dir=|'default_local_dir': ')([^\s',\]]+)""", re.ASCII)
+SAVED_RE = re.compile(r"(?:local_global_step_folder: |[Ss]aved? (?:checkpoint|model) to:? )(\S+?)/global_step_\d+", re.ASCII)
+
+# verl's keys → runtop's metric registry (its console and file logger write the same keys).
+ROLLOUT_KEYS = {
+    "critic/score/mean": "reward", "response_length/mean": "seq_len", "response_length/clip_ratio": "truncated",
+    "num_turns/mean": "turns",
+}
+TRAINER_KEYS = {
+    "actor/pg_loss": "loss", "actor/entropy": "entropy", "actor/entropy_loss": "entropy",  # the older name
+    "actor/ppo_kl": "kl", "actor/pg_clipfrac": "clip_ratio", "actor/grad_norm": "grad_norm", "actor/lr": "lr",
+    "timing_s/step": "step_time_s", "perf/throughput": "throughput_tok_s",
+    "perf/max_memory_allocated_gb": "peak_mem_gib", "actor/perf/max_memory_allocated_gb": "peak_mem_gib",
+}
+PHASE = "timing_s/"
+# verl's own lines that begin a record even right after another line of the same Ray process.
+OWN_STARTS = ("Training Progress", "Final validation metrics", "local_global_step_folder")
+
+
+def header(line: str, pending: Record | None) -> Record | None:
+    """The shared Ray-driver-log header; verl's step line, bar and end always start a record."""
+    body = line
+    proc = None
+    if line.startswith("("):
+        m = RAY_PREFIX_RE.match(line)
+        if m:
+            proc, body = m.group(1), line[m.end():]
+    if body.startswith("step:") and STEP_RE.match(body):
+        rec = Record("verl-step", None, None, body)
+    elif body.startswith(OWN_STARTS):
+        rec = Record("verl", None, None, body)
+    else:
+        return ray_header(line, pending)
+    rec.proc = proc
+    return rec
+
+
+def step_events(msg: str, time: str | None) -> list[Event]:
+    m = STEP_RE.match(msg)
+    if m is None:
+        return []
+    step = int(m.group(1))
+    if step == 0:
+        return []  # `step:0` is the validation before training (`val-core/…`): no training step
+    rollout: dict[str, float] = {}
+    trainer: dict[str, float] = {}
+    phases: dict[str, float] = {}
+    extra: dict[str, float] = {}
+    for key, raw in PAIR_RE.findall(msg[m.end() - 3:]):
+        value = strict_float(raw)
+        if value is None:
+            continue
+        if key in ROLLOUT_KEYS:
+            rollout[ROLLOUT_KEYS[key]] = value
+        elif key in TRAINER_KEYS:
+            trainer.setdefault(TRAINER_KEYS[key], value)
+        elif key.startswith(PHASE) and key != "timing_s/step":
+            phases[key[len(PHASE):]] = value
+        else:
+            extra[key] = value
+    out: list[Event] = []
+    if rollout:
+        out.append(StepMetrics(ROLLOUT_SIDE, step, rollout, {}, "log", time))
+    if trainer or phases or extra:
+        out.append(StepMetrics(TRAINER, step, trainer, phases, "log", time, extra))
+    return out
+
+
+class VerlParser:
+    """Records of one verl driver log → events. Keeps only the last time seen."""
+
+    def __init__(self) -> None:
+        self.last_time: str | None = None
+
+    def parse(self, records: list[Record], role: str = TRAINER) -> list[Event]:
+        out: list[Event] = []
+        for rec in records:
+            try:
+                if rec.fmt in ("vllm", "uvicorn"):
+                    out.extend(vllm.parse_record(rec))
+                else:
+                    self._record(rec, role, out)
+            except Exception as e:  # noqa: BLE001 - a garbled record is counted and named, the rest is read
+                out.append(Unparsed(rec.line, f"{type(e).__name__}: {str(e)[:120]}"))
+        return out
+
+    def _record(self, rec: Record, role: str, out: list[Event]) -> None:
+        if rec.time:
+            self.last_time = rec.time
+        msg = rec.message.strip()
+        if rec.fmt == "verl-step":
+            out.extend(step_events(msg, rec.time or self.last_time))
+            return
+        if msg.startswith("Final validation metrics"):
+            # `fit()` prints it after the last step, then returns: the run ended normally.
+            out.append(RoleFinished(TRAINER, rec.time or self.last_time))
+            return
+        if "Training Progress" in msg and (bar := BAR_RE.search(msg)) is not None:
+            out.append(MaxSteps(int(bar.group(2)), "the Training Progress bar"))
+            return
+        if "default_local_dir" in msg or "aved" in msg or msg.startswith("local_global_step_folder"):
+            for line in (msg, *rec.lines()[:200]):
+                found = CKPT_DIR_RE.search(line) or SAVED_RE.search(line)
+                if found:
+                    out.append(CheckpointDir(found.group(1), "the log's trainer.default_local_dir"))
+                    break
+        lines = rec.lines()
+        level = rec.level
+        if level in ("ERROR", "CRITICAL") or rec.fmt in ("orphan", "raylet", "print") or has_traceback([msg, *lines]):
+            if rec.time is None and self.last_time is not None:
+                rec.time = self.last_time
+            # A worker's own traceback is fatal only with a way to die in it (vLLM prints one per
+            # failed request); the driver's (TaskRunner, main_task) ends the run.
+            fatal_tb = rec.proc is None or rec.proc.startswith(("TaskRunner", "main_task"))
+            notice = error_notice(rec, role, traceback_is_fatal=fatal_tb)
+            # A bare print from a Ray process is no error unless it names a way to die.
+            if notice is not None and (notice.kind != "error" or level in ("ERROR", "CRITICAL")):
+                out.append(notice)
