@@ -162,8 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     de.add_argument(
         "--scenario",
         default="healthy",
-        help="prime-rl: healthy, trainer-oom, inference-death, stalled, partial-checkpoint, disk-filling, rollouts-hung, "
-        "entropy-collapse; skyrl: healthy, sigbus-checkpoint, disk-full, format-rising",
+        help="; ".join(f"{fw.name}: {', '.join(fw.scenarios)}" for fw in REGISTRY.values()),
     )
     de.add_argument("--speed", type=speed, default=20.0, help="simulated seconds per real second (default 20)")
     de.add_argument("--dir", default=None, help="write the run here instead of a temp dir")

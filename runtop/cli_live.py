@@ -206,7 +206,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         layout = None
         give_up = time.monotonic() + 30.0
         while layout is None:
-            if _has_logs(os.path.join(sim.root, "logs")):
+            if _has_logs(os.path.join(sim.root, "logs")) or _has_logs(sim.root):
                 try:
                     layout = discover(sim.root)
                     break

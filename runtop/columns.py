@@ -29,7 +29,7 @@ class Metric:
 METRICS: tuple[Metric, ...] = (
     Metric("reward", ROLLOUT, "reward", "reward", 4, 8, spark=True, good="up"),
     Metric("loss", TRAINER, "policy loss", "loss", 4, 10, spark=True),
-    Metric("clip_ratio", TRAINER, "clip ratio", "clip", 4, 7),
+    Metric("clip_ratio", TRAINER, "clip ratio", "clip", 4, 9),
     Metric("entropy", TRAINER, "entropy", "entropy", 4, 8, spark=True),
     Metric("kl", TRAINER, "KL", "KL", 5, 10, spark=True, good="down"),
     Metric("grad_norm", TRAINER, "grad norm", "grad norm", 4, 10, spark=True),

@@ -56,3 +56,18 @@ def test_main_layout_skyrl_healthy(snap_compare, size, fixed_dir):
     root = fixed_dir
     SkyrlSimulator(root, max_steps=4).run()
     assert snap_compare(make_app(os.path.join(root, "logs", f"{SKYRL_RUN}.log")), terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+@pytest.mark.parametrize("scenario", ["healthy", "worker-oom"])
+def test_main_layout_verl(snap_compare, size, scenario, fixed_dir):
+    """A verl run through its plug-in alone (issue 16): steps, phases, checkpoints, a worker's OOM."""
+    from runtop.frameworks import get
+    from runtop.sources.processes import ProcessSnapshot, ProcInfo
+
+    get("verl").simulator(fixed_dir, scenario, max_steps=6).run()
+    t0 = FIXED_MTIME
+    ray = [ProcInfo(5100, t0 - 3600, 1, "ray::TaskRunner.run()", "trainer", "sleeping", 3.0, 4 << 30),
+           ProcInfo(5200, t0 - 3500, 5100, "ray::WorkerDict.update_actor()", "trainer", "running", 98.0, 60 << 30, 1)]
+    tree = ProcessSnapshot(procs=ray, taken_at=t0) if scenario == "healthy" else ProcessSnapshot(procs=[], missing=["trainer"], taken_at=t0)
+    assert snap_compare(make_app(fixed_dir, proc_sampler=FixedProcs(tree)), terminal_size=size, run_before=settle)
