@@ -71,3 +71,16 @@ def test_main_layout_verl(snap_compare, size, scenario, fixed_dir):
            ProcInfo(5200, t0 - 3500, 5100, "ray::WorkerDict.update_actor()", "trainer", "running", 98.0, 60 << 30, 1)]
     tree = ProcessSnapshot(procs=ray, taken_at=t0) if scenario == "healthy" else ProcessSnapshot(procs=[], missing=["trainer"], taken_at=t0)
     assert snap_compare(make_app(fixed_dir, proc_sampler=FixedProcs(tree)), terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+@pytest.mark.parametrize("scenario", ["healthy", "cuda-oom"])
+def test_main_layout_trl(snap_compare, size, scenario, fixed_dir):
+    """A TRL GRPOTrainer run through its plug-in alone (issue 16)."""
+    from runtop.frameworks import get
+    from runtop.sources.processes import ProcessSnapshot, ProcInfo
+
+    get("trl").simulator(fixed_dir, scenario, max_steps=8).run()
+    alive = [ProcInfo(6100, FIXED_MTIME - 3600, 1, "python train_grpo.py --bf16", "trainer", "running", 99.0, 12 << 30)]
+    tree = ProcessSnapshot(procs=alive, taken_at=FIXED_MTIME) if scenario == "healthy" else ProcessSnapshot(procs=[], missing=["trainer"], taken_at=FIXED_MTIME)
+    assert snap_compare(make_app(fixed_dir, proc_sampler=FixedProcs(tree)), terminal_size=size, run_before=settle)

@@ -1,0 +1,91 @@
+"""A TRL GRPOTrainer run, simulated in the shapes of genuine consoles (see `parse.py`): the
+bar redrawn, one logged dict per step, `checkpoint-N` saves, the Trainer's summary at the
+end. Scenarios: `healthy`; `cuda-oom` (a plain traceback ending in torch.OutOfMemoryError,
+with a `tmp-checkpoint-N` left half-written by the save it interrupted)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Callable, Iterator
+
+from runtop.simulator.player import Action, ScriptPlayer
+
+SCENARIOS = ("healthy", "cuda-oom")
+RUN_NAME = "qwen2.5-0.5b-grpo"
+
+
+class TrlSimulator(ScriptPlayer):
+    TITLES = (("python train_grpo.py", "trainer"),)
+
+    def __init__(self, root: str | None = None, *, scenario: str = "healthy", speed: float = 20.0,
+                 max_steps: int = 12, ckpt_interval: int = 4, seed: int = 0) -> None:
+        if scenario not in SCENARIOS:
+            raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
+        super().__init__(root, RUN_NAME, speed)
+        self.scenario = scenario
+        self.max_steps = max_steps
+        self.ckpt_interval = ckpt_interval
+        self.fail_step = max(5, max_steps // 2 + 1)
+        self.rng = random.Random(seed)
+
+    def log(self, text: str) -> None:
+        self._append("grpo.log", text)
+
+    def script(self) -> Iterator[Action]:
+        t = 0.0
+        yield t, lambda: self.log("Loading checkpoint shards: 100%|██████████| 2/2 [00:03<00:00,  1.61s/it]\n")
+        reward = 0.31
+        for step in range(1, self.max_steps + 1):
+            t += 12 + self.rng.random() * 3
+            if self.scenario == "cuda-oom" and step == self.fail_step:
+                yield t, self._oom(step)
+                return
+            reward = min(0.95, reward + self.rng.uniform(-0.01, 0.04))
+            yield t, self._step(step, reward)
+            if step % self.ckpt_interval == 0:
+                yield t + 1, self._save(step)
+        yield t + 2, lambda: self.log(f"{{'train_runtime': {t:.1f}, 'train_samples_per_second': 0.9, 'train_steps_per_second': 0.08, "
+                                      f"'train_loss': 0.0123, 'epoch': 1.0}}\n")
+
+    def _bar(self, step: int) -> str:
+        pct = int(100 * step / self.max_steps)
+        return f"\r {pct:3d}%|{'█' * (pct // 10):<10}| {step}/{self.max_steps} [{step // 5:02d}:{step * 12 % 60:02d}<00:{(self.max_steps - step) * 12 // 60:02d}, 12.31s/it]"
+
+    def _step(self, step: int, reward: float) -> Callable[[], None]:
+        def act() -> None:
+            d = {"loss": round(self.rng.uniform(-0.05, 0.05), 4), "grad_norm": round(self.rng.uniform(0.1, 2.0), 4), "learning_rate": 1e-06,
+                 "num_tokens": 23456.0 * step, "completions/mean_length": round(300 + self.rng.uniform(-40, 40), 3),
+                 "completions/clipped_ratio": 0.02, "rewards/accuracy_reward/mean": round(reward, 4), "reward": round(reward, 4),
+                 "reward_std": 0.32, "frac_reward_zero_std": 0.25, "kl": 0.0009, "entropy": round(0.52 - step / 200, 4),
+                 "clip_ratio/region_mean": 0.0, "epoch": round(step / self.max_steps, 2)}
+            self.log(self._bar(step) + "\n" + " " * 50 + "\n" + repr(d) + "\n")
+        return act
+
+    def _save(self, step: int) -> Callable[[], None]:
+        def act() -> None:
+            base = os.path.join(self.root, f"checkpoint-{step}")
+            os.makedirs(base, exist_ok=True)
+            with open(os.path.join(base, "model.safetensors"), "wb") as f:
+                f.truncate(1 << 20)
+            with open(os.path.join(base, "trainer_state.json"), "w") as f:
+                json.dump({"global_step": step, "max_steps": self.max_steps, "log_history": []}, f)
+        return act
+
+    def _oom(self, step: int) -> Callable[[], None]:
+        def act() -> None:
+            tmp = os.path.join(self.root, f"tmp-checkpoint-{step}")
+            os.makedirs(tmp, exist_ok=True)
+            with open(os.path.join(tmp, "model.safetensors"), "wb") as f:
+                f.truncate(1 << 19)
+            self.log(self._bar(step) + "\n" + "\n".join((
+                "Traceback (most recent call last):",
+                '  File "/home/user/train_grpo.py", line 88, in <module>',
+                "    trainer.train()",
+                '  File "/home/user/.venv/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 1402, in _generate_and_score_completions',
+                "    logits = self._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep)",
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.82 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.05 GiB is free.",
+            )) + "\n")
+            self.ended()
+        return act

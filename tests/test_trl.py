@@ -1,0 +1,60 @@
+"""The TRL GRPOTrainer plug-in (issue 16) on its own: dicts without step numbers counted by the
+bar, the summary as the end, tmp-checkpoints, and the resume it types."""
+
+from __future__ import annotations
+
+import os
+
+from runtop.discovery import discover
+from runtop.frameworks import get
+from runtop.frameworks.trl import scan
+from runtop.frameworks.trl.parse import TrlParser, header
+from runtop.parsers.checkpoints import Problem
+from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, MaxSteps, RoleFinished, StepMetrics
+from runtop.parsers.records import RecordAssembler
+
+
+def events(*lines: str) -> list:
+    asm = RecordAssembler(header)
+    return TrlParser().parse(asm.feed(list(lines)) + asm.flush(), TRAINER)
+
+
+def test_the_bar_as_last_drawn_numbers_the_dict_printed_under_it():
+    evs = events(
+        "Loading checkpoint shards: 100%|██████████| 2/2 [00:02<00:00,  1.10s/it]",
+        "\r  0%|          | 0/1562 [00:00<?, ?it/s]\r  0%|          | 3/1562 [18:48<164:33:29, 379.99s/it]",
+        "                                                     ",
+        "{'loss': -0.0684, 'grad_norm': 0.41, 'learning_rate': 1e-06, 'completions/mean_length': 312.5, 'reward': 0.61, 'epoch': 0.01}",
+        "{'train_runtime': 5520.1, 'train_samples_per_second': 0.9, 'train_loss': 0.0123, 'epoch': 1.0}",
+    )
+    assert [e for e in evs if isinstance(e, MaxSteps)] == [MaxSteps(1562, "the progress bar")]  # not the shards' 2/2
+    steps = {e.role: e for e in evs if isinstance(e, StepMetrics)}
+    assert steps[ROLLOUT_SIDE].step == 3 and steps[ROLLOUT_SIDE].values == {"reward": 0.61, "seq_len": 312.5}
+    assert steps[TRAINER].values == {"loss": -0.0684, "grad_norm": 0.41, "lr": 1e-06} and steps[TRAINER].extra == {"epoch": 0.01}
+    assert any(isinstance(e, RoleFinished) for e in evs)
+
+
+def test_without_a_bar_each_dict_is_a_step_and_eval_dicts_are_not():
+    evs = events("{'loss': 0.0, 'completion_length': 232.8, 'reward': 1.7}", "{'eval_loss': 0.3, 'epoch': 0.5}",
+                 "{'loss': 0.0, 'completion_length': 237.0, 'reward': 1.8}")
+    assert sorted({e.step for e in evs if isinstance(e, StepMetrics)}) == [1, 2]
+
+
+def test_tmp_checkpoints_are_interrupted_saves_and_a_whole_twin_wins(tmp_path):
+    for name, state in (("checkpoint-4", True), ("checkpoint-8", False), ("tmp-checkpoint-12", False), ("tmp-checkpoint-4", False)):
+        os.makedirs(tmp_path / name)
+        if state:
+            (tmp_path / name / "trainer_state.json").write_text("{}")
+    cks = scan(str(tmp_path))
+    assert cks[4].complete and cks[4].path.endswith("/checkpoint-4")
+    assert cks[8].problem is Problem.MISSING_PART and cks[12].problem is Problem.IN_PROGRESS
+
+
+def test_a_run_dir_holding_the_console_is_found_and_resumed_from_a_checkpoint(tmp_path):
+    fw = get("trl")
+    fw.simulator(str(tmp_path / "run"), "healthy", max_steps=4).run()
+    lay = discover(str(tmp_path / "run"))
+    assert (lay.framework, lay.layout) == ("trl", "console log")
+    words = ["accelerate", "launch", "train_grpo.py", "--resume_from_checkpoint", "old/checkpoint-2", "--bf16"]
+    assert fw.resume_words(None, words, 4, "/o/checkpoint-4") == [  # type: ignore[arg-type]
+        "accelerate", "launch", "train_grpo.py", "--bf16", "--resume_from_checkpoint", "/o/checkpoint-4"]
