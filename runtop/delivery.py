@@ -73,7 +73,7 @@ class Worker:
                     self._q.get_nowait()
                     self.status.dropped += 1
                 except queue.Empty:
-                    pass
+                    continue  # emptied meanwhile: the put is tried again
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -130,7 +130,11 @@ def private(url: str) -> str:
         if plugin:
             return public(str(plugin.url(privacy=True)))  # type: ignore[no-untyped-call]
     except Exception:  # noqa: BLE001 - not an apprise URL, or apprise missing: the scheme alone
-        pass
+        return _scheme_only(url)
+    return _scheme_only(url)
+
+
+def _scheme_only(url: str) -> str:
     return url.split("://", 1)[0] + "://…" if "://" in url else "…"
 
 

@@ -23,10 +23,11 @@ READY_S = 5.0  # how long the demo waits for its processes to take their titles
 CHILD = """
 import os, sys, time
 try:
-    import setproctitle
-    setproctitle.setproctitle(sys.argv[1])
+    from setproctitle import setproctitle
 except ImportError:
-    pass
+    setproctitle = None  # untitled: the process pane shows it by its command line
+if setproctitle is not None:
+    setproctitle(sys.argv[1])
 try:
     os.write(1, b"ready\\n")
 except OSError:

@@ -101,11 +101,10 @@ class Trl(Framework):
         if layout.ckpt_dir:
             return layout.ckpt_dir, None
         try:
-            if any(CKPT_RE.match(n) for n in os.listdir(layout.root)):
-                return layout.root, None
-        except OSError:
-            pass
-        return None, None
+            names = os.listdir(layout.root)
+        except OSError as e:
+            return None, f"cannot list {layout.root}: {e.strerror or e}"
+        return (layout.root, None) if any(CKPT_RE.match(n) for n in names) else (None, None)
 
     def scan_checkpoints(self, layout: RunLayout, ckpt_dir: str | None) -> dict[int, Checkpoint]:
         return scan(ckpt_dir) if ckpt_dir else {}

@@ -36,6 +36,21 @@ def _is_verl_log(path: str) -> bool:
         return False
 
 
+def _names(d: str) -> list[str]:
+    try:
+        return os.listdir(d)
+    except OSError:
+        return []  # gone or unreadable: it holds no checkpoint runtop could read
+
+
+def _subdirs(base: str, depth: int) -> list[str]:
+    """Directories `depth` levels below `base` (`checkpoints/{project}/{experiment}`)."""
+    level = [base]
+    for _ in range(depth):
+        level = [os.path.join(d, n) for d in level for n in _names(d) if os.path.isdir(os.path.join(d, n))]
+    return level
+
+
 class Verl(Framework):
     name = "verl"
     expected_roles = ("trainer",)  # the driver (TaskRunner): its death is the run's
@@ -97,15 +112,7 @@ class Verl(Framework):
                 return None, f"checkpoint dir {named} ({state.checkpoint_dir_source}) is not on this machine; give --ckpt-dir"
             return resolved, None
         base = os.path.join(layout.root, "checkpoints")
-        found = []
-        try:
-            for project in os.listdir(base):
-                for exp in os.listdir(os.path.join(base, project)):
-                    d = os.path.join(base, project, exp)
-                    if any(n.startswith("global_step_") for n in os.listdir(d)):
-                        found.append(d)
-        except OSError:
-            pass
+        found = [d for d in _subdirs(base, 2) if any(n.startswith("global_step_") for n in _names(d))]
         if len(found) == 1:
             return found[0], None
         return None, ("several checkpoint dirs under checkpoints/: give --ckpt-dir" if found else None)
