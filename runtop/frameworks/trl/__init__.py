@@ -9,7 +9,8 @@ import re
 from typing import Any
 
 from runtop.discovery import RunLayout, Tracked
-from runtop.frameworks.base import Framework, Parse, drop_flags
+from runtop.frameworks.base import Parse, drop_flags
+from runtop.frameworks.driver_log import DriverLogFramework
 from runtop.parsers.checkpoints import Problem
 from runtop.parsers.records import HeaderFn
 from runtop.state import RunState
@@ -19,13 +20,6 @@ from runtop.state_parts import Checkpoint
 SIGNS = re.compile(r"\{'loss': [^}]{0,400}'(?:reward|completions/mean_length|completion_length|frac_reward_zero_std)'"
                    r"|GRPOTrainer|trl\.trainer", re.ASCII)
 CKPT_RE = re.compile(r"(tmp-)?checkpoint-(\d{1,9})$", re.ASCII)
-
-
-def _layout(path: str) -> RunLayout:
-    path = os.path.abspath(path)
-    lay = RunLayout(os.path.dirname(path), Trl.name, "console log")
-    lay.logs = [Tracked(path, "trainer", "log")]
-    return lay
 
 
 def scan(output_dir: str) -> dict[int, Checkpoint]:
@@ -53,33 +47,18 @@ def scan(output_dir: str) -> dict[int, Checkpoint]:
     return out
 
 
-class Trl(Framework):
+class Trl(DriverLogFramework):
     name = "trl"
+    signs = SIGNS
+    layout_name = "console log"
     expected_roles = ("trainer",)
     rollout_role = "rollout"
     takes_ckpt_dir = True
-    process_titles = ()
+    # No titles of its own: `accelerate launch …` (the script's name is the process's), or
+    # torchrun's ranks (which every framework shares), tied to the run by their cwd or log.
+    process_titles = (("accelerate", "trainer"),)
     file_priority = 2
     expects = "a TRL GRPOTrainer console log or a directory holding one"
-
-    def logs_in_dir(self, path: str, logs: list[str]) -> RunLayout | None:
-        from runtop.discovery import DiscoveryError, sniff
-
-        def is_trl(f: str) -> bool:
-            try:
-                return bool(SIGNS.search(sniff(f, 16384)))
-            except DiscoveryError:
-                return False
-
-        found = sorted((f for f in logs if is_trl(f)), key=os.path.getmtime)
-        if not found:
-            return None
-        lay = _layout(found[-1])
-        lay.root = path
-        return lay
-
-    def file_layout(self, path: str, text: str) -> RunLayout | None:
-        return _layout(path) if SIGNS.search(text) else None
 
     def header(self, tracked: Tracked) -> HeaderFn | None:
         from runtop.frameworks.trl.parse import header
@@ -90,11 +69,6 @@ class Trl(Framework):
         from runtop.frameworks.trl.parse import TrlParser
 
         return TrlParser().parse
-
-    def default_run_name(self, layout: RunLayout) -> str:
-        if layout.logs:
-            return os.path.splitext(os.path.basename(layout.logs[0].path))[0]
-        return super().default_run_name(layout)
 
     def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:
         """`--ckpt-dir` (the output_dir), else the run dir when it holds `checkpoint-N`."""

@@ -17,7 +17,7 @@ RUN_NAME = "qwen2.5-0.5b-grpo"
 
 
 class TrlSimulator(ScriptPlayer):
-    TITLES = (("python train_grpo.py", "trainer"),)
+    TITLES = (("accelerate launch train_grpo.py", "trainer"),)
 
     def __init__(self, root: str | None = None, *, scenario: str = "healthy", speed: float = 20.0,
                  max_steps: int = 12, ckpt_interval: int = 4, seed: int = 0) -> None:

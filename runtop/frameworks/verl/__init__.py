@@ -10,7 +10,8 @@ import re
 from typing import Any
 
 from runtop.discovery import RunLayout, Tracked, resolve
-from runtop.frameworks.base import Framework, Parse
+from runtop.frameworks.base import Parse
+from runtop.frameworks.driver_log import DriverLogFramework
 from runtop.parsers.records import HeaderFn
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
@@ -18,22 +19,6 @@ from runtop.state_parts import Checkpoint
 # The words only a verl driver log has: its entrypoints, its step line, its bar, its checkpoints.
 SIGNS = re.compile(r"verl\.trainer\.main_\w+|\bstep:\d+ - (?:global_seqlen|actor/|critic/|val-)|Training Progress:"
                    r"|latest_checkpointed_iteration|ray::TaskRunner|\(TaskRunner pid=", re.ASCII)
-
-
-def _layout(path: str) -> RunLayout:
-    path = os.path.abspath(path)
-    lay = RunLayout(os.path.dirname(path), Verl.name, "driver log")
-    lay.logs = [Tracked(path, "trainer", "log")]
-    return lay
-
-
-def _is_verl_log(path: str) -> bool:
-    from runtop.discovery import DiscoveryError, sniff
-
-    try:
-        return bool(SIGNS.search(sniff(path, 16384)))
-    except DiscoveryError:
-        return False
 
 
 def _names(d: str) -> list[str]:
@@ -51,8 +36,9 @@ def _subdirs(base: str, depth: int) -> list[str]:
     return level
 
 
-class Verl(Framework):
+class Verl(DriverLogFramework):
     name = "verl"
+    signs = SIGNS
     expected_roles = ("trainer",)  # the driver (TaskRunner): its death is the run's
     rollout_role = "rollout"
     takes_ckpt_dir = True
@@ -66,19 +52,6 @@ class Verl(Framework):
     )
     file_priority = 0
     expects = "a verl driver log or a directory holding one"
-
-    def logs_in_dir(self, path: str, logs: list[str]) -> RunLayout | None:
-        found = sorted((f for f in logs if _is_verl_log(f)), key=os.path.getmtime)
-        if not found:
-            return None
-        lay = _layout(found[-1])
-        lay.root = path  # the run's directory (where verl was launched, its checkpoints beneath)
-        if len(found) > 1:
-            lay.notes.insert(0, f"{len(found)} verl logs in {path}; showing the newest, {os.path.basename(found[-1])}")
-        return lay
-
-    def file_layout(self, path: str, text: str) -> RunLayout | None:
-        return _layout(path) if SIGNS.search(text) else None
 
     def header(self, tracked: Tracked) -> HeaderFn | None:
         from runtop.frameworks.verl.parse import header
@@ -94,11 +67,6 @@ class Verl(Framework):
         from runtop.parsers.skyrl_records import split_glued
 
         return split_glued(lines)  # a record glued behind a tqdm frame: Ray's, whoever's run
-
-    def default_run_name(self, layout: RunLayout) -> str:
-        if layout.logs:
-            return os.path.splitext(os.path.basename(layout.logs[0].path))[0]
-        return super().default_run_name(layout)
 
     def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:
         """`--ckpt-dir`, else `trainer.default_local_dir` as the log says it (relative to the
