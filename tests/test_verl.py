@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from runtop.discovery import discover
 from runtop.frameworks import get
 from runtop.frameworks.verl.ckpt import judge
@@ -70,3 +72,27 @@ def test_a_run_dir_holding_the_log_is_found_and_resumed_by_path(tmp_path):
     assert out == ["python3", "-m", "verl.trainer.main_ppo", "trainer.total_training_steps=3",
                    "trainer.resume_mode=resume_path", "trainer.resume_from_path=/ck/global_step_3"]
     assert os.path.isfile(tmp_path / "run" / "checkpoints" / "gsm8k" / "qwen3-0.6b-grpo" / "latest_checkpointed_iteration.txt")
+
+
+def test_the_file_loggers_rows_are_read_and_a_relaunch_that_truncates_them_is_a_new_attempt(tmp_path):
+    """verl's file logger opens its JSONL with mode `wb`: a relaunch truncates it. That is a
+    new attempt, and the steps already read stay (FORMATS.md, verl)."""
+    import json
+
+    from runtop.snapshot import read_all
+    from runtop.sources.run_reader import RunReader
+
+    path = tmp_path / "exp.jsonl"
+    rows = lambda steps, r: "".join(json.dumps({"step": s, "data": {"critic/score/mean": r + s / 100, "actor/entropy": 0.5, "timing_s/gen": 40.0}}) + "\n" for s in steps)  # noqa: E731
+    path.write_text(rows(range(1, 7), 0.4))
+    lay = discover(str(path))
+    assert (lay.framework, lay.layout) == ("verl", "file logger")
+    reader = RunReader(lay)
+    read_all(reader)
+    st = reader.state
+    assert st.current_step() == 6 and st.steps[3].rollout["reward"] == pytest.approx(0.43) and st.steps[3].phases_s == {"gen": 40.0}
+    assert st.steps[3].origin == {"rollout.reward": "metrics", "trainer.entropy": "metrics"}
+    path.write_text(rows(range(5, 7), 0.6))  # resumed from step 4: the file starts over
+    reader.poll(max_bytes=1 << 20, rescan_every=float("inf"), ckpt_every=float("inf"))
+    assert len(st.attempts) == 2 and "exp.jsonl" in st.attempts[-1].reason
+    assert st.steps[5].attempt == 2 and st.steps[5].rollout["reward"] == pytest.approx(0.65) and st.steps[2].rollout["reward"] == pytest.approx(0.42)

@@ -90,6 +90,13 @@ class Framework:
     def split_lines(self, lines: list[str]) -> list[str]:
         return lines
 
+    def metrics_line(self, line: str, source: str) -> list[Event]:
+        """One row of a structured metrics file: `{"step": N, …}` or `{"step": N, "data": {…}}`
+        with the registry's names (a plug-in maps its own keys)."""
+        from runtop.parsers.metrics_generic import parse_line
+
+        return parse_line(line, source)
+
     def default_run_name(self, layout: RunLayout) -> str:
         return os.path.basename(layout.root.rstrip(os.sep))
 

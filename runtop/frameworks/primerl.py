@@ -20,6 +20,7 @@ from runtop.discovery import (
     _step_of,
 )
 from runtop.frameworks.base import Framework, drop_flags
+from runtop.parsers.events import Event
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 
@@ -226,6 +227,7 @@ def _file_layout(path: str, text: str) -> RunLayout | None:
 
 
 class PrimeRL(Framework):
+
     name = "prime-rl"
     expected_roles = ("inference", "orchestrator", "trainer")
     rollout_role = "orchestrator"
@@ -310,6 +312,13 @@ class PrimeRL(Framework):
         from runtop.simulator.primerl import Simulator
 
         return Simulator(root, scenario=scenario, **kw)
+
+    def metrics_line(self, line: str, source: str) -> list[Event]:
+        """prime-rl's `metrics.jsonl`: each row attributed to its role by its keys."""
+        from runtop.parsers.metrics_jsonl import parse_line
+
+        ev = parse_line(line, source)
+        return [] if ev is None else [ev]
 
 
 PRIME_RL = PrimeRL()

@@ -14,7 +14,7 @@ import time
 from runtop.discovery import RunLayout, Tracked, rescan, resolve
 from runtop.frameworks import Framework, get
 from runtop.log_tail import LogTail, pane_lines
-from runtop.parsers import metrics_jsonl, rollouts
+from runtop.parsers import rollouts
 from runtop.parsers.events import Event, StepMetrics, Unparsed
 from runtop.parsers.records import Record, RecordAssembler
 from runtop.parsers.skim import skim
@@ -197,7 +197,8 @@ class RunReader:
             f.reset(self.state.batch_rollouts)
             if res.restarted != "rotated":  # logrotate moving the log aside is no relaunch
                 info.fatal, info.fatals, info.active_after_fatal = None, [], False
-                if f.tracked.kind == "log":
+                if f.tracked.kind in ("log", "metrics"):
+                    # A metrics file started over (verl's file logger opens it `wb`): a relaunch.
                     self.state.new_attempt(f"{os.path.basename(f.tracked.path)} was {res.restarted}")
         if not res.lines:
             return bool(res.restarted) or bool(res.drained)
@@ -257,17 +258,17 @@ class RunReader:
     def _fold_metrics(self, f: _Followed, lines: list[str], first_line: int = 1) -> None:
         path = f.tracked.path
         last = f.last_metric_step
+        name = os.path.basename(path)
         for n, line in enumerate(lines, first_line):
             try:
-                ev = metrics_jsonl.parse_line(line, path)
+                evs: list[Event] = f.framework.metrics_line(line, path)
             except Exception as e:  # noqa: BLE001 - a bad row is counted and named (issue 10)
-                ev = Unparsed(n, f"{type(e).__name__}: {str(e)[:120]}")
-            if ev is None:
-                continue
-            if isinstance(ev, StepMetrics):
-                prev = last.get(ev.role)
-                if prev is not None and ev.step < prev:
-                    # The step counter went back: a relaunch appended to the same file.
-                    self.state.new_attempt(f"metrics.jsonl {ev.role} steps went back from {prev} to {ev.step}")
-                last[ev.role] = ev.step
-            self._apply(f, ev, n)
+                evs = [Unparsed(n, f"{type(e).__name__}: {str(e)[:120]}")]
+            for ev in evs:
+                if isinstance(ev, StepMetrics):
+                    prev = last.get(ev.role)
+                    if prev is not None and ev.step < prev:
+                        # The step counter went back: a relaunch appended to the same file.
+                        self.state.new_attempt(f"{name} {ev.role} steps went back from {prev} to {ev.step}")
+                    last[ev.role] = ev.step
+                self._apply(f, ev, n)

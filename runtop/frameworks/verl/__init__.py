@@ -12,6 +12,7 @@ from typing import Any
 from runtop.discovery import RunLayout, Tracked, resolve
 from runtop.frameworks.base import Parse
 from runtop.frameworks.driver_log import DriverLogFramework
+from runtop.parsers.events import Event
 from runtop.parsers.records import HeaderFn
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
@@ -19,6 +20,7 @@ from runtop.state_parts import Checkpoint
 # The words only a verl driver log has: its entrypoints, its step line, its bar, its checkpoints.
 SIGNS = re.compile(r"verl\.trainer\.main_\w+|\bstep:\d+ - (?:global_seqlen|actor/|critic/|val-)|Training Progress:"
                    r"|latest_checkpointed_iteration|ray::TaskRunner|\(TaskRunner pid=", re.ASCII)
+JSONL_SIGNS = re.compile(r'^\{"step": ?\d+, ?"data": ?\{"(?:actor|critic|val-core|val-aux|training|timing_s|response_length)/', re.ASCII | re.M)
 
 
 def _names(d: str) -> list[str]:
@@ -34,6 +36,16 @@ def _subdirs(base: str, depth: int) -> list[str]:
     for _ in range(depth):
         level = [os.path.join(d, n) for d in level for n in _names(d) if os.path.isdir(os.path.join(d, n))]
     return level
+
+
+def _file_logger_rows(path: str) -> bool:
+    """A JSONL of verl's file logger: `{"step": N, "data": {"actor/…": …}}` rows."""
+    from runtop.discovery import DiscoveryError, sniff
+
+    try:
+        return bool(JSONL_SIGNS.search(sniff(path, 4096)))
+    except DiscoveryError:
+        return False
 
 
 class Verl(DriverLogFramework):
@@ -52,6 +64,33 @@ class Verl(DriverLogFramework):
     )
     file_priority = 0
     expects = "a verl driver log or a directory holding one"
+
+    def logs_in_dir(self, path: str, logs: list[str]) -> RunLayout | None:
+        """The driver log, and beside it the file logger's JSONL when it is in the run dir
+        (`VERL_FILE_LOGGER_PATH`); either alone is a run too."""
+        try:
+            rows = sorted(os.path.join(path, n) for n in os.listdir(path) if n.endswith(".jsonl"))
+        except OSError:
+            rows = []
+        rows = [r for r in rows if _file_logger_rows(r)]
+        lay = super().logs_in_dir(path, logs)
+        if lay is None and rows:
+            lay = RunLayout(path, self.name, "file logger")
+        if lay is not None:
+            lay.metrics = [Tracked(r, "trainer", "metrics") for r in rows[-1:]]
+        return lay
+
+    def file_layout(self, path: str, text: str) -> RunLayout | None:
+        if JSONL_SIGNS.search(text):
+            lay = RunLayout(os.path.dirname(os.path.abspath(path)), self.name, "file logger")
+            lay.metrics = [Tracked(os.path.abspath(path), "trainer", "metrics")]
+            return lay
+        return super().file_layout(path, text)
+
+    def metrics_line(self, line: str, source: str) -> list[Event]:
+        from runtop.frameworks.verl.parse import metrics_line
+
+        return metrics_line(line, source)
 
     def header(self, tracked: Tracked) -> HeaderFn | None:
         from runtop.frameworks.verl.parse import header

@@ -17,10 +17,12 @@ one Ray process are otherwise one record). Crashes go through the shared root-ca
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from runtop.parsers import vllm
 from runtop.parsers.crashes import error_notice, has_traceback
-from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, CheckpointDir, Event, MaxSteps, RoleFinished, StepMetrics, Unparsed
+from runtop.parsers.events import TRAINER, CheckpointDir, Event, MaxSteps, RoleFinished, StepMetrics, Unparsed, Unrecognised
+from runtop.parsers.metrics_generic import events_of, row_of
 from runtop.parsers.numbers import strict_float
 from runtop.parsers.records import Record
 from runtop.parsers.skyrl_records import RAY_PREFIX_RE
@@ -66,6 +68,9 @@ def header(line: str, pending: Record | None) -> Record | None:
     return rec
 
 
+KEYS = {**ROLLOUT_KEYS, **TRAINER_KEYS}
+
+
 def step_events(msg: str, time: str | None) -> list[Event]:
     m = STEP_RE.match(msg)
     if m is None:
@@ -73,28 +78,18 @@ def step_events(msg: str, time: str | None) -> list[Event]:
     step = int(m.group(1))
     if step == 0:
         return []  # `step:0` is the validation before training (`val-core/…`): no training step
-    rollout: dict[str, float] = {}
-    trainer: dict[str, float] = {}
-    phases: dict[str, float] = {}
-    extra: dict[str, float] = {}
-    for key, raw in PAIR_RE.findall(msg[m.end() - 3:]):
-        value = strict_float(raw)
-        if value is None:
-            continue
-        if key in ROLLOUT_KEYS:
-            rollout[ROLLOUT_KEYS[key]] = value
-        elif key in TRAINER_KEYS:
-            trainer.setdefault(TRAINER_KEYS[key], value)
-        elif key.startswith(PHASE) and key != "timing_s/step":
-            phases[key[len(PHASE):]] = value
-        else:
-            extra[key] = value
-    out: list[Event] = []
-    if rollout:
-        out.append(StepMetrics(ROLLOUT_SIDE, step, rollout, {}, "log", time))
-    if trainer or phases or extra:
-        out.append(StepMetrics(TRAINER, step, trainer, phases, "log", time, extra))
-    return out
+    data = {k: v for k, raw in PAIR_RE.findall(msg[m.end() - 3:]) if (v := strict_float(raw)) is not None}
+    out = events_of(step, data, KEYS, PHASE, origin="log")
+    return [replace(e, time=time) if isinstance(e, StepMetrics) else e for e in out]
+
+
+def metrics_line(line: str, source: str) -> list[Event]:
+    """verl's file logger (`trainer.logger=[…,file]`): `{"step": N, "data": {<the console's keys>}}`."""
+    got = row_of(line, source)
+    if got is None or isinstance(got, Unrecognised):
+        return [] if got is None else [got]
+    step, data = got
+    return [] if step == 0 else events_of(step, data, KEYS, PHASE)
 
 
 class VerlParser:

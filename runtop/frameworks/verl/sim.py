@@ -6,6 +6,7 @@ the Training Progress bar, checkpoints with their tracker. Scenarios: `healthy`;
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from collections.abc import Callable, Iterator
@@ -35,6 +36,10 @@ class VerlSimulator(ScriptPlayer):
     def log(self, *lines: str) -> None:
         self._append(f"{RUN_NAME}.log", "".join(f"{ln}\n" for ln in lines))
 
+    def row(self, step: int, data: dict[str, float]) -> None:
+        """The file logger (`trainer.logger=[console,file]`, `VERL_FILE_LOGGER_PATH` in the run dir)."""
+        self._append(f"{RUN_NAME}.jsonl", json.dumps({"step": step, "data": data}) + "\n")
+
     def script(self) -> Iterator[Action]:
         t = 0.0
         overrides = (f"algorithm.adv_estimator=grpo data.train_batch_size=64 actor_rollout_ref.rollout.n=8 "
@@ -63,6 +68,8 @@ class VerlSimulator(ScriptPlayer):
 
     def _step(self, step: int, t: float, reward: float, entropy: float, gen: float, upd: float, total: float) -> Callable[[], None]:
         def act() -> None:
+            self.row(step, {"actor/entropy": round(entropy, 9), "critic/score/mean": round(reward, 9), "timing_s/gen": round(gen, 6),
+                            "timing_s/update_actor": round(upd, 6), "timing_s/step": round(total, 6), "perf/throughput": 1534.2})
             pct = int(100 * step / self.max_steps)
             left = int((self.max_steps - step) * total)
             eta = f"{left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
