@@ -192,7 +192,18 @@ def _notify_opts(p: argparse.ArgumentParser) -> None:
 
 
 def _ckpt_dir(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--ckpt-dir", default=None, metavar="DIR", help="SkyRL: the checkpoint dir (default: the one the log names)")
+    """The run's files that its directory does not lead to."""
+    p.add_argument("--ckpt-dir", default=None, metavar="DIR", help="the checkpoint dir where the log does not say it (SkyRL, verl, TRL)")
+    p.add_argument("--metrics", action="append", default=None, metavar="FILE",
+                   help='a JSONL of {"step": N, …} (or {"step": N, "data": {…}}) rows to read too; [metrics] maps its keys onto runtop\'s metric names')
+
+
+def files(args: argparse.Namespace) -> dict[str, Any]:
+    """`--ckpt-dir`, `--metrics` and the `[metrics]` mapping, as the readers take them."""
+    from runtop.config import load_metrics_map
+
+    metrics = getattr(args, "metrics", None)
+    return {"ckpt_dir": args.ckpt_dir, "metrics": metrics, "metrics_map": load_metrics_map(getattr(args, "config", None)) if metrics else None}
 
 
 def print(*parts: object, **kw: Any) -> None:  # noqa: A001 - shadows the builtin on purpose
@@ -218,7 +229,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from runtop.report_json import write_json
     from runtop.snapshot import read_and_judge
 
-    state, verdict = read_and_judge(args.path, ckpt_dir=args.ckpt_dir, cfg=_thresholds(args))
+    state, verdict = read_and_judge(args.path, cfg=_thresholds(args), **files(args))
     if args.append:
         from runtop.checkin import append_checkin, status_path
         from runtop.outputs import OutputError
@@ -241,7 +252,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from runtop.report_json import write_json
     from runtop.snapshot import read_and_judge
 
-    state, verdict = read_and_judge(args.path, ckpt_dir=args.ckpt_dir, cfg=_thresholds(args))
+    state, verdict = read_and_judge(args.path, cfg=_thresholds(args), **files(args))
     if args.json:
         write_json(state, sys.stdout, verdict)
     else:
@@ -259,7 +270,7 @@ def _action_context(args: argparse.Namespace) -> Context:
     from runtop.snapshot import read_run
 
     return Context.for_run(
-        read_run(args.path, ckpt_dir=args.ckpt_dir),
+        read_run(args.path, **files(args)),
         cfg=load_actions(args.config),
         socket=args.tmux_socket,
         session=args.tmux_session,
@@ -324,7 +335,7 @@ def cmd_forensics(args: argparse.Namespace) -> int:
     from runtop.forensics import collect
     from runtop.snapshot import RunJudge, read_run_reader
 
-    reader = read_run_reader(args.path, ckpt_dir=args.ckpt_dir)
+    reader = read_run_reader(args.path, **files(args))
     judge = RunJudge(reader, _thresholds(args))
     verdict = judge.verdict()
     system = judge.engine.system

@@ -16,6 +16,15 @@ from runtop.discovery import DiscoveryError, RunLayout, discover, with_ckpt_dir
 from runtop.sources.gpu import GpuProbe
 
 
+def layout_of(args: argparse.Namespace) -> RunLayout:
+    """The run at `args.path`, with `--ckpt-dir` and `--metrics` applied."""
+    from runtop.cli import files
+    from runtop.discovery import with_metrics
+
+    f = files(args)
+    return with_metrics(with_ckpt_dir(discover(args.path), f["ckpt_dir"]), f["metrics"], f["metrics_map"])
+
+
 def notify_config(args: argparse.Namespace) -> NotifyConfig:
     """`[notify]` of the config file, with `--notify`, `--heartbeat` and `--on-alert` over it."""
     import shlex
@@ -52,7 +61,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     cfg = _thresholds(args)
     ncfg = notify_config(args)
-    layout = with_ckpt_dir(discover(args.path), args.ckpt_dir)
+    layout = layout_of(args)
     alerting = Alerting(ncfg, os.path.basename(layout.root.rstrip("/")) or layout.root, layout.root)
     engine = Engine(layout, interval=args.interval, poll=args.poll, thresholds=cfg, alerting=alerting, vllm_url=None, publishing=False)
     engine.forensics_on_stall = True  # a stall saves its stacks before anyone restarts the run
@@ -129,7 +138,7 @@ def cmd_notify(args: argparse.Namespace) -> int:
 def cmd_follow(args: argparse.Namespace) -> int:
     from runtop.live import follow
 
-    layout = with_ckpt_dir(discover(args.path), args.ckpt_dir)
+    layout = layout_of(args)
     return follow(layout, interval=args.interval, poll=args.poll)
 
 
@@ -169,7 +178,7 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    layout = with_ckpt_dir(discover(args.path), args.ckpt_dir)
+    layout = layout_of(args)
     if not _use_tui(args):
         from runtop.live import follow
 

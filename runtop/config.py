@@ -235,3 +235,19 @@ def _notify_value(where: str, key: str, value: Any) -> Any:
     if not isinstance(value, str):
         raise ConfigError(f"{where}: notify.{key} must be a string")
     return value
+
+
+def load_metrics_map(path: str | None = None) -> dict[str, str]:
+    """`[metrics]`: a `--metrics FILE`'s keys → runtop's metric names (`"my/reward" = "reward"`)."""
+    from runtop.columns import BY_NAME
+
+    found = _table(path, "metrics")
+    if found is None:
+        return {}
+    where, section = found
+    out: dict[str, str] = {}
+    for key, value in section.items():
+        if not isinstance(value, str) or value not in BY_NAME:
+            raise ConfigError(f"{where}: metrics.{key!r} must name one of runtop's metrics ({', '.join(sorted(BY_NAME))}), not {value!r}")
+        out[key] = value
+    return out

@@ -46,6 +46,8 @@ class RunLayout:
     single_file: bool = False
     # SkyRL: the checkpoint dir given with --ckpt-dir (else the log names it).
     ckpt_dir: str | None = None
+    # `--metrics FILE`'s keys → runtop's metric names (`[metrics]` in the config).
+    metrics_map: dict[str, str] = field(default_factory=dict)
 
     def files(self) -> list[Tracked]:
         return [*self.configs, *self.metrics, *self.logs, *self.rollouts]
@@ -164,6 +166,20 @@ def with_ckpt_dir(layout: RunLayout, ckpt_dir: str | None) -> RunLayout:
     if not os.path.isdir(ckpt_dir):
         raise DiscoveryError(f"--ckpt-dir {ckpt_dir}: no such directory")
     layout.ckpt_dir = os.path.abspath(ckpt_dir)
+    return layout
+
+
+CUSTOM = "custom"  # the role of a metrics file given with --metrics: read by its rows' names
+
+
+def with_metrics(layout: RunLayout, paths: list[str] | None, mapping: dict[str, str] | None = None) -> RunLayout:
+    """Apply `--metrics FILE`: any JSONL of `{"step": N, …}` rows, read beside the run's own
+    files, its keys mapped by `mapping` onto runtop's metric names."""
+    for path in paths or []:
+        if not os.path.isfile(path):
+            raise DiscoveryError(f"--metrics {path}: no such file")
+        layout.metrics.append(Tracked(os.path.abspath(path), CUSTOM, "metrics"))
+    layout.metrics_map = dict(mapping or {})
     return layout
 
 

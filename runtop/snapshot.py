@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtop.config import Thresholds
-from runtop.discovery import discover, with_ckpt_dir
+from runtop.discovery import discover, with_ckpt_dir, with_metrics
 from runtop.health import Verdict
 from runtop.sources.deadline import Slow, call_with_deadline
 from runtop.sources.processes import scan_run
@@ -17,15 +17,16 @@ from runtop.state import RunState
 CHUNK = 4 << 20
 
 
-def read_run(path: str, *, processes: bool = True, ckpt_dir: str | None = None) -> RunState:
-    return _read(path, processes=processes, ckpt_dir=ckpt_dir).state
+def read_run(path: str, *, processes: bool = True, ckpt_dir: str | None = None, **more: Any) -> RunState:
+    return _read(path, processes=processes, ckpt_dir=ckpt_dir, **more).state
 
 
 def read_and_judge(path: str, *, ckpt_dir: str | None = None, cfg: Thresholds | None = None, processes: bool = True,
-                   disks: bool = True, **probes: Any) -> tuple[RunState, Verdict]:
+                   disks: bool = True, metrics: list[str] | None = None, metrics_map: dict[str, str] | None = None,
+                   **probes: Any) -> tuple[RunState, Verdict]:
     """The run read once and judged with every rule and every probe the TUI has (one disk
     sample: no growth rate yet). `probes` go to the `Engine` (gpu, proc_sampler, …)."""
-    reader = _read(path, processes=False, ckpt_dir=ckpt_dir)
+    reader = _read(path, processes=False, ckpt_dir=ckpt_dir, metrics=metrics, metrics_map=metrics_map)
     return reader.state, RunJudge(reader, cfg, disks=disks, processes=processes, **probes).verdict()
 
 
@@ -75,14 +76,15 @@ def look_at_processes(reader: RunReader) -> None:
             s.notes.append(str(e))
 
 
-def _read(path: str, *, processes: bool, ckpt_dir: str | None) -> RunReader:
-    reader = RunReader(with_ckpt_dir(discover(path), ckpt_dir))
+def _read(path: str, *, processes: bool, ckpt_dir: str | None, metrics: list[str] | None = None,
+          metrics_map: dict[str, str] | None = None) -> RunReader:
+    reader = RunReader(with_metrics(with_ckpt_dir(discover(path), ckpt_dir), metrics, metrics_map))
     read_all(reader)
     if processes:
         look_at_processes(reader)
     return reader
 
 
-def read_run_reader(path: str, *, ckpt_dir: str | None = None) -> RunReader:
+def read_run_reader(path: str, *, ckpt_dir: str | None = None, **more: Any) -> RunReader:
     """The run's reader, every file read to its end (the processes are the engine's to sample)."""
-    return _read(path, processes=False, ckpt_dir=ckpt_dir)
+    return _read(path, processes=False, ckpt_dir=ckpt_dir, **more)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import time
 
-from runtop.discovery import RunLayout, Tracked, rescan, resolve
+from runtop.discovery import CUSTOM, RunLayout, Tracked, rescan, resolve
 from runtop.frameworks import Framework, get
 from runtop.log_tail import LogTail, pane_lines
 from runtop.parsers import rollouts
 from runtop.parsers.events import Event, StepMetrics, Unparsed
+from runtop.parsers.metrics_generic import parse_line as parse_generic
 from runtop.parsers.records import Record, RecordAssembler
 from runtop.parsers.skim import skim
 from runtop.sources.run_configs import ConfigReader
@@ -261,7 +262,10 @@ class RunReader:
         name = os.path.basename(path)
         for n, line in enumerate(lines, first_line):
             try:
-                evs: list[Event] = f.framework.metrics_line(line, path)
+                if f.tracked.role == CUSTOM:  # `--metrics FILE`: by its rows' names and the user's mapping
+                    evs: list[Event] = parse_generic(line, path, self.layout.metrics_map)
+                else:
+                    evs = f.framework.metrics_line(line, path)
             except Exception as e:  # noqa: BLE001 - a bad row is counted and named (issue 10)
                 evs = [Unparsed(n, f"{type(e).__name__}: {str(e)[:120]}")]
             for ev in evs:
