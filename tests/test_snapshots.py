@@ -84,3 +84,14 @@ def test_main_layout_trl(snap_compare, size, scenario, fixed_dir):
     alive = [ProcInfo(6100, FIXED_MTIME - 3600, 1, "python train_grpo.py --bf16", "trainer", "running", 99.0, 12 << 30)]
     tree = ProcessSnapshot(procs=alive, taken_at=FIXED_MTIME) if scenario == "healthy" else ProcessSnapshot(procs=[], missing=["trainer"], taken_at=FIXED_MTIME)
     assert snap_compare(make_app(fixed_dir, proc_sampler=FixedProcs(tree)), terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_main_layout_openrlhf_actor_oom(snap_compare, size, fixed_dir):
+    """An OpenRLHF run whose actor dies of OOM, through its plug-in alone (issue 16)."""
+    from runtop.frameworks import get
+    from runtop.sources.processes import ProcessSnapshot
+
+    get("openrlhf").simulator(fixed_dir, "actor-oom", max_steps=8).run()
+    tree = ProcessSnapshot(procs=[], missing=["trainer"], taken_at=FIXED_MTIME)
+    assert snap_compare(make_app(fixed_dir, proc_sampler=FixedProcs(tree)), terminal_size=size, run_before=settle)

@@ -60,6 +60,8 @@ def header(line: str, pending: Record | None) -> Record | None:
             proc, body = m.group(1), line[m.end():]
     if body.startswith("step:") and STEP_RE.match(body):
         rec = Record("verl-step", None, None, body)
+    elif body.startswith("Traceback (most recent call last)"):
+        rec = Record("orphan", None, None, body)  # never the continuation of the step line before it
     elif body.startswith(OWN_STARTS):
         rec = Record("verl", None, None, body)
     else:

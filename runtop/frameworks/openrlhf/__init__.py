@@ -1,0 +1,131 @@
+"""OpenRLHF (Ray + DeepSpeed + vLLM): the driver console a user redirected
+(`ray job submit … -- python3 -m openrlhf.cli.train_ppo_ray … > run.log`) and DeepSpeed's
+checkpoints `{ckpt.path}/_actor/global_stepN/` with the `latest` file naming the last whole
+tag (FORMATS.md). Everything OpenRLHF-specific lives in this package (issue 16)."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from runtop.discovery import RunLayout, Tracked, resolve
+from runtop.frameworks.base import Parse
+from runtop.frameworks.driver_log import DriverLogFramework
+from runtop.parsers.checkpoints import Problem
+from runtop.parsers.records import HeaderFn
+from runtop.state import RunState
+from runtop.state_parts import Checkpoint
+
+SIGNS = re.compile(r"openrlhf\.cli\.train_\w+|\((?:ActorModelRayActor|LLMRayActor|PolicyModelActor) pid=\d+\)|Episode \[\d+/\d+\]:"
+                   r"|Global step \d+: \{'", re.ASCII)
+TAG_RE = re.compile(r"global_step(\d{1,9})$", re.ASCII)
+CKPT_FLAG_RE = re.compile(r"--(?:ckpt\.path|ckpt_path)[= ](\S+)", re.ASCII)
+
+
+def scan(ckpt_path: str) -> dict[int, Checkpoint]:
+    """`{ckpt.path}/_actor/global_stepN/`, judged against DeepSpeed's `latest` (written last)."""
+    actor = os.path.join(ckpt_path, "_actor")
+    try:
+        names = os.listdir(actor)
+    except OSError:
+        return {}
+    latest = None
+    try:
+        with open(os.path.join(actor, "latest"), encoding="utf-8", errors="replace") as f:
+            m = TAG_RE.match(f.read(64).strip())
+            latest = int(m.group(1)) if m else None
+    except OSError:
+        latest = None
+    out: dict[int, Checkpoint] = {}
+    for name in names:
+        m = TAG_RE.match(name)
+        path = os.path.join(actor, name)
+        if not m or not os.path.isdir(path):
+            continue
+        step = int(m.group(1))
+        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+        if latest is None:
+            out[step] = Checkpoint(step, path, False, "no `latest` file (DeepSpeed writes it last): the save did not finish", size, Problem.NOT_NAMED)
+        elif step > latest:
+            out[step] = Checkpoint(step, path, False, f"`latest` names global_step{latest}: this save did not finish", size, Problem.NOT_NAMED)
+        else:
+            out[step] = Checkpoint(step, path, True, f"named by `latest` (global_step{latest})" if step == latest else "an earlier whole save", size)
+    return out
+
+
+class OpenRlhf(DriverLogFramework):
+    name = "openrlhf"
+    signs = SIGNS
+    expected_roles = ("trainer",)
+    rollout_role = "rollout"
+    takes_ckpt_dir = True
+    checkpoints_in_run_dir = False
+    process_titles = (
+        ("ray::ActorModelRayActor", "trainer"),
+        ("ray::PolicyModelActor", "trainer"),
+        ("ray::LLMRayActor", "inference"),
+        ("ray::", "ray"),
+    )
+    file_priority = 0
+    expects = "an OpenRLHF driver log or a directory holding one"
+
+    def header(self, tracked: Tracked) -> HeaderFn | None:
+        from runtop.frameworks.openrlhf.parse import header
+
+        return header
+
+    def parser(self, tracked: Tracked, batch_rollouts: int | None) -> Parse:
+        from runtop.frameworks.openrlhf.parse import OpenRlhfParser
+
+        return OpenRlhfParser().parse
+
+    def split_lines(self, lines: list[str]) -> list[str]:
+        from runtop.parsers.skyrl_records import split_glued
+
+        return split_glued(lines)
+
+    def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:
+        """`--ckpt-dir` (the `ckpt.path`), else `--ckpt.path` as the launch line in the log says it."""
+        if layout.ckpt_dir:
+            return layout.ckpt_dir, None
+        for t in layout.logs:
+            try:
+                with open(t.path, encoding="utf-8", errors="replace") as f:
+                    m = CKPT_FLAG_RE.search(f.read(1 << 16))
+            except OSError:
+                continue
+            if m:
+                resolved = resolve(m.group(1), layout.root)
+                return (resolved, None) if resolved else (None, f"checkpoint dir {m.group(1)} is not on this machine; give --ckpt-dir")
+        return None, None
+
+    def scan_checkpoints(self, layout: RunLayout, ckpt_dir: str | None) -> dict[int, Checkpoint]:
+        return scan(ckpt_dir) if ckpt_dir else {}
+
+    def is_driver(self, cmd: str) -> bool:
+        return "openrlhf.cli" in cmd
+
+    def resume_words(self, state: RunState, words: list[str], step: int, ckpt_path: str) -> list[str]:
+        # DeepSpeed resumes from the tag `latest` names (written last: the last whole save);
+        # the flag's name changed in 2026-04 (`--load_checkpoint` before).
+        if "--ckpt.load_enable" in words or "--load_checkpoint" in words:
+            return list(words)
+        return [*words, "--ckpt.load_enable"]
+
+    def relist_checkpoints(self, run_root: str, planned: Checkpoint | None) -> dict[int, Checkpoint]:
+        return scan(os.path.dirname(os.path.dirname(planned.path))) if planned else {}
+
+    @property
+    def scenarios(self) -> tuple[str, ...]:  # type: ignore[override]
+        from runtop.frameworks.openrlhf.sim import SCENARIOS
+
+        return SCENARIOS
+
+    def simulator(self, root: str | None, scenario: str, **kw: Any) -> Any:
+        from runtop.frameworks.openrlhf.sim import OpenRlhfSimulator
+
+        return OpenRlhfSimulator(root, scenario=scenario, **kw)
+
+
+OPENRLHF = OpenRlhf()

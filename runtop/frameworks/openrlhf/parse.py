@@ -1,0 +1,108 @@
+"""OpenRLHF's driver console → events. Shapes from a genuine run users posted
+(OpenRLHF/OpenRLHF#350): the Ray prefix printed alone on its line, then the line it prefixes;
+vLLM's `Processed prompts` bars; the trainer's `Episode [1/1]:  92%|…| 11/12 […]` bar, one
+tick per global step; `[repeated 3x across cluster]`; `Job 'raysubmit_…' succeeded` at the
+end. The step dict `✨ Global step 12: {'rollout/reward_mean': …}` follows FORMATS.md (from
+OpenRLHF's source; no genuine paste of it was found). Crashes: the shared selection.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from runtop.parsers.crashes import error_notice, has_traceback
+from runtop.parsers.events import TRAINER, Event, MaxSteps, RoleFinished, StepMetrics, Unparsed
+from runtop.parsers.metrics_generic import events_of
+from runtop.parsers.records import Record
+from runtop.parsers.skyrl_records import RAY_PREFIX_RE
+from runtop.parsers.skyrl_records import header as ray_header
+
+EPISODE_RE = re.compile(r"Episode \[(\d{1,6})/(\d{1,6})\]:.{0,80}?(?<!\d)(\d{1,9})/(\d{1,9}) \[", re.ASCII)
+GLOBAL_STEP_RE = re.compile(r"Global step (\d{1,9}): (\{.*\})\s*$", re.ASCII | re.S)
+JOB_DONE_RE = re.compile(r"Job '[\w-]+' succeeded", re.ASCII)
+KEYS = {
+    "rollout/reward_mean": "reward", "reward": "reward", "rollout/response_length_mean": "seq_len", "response_length": "seq_len",
+    "rollout/truncated_rate": "truncated", "policy_loss": "loss", "kl": "kl", "actor_lr": "lr", "entropy_loss": "entropy",
+    "policy_entropy": "entropy", "clip_ratio": "clip_ratio", "timing/step_total": "step_time_s",
+}
+PHASE = "timing/"
+
+
+def header(line: str, pending: Record | None) -> Record | None:
+    body, proc = line, None
+    if line.startswith("("):
+        m = RAY_PREFIX_RE.match(line)
+        if m:
+            proc, body = m.group(1), line[m.end():]
+            if not body.strip():
+                rec = Record("ray-prefix", None, None, "")  # the prefix alone: its line follows (#350)
+                rec.proc = proc
+                return rec
+    if body.startswith("Traceback (most recent call last)"):
+        rec = Record("orphan", None, None, body)  # never the continuation of the step line before it
+    elif "Episode [" in body and EPISODE_RE.search(body):
+        rec = Record("orlhf-episode", None, None, body.strip().split("\r")[-1])
+    elif "Global step " in body and (i := body.find("Global step ")) >= 0:
+        rec = Record("orlhf-step", None, None, body[i:].strip())
+    elif JOB_DONE_RE.search(body):
+        rec = Record("orlhf-done", None, None, body.strip())
+    else:
+        return ray_header(line, pending)
+    rec.proc = proc
+    return rec
+
+
+class OpenRlhfParser:
+    def __init__(self) -> None:
+        self.max_steps: int | None = None
+
+    def parse(self, records: list[Record], role: str = TRAINER) -> list[Event]:
+        out: list[Event] = []
+        for rec in records:
+            try:
+                self._record(rec, role, out)
+            except Exception as e:  # noqa: BLE001 - a garbled record is counted and named, the rest is read
+                out.append(Unparsed(rec.line, f"{type(e).__name__}: {str(e)[:120]}"))
+        return out
+
+    def _record(self, rec: Record, role: str, out: list[Event]) -> None:
+        if rec.fmt == "ray-prefix":
+            return
+        if rec.fmt == "orlhf-episode":
+            m = EPISODE_RE.search(rec.message)
+            if m:
+                episode, episodes, n, per = (int(g) for g in m.groups())
+                total = episodes * per
+                if total != self.max_steps:
+                    self.max_steps = total
+                    out.append(MaxSteps(total, "the Episode bar"))
+                # One tick per global step: progress, before (or without) the step's numbers.
+                out.append(StepMetrics(TRAINER, (episode - 1) * per + n, {}, {}, "log"))
+            return
+        if rec.fmt == "orlhf-step":
+            m = GLOBAL_STEP_RE.match(rec.message)
+            data = _dict(m.group(2)) if m else None
+            if m and data is not None:
+                out.extend(events_of(int(m.group(1)), data, KEYS, PHASE, origin="log"))
+            return
+        if rec.fmt == "orlhf-done":
+            out.append(RoleFinished(TRAINER, rec.time))
+            return
+        lines = rec.lines()
+        if rec.level in ("ERROR", "CRITICAL") or rec.fmt in ("orphan", "raylet", "print") or has_traceback([rec.message, *lines]):
+            fatal_tb = rec.proc is None
+            notice = error_notice(rec, role, traceback_is_fatal=fatal_tb)
+            if notice is not None and (notice.kind != "error" or rec.level in ("ERROR", "CRITICAL")):
+                out.append(notice)
+
+
+def _dict(text: str) -> dict[str, Any] | None:
+    if len(text) > 20_000:
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
