@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from runtop.parsers.crashes import crash_signature, has_traceback
 from runtop.parsers.records import Record
 from runtop.state_parts import MAX_LOG_LINES, LogLine, LogRecord
 
@@ -79,10 +80,12 @@ def pane_lines(
     for rec in records[-MAX_LOG_LINES:]:
         # A Ray-prefixed line is tagged with its process (`skyrl_entrypoint`), not the file's role.
         src = rec.proc.split(" pid=")[0] if rec.proc else role
-        level = rec.level or ("ERROR" if rec.fmt in ("orphan", "raylet") else None)
+        cont = rec.lines()
+        # A headerless record is an error when it says so (a traceback, a way to die), not for
+        # being headerless: NeMo-RL's and verl's drivers print their progress bare.
+        level = rec.level or ("ERROR" if rec.fmt == "raylet" or (rec.fmt == "orphan" and _says_error(rec.message, cont)) else None)
         if rec.time:
             last_time = rec.time
-        cont = rec.lines()
         whole = None
         if cont or len(rec.message) > 500:
             where = f"{origin} line {rec.line}" if numbered and rec.line else origin
@@ -95,3 +98,7 @@ def pane_lines(
         for line in extra:
             out.append(LogLine(src, level, last_time, "  " + line[:500], whole))
     return last_time
+
+
+def _says_error(message: str, cont: list[str]) -> bool:
+    return has_traceback([message, *cont]) or crash_signature("\n".join([message, *cont[:20], *cont[-20:]])) is not None

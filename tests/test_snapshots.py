@@ -95,3 +95,16 @@ def test_main_layout_openrlhf_actor_oom(snap_compare, size, fixed_dir):
     get("openrlhf").simulator(fixed_dir, "actor-oom", max_steps=8).run()
     tree = ProcessSnapshot(procs=[], missing=["trainer"], taken_at=FIXED_MTIME)
     assert snap_compare(make_app(fixed_dir, proc_sampler=FixedProcs(tree)), terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_main_layout_nemo_rl_healthy(snap_compare, size, fixed_dir):
+    """A NeMo-RL GRPO run through its plug-in alone (issue 16)."""
+    from runtop.frameworks import get
+    from runtop.sources.processes import ProcessSnapshot, ProcInfo
+
+    get("nemo-rl").simulator(fixed_dir, "healthy", max_steps=8).run()
+    ray = [ProcInfo(7100, FIXED_MTIME - 3600, 1, "ray::DTensorPolicyWorker.train()", "trainer", "running", 99.0, 40 << 30),
+           ProcInfo(7200, FIXED_MTIME - 3600, 1, "ray::VllmGenerationWorker", "inference", "sleeping", 5.0, 20 << 30)]
+    tree = ProcessSnapshot(procs=ray, taken_at=FIXED_MTIME)
+    assert snap_compare(make_app(fixed_dir, proc_sampler=FixedProcs(tree)), terminal_size=size, run_before=settle)

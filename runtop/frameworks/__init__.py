@@ -7,13 +7,14 @@ asks `get(state.framework)`.
 from __future__ import annotations
 
 from runtop.frameworks.base import Framework
+from runtop.frameworks.nemo_rl import NEMO_RL
 from runtop.frameworks.openrlhf import OPENRLHF
 from runtop.frameworks.primerl import PRIME_RL
 from runtop.frameworks.skyrl import SKYRL
 from runtop.frameworks.trl import TRL
 from runtop.frameworks.verl import VERL
 
-REGISTRY: dict[str, Framework] = {fw.name: fw for fw in (PRIME_RL, SKYRL, VERL, TRL, OPENRLHF)}
+REGISTRY: dict[str, Framework] = {fw.name: fw for fw in (PRIME_RL, SKYRL, VERL, TRL, OPENRLHF, NEMO_RL)}
 UNKNOWN = Framework()
 
 
