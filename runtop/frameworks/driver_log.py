@@ -4,11 +4,17 @@ several, the run named for the log. A plug-in sets `signs` and `layout_name`."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
+from typing import Any
 
-from runtop.discovery import RunLayout, Tracked
-from runtop.frameworks.base import Framework
+from runtop.discovery import RunLayout, Tracked, resolve
+from runtop.frameworks.base import Framework, Parse
+from runtop.parsers.checkpoints import Problem
+from runtop.parsers.events import TRAINER, Event, Unparsed
+from runtop.parsers.records import HeaderFn, Record
+from runtop.state_parts import Checkpoint
 
 
 class DriverLogFramework(Framework):
@@ -46,3 +52,81 @@ class DriverLogFramework(Framework):
         if layout.logs:
             return os.path.splitext(os.path.basename(layout.logs[0].path))[0]
         return super().default_run_name(layout)
+
+    # ---- what each such plug-in declares instead of writing -------------------------
+    # `package`: its `parse` module (`header`, `Parser`) and `sim` module (`SCENARIOS`,
+    # `Simulator`), imported when first needed (they cost start-up time otherwise).
+    package = ""
+
+    def _module(self, name: str) -> Any:
+        return importlib.import_module(f"{self.package}.{name}")
+
+    def header(self, tracked: Tracked) -> HeaderFn | None:
+        return self._module("parse").header  # type: ignore[no-any-return]
+
+    def parser(self, tracked: Tracked, batch_rollouts: int | None) -> Parse:
+        return self._module("parse").Parser().parse  # type: ignore[no-any-return]
+
+    @property
+    def scenarios(self) -> tuple[str, ...]:  # type: ignore[override]
+        return self._module("sim").SCENARIOS  # type: ignore[no-any-return]
+
+    def simulator(self, root: str | None, scenario: str, **kw: Any) -> Any:
+        return self._module("sim").Simulator(root, scenario=scenario, **kw)
+
+    def named_in_log(self, layout: RunLayout, pattern: re.Pattern[str]) -> tuple[str | None, str | None]:
+        """A directory the launch line or printed config in the log's head names (`--ckpt.path
+        DIR`, `checkpoint_dir: DIR`), resolved from the run dir: (the dir, or None and why)."""
+        for t in layout.logs:
+            try:
+                with open(t.path, encoding="utf-8", errors="replace") as f:
+                    m = pattern.search(f.read(1 << 16))
+            except OSError:
+                continue
+            if m:
+                resolved = resolve(m.group(1), layout.root)
+                return (resolved, None) if resolved else (None, f"checkpoint dir {m.group(1)} is not on this machine; give --ckpt-dir")
+        return None, None
+
+
+class RecordParser:
+    """A driver log's parser: each record through `_record`; one that fails is counted and
+    named, the rest read."""
+
+    def parse(self, records: list[Record], role: str = TRAINER) -> list[Event]:
+        out: list[Event] = []
+        for rec in records:
+            try:
+                self._record(rec, role, out)
+            except Exception as e:  # noqa: BLE001 - a garbled record is counted and named, the rest is read
+                out.append(Unparsed(rec.line, f"{type(e).__name__}: {str(e)[:120]}"))
+        return out
+
+    def _record(self, rec: Record, role: str, out: list[Event]) -> None:
+        raise NotImplementedError
+
+
+def scan_renamed(ckpt_dir: str, pattern: re.Pattern[str], marker: str, tmp_words: str) -> dict[int, Checkpoint]:
+    """Saves written under a temporary name and renamed when whole (TRL's `tmp-checkpoint-N`,
+    NeMo-RL's `tmp_step_N`): `pattern` matches both (group 1: the tmp prefix, group 2: the
+    step); a renamed one is whole when it holds `marker`; a whole one wins over its tmp twin."""
+    try:
+        names = os.listdir(ckpt_dir)
+    except OSError:
+        return {}
+    out: dict[int, Checkpoint] = {}
+    for name in sorted(names, key=lambda n: n.startswith("tmp")):
+        m = pattern.match(name)
+        path = os.path.join(ckpt_dir, name)
+        if not m or not os.path.isdir(path):
+            continue
+        step = int(m.group(2))
+        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+        if m.group(1):
+            if step not in out:
+                out[step] = Checkpoint(step, path, False, tmp_words, size, Problem.IN_PROGRESS)
+        elif not os.path.isfile(os.path.join(path, marker)):
+            out[step] = Checkpoint(step, path, False, f"no {marker}", size, Problem.MISSING_PART)
+        else:
+            out[step] = Checkpoint(step, path, True, f"renamed when whole, {marker} present", size)
+    return out

@@ -7,6 +7,7 @@ actions write files. Both frameworks' simulators share this player.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import tempfile
 import threading
@@ -102,3 +103,28 @@ class ScriptPlayer:
         self.ended()
         if self._tmp is not None and not keep:
             shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+class PacedRun(ScriptPlayer):
+    """What the plug-ins' simulators share: scenario, length, save cadence, where the
+    failure lands, a seeded random source. Each sets its class attributes."""
+
+    SCENARIOS: tuple[str, ...] = ("healthy",)
+    RUN_NAME = "run"
+    MAX_STEPS = 8
+    CKPT_INTERVAL = 4
+
+    def __init__(self, root: str | None = None, *, scenario: str = "healthy", speed: float = 20.0,
+                 max_steps: int | None = None, ckpt_interval: int | None = None, seed: int = 0) -> None:
+        if scenario not in self.SCENARIOS:
+            raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(self.SCENARIOS)}")
+        super().__init__(root, self.RUN_NAME, speed)
+        self.scenario = scenario
+        self.max_steps = max_steps or self.MAX_STEPS
+        self.ckpt_interval = ckpt_interval or self.CKPT_INTERVAL
+        self.fail_step = self.fail_at(self.max_steps)
+        self.rng = random.Random(seed)
+
+    def fail_at(self, max_steps: int) -> int:
+        """The step the failing scenario's failure lands on: past a save, before the end."""
+        return max(3, max_steps // 2 + 1)

@@ -7,13 +7,9 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
 
-from runtop.discovery import RunLayout, Tracked, resolve
-from runtop.frameworks.base import Parse
-from runtop.frameworks.driver_log import DriverLogFramework
-from runtop.parsers.checkpoints import Problem
-from runtop.parsers.records import HeaderFn
+from runtop.discovery import RunLayout
+from runtop.frameworks.driver_log import DriverLogFramework, scan_renamed
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 
@@ -23,31 +19,13 @@ CKPT_DIR_RE = re.compile(r"""checkpoint_dir['"]?\s*[:=]\s*['"]?([^\s'",}]+)""", 
 
 
 def scan(ckpt_dir: str) -> dict[int, Checkpoint]:
-    try:
-        names = os.listdir(ckpt_dir)
-    except OSError:
-        return {}
-    out: dict[int, Checkpoint] = {}
-    for name in sorted(names, key=lambda n: n.startswith("tmp_")):  # a whole one wins over its tmp twin
-        m = STEP_DIR_RE.match(name)
-        path = os.path.join(ckpt_dir, name)
-        if not m or not os.path.isdir(path):
-            continue
-        step = int(m.group(2))
-        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
-        if m.group(1):
-            if step not in out:
-                out[step] = Checkpoint(step, path, False, "tmp_step: the save was interrupted (NeMo-RL renames it when whole)", size, Problem.IN_PROGRESS)
-        elif not os.path.isfile(os.path.join(path, "training_info.json")):
-            out[step] = Checkpoint(step, path, False, "no training_info.json", size, Problem.MISSING_PART)
-        else:
-            out[step] = Checkpoint(step, path, True, "renamed from tmp_step, training_info.json present", size)
-    return out
+    return scan_renamed(ckpt_dir, STEP_DIR_RE, "training_info.json", "tmp_step: the save was interrupted (NeMo-RL renames it when whole)")
 
 
 class NemoRl(DriverLogFramework):
     name = "nemo-rl"
     signs = SIGNS
+    package = __name__  # its parse (header, Parser) and sim (SCENARIOS, Simulator) modules
     expected_roles = ("trainer",)
     rollout_role = "rollout"
     takes_ckpt_dir = True
@@ -61,31 +39,12 @@ class NemoRl(DriverLogFramework):
     file_priority = 0
     expects = "a NeMo-RL driver log or a directory holding one"
 
-    def header(self, tracked: Tracked) -> HeaderFn | None:
-        from runtop.frameworks.nemo_rl.parse import header
-
-        return header
-
-    def parser(self, tracked: Tracked, batch_rollouts: int | None) -> Parse:
-        from runtop.frameworks.nemo_rl.parse import NemoRlParser
-
-        return NemoRlParser().parse
-
     def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:
         """`--ckpt-dir`, else `checkpoint_dir` as the config the log prints says it (relative to
         the run dir)."""
         if layout.ckpt_dir:
             return layout.ckpt_dir, None
-        for t in layout.logs:
-            try:
-                with open(t.path, encoding="utf-8", errors="replace") as f:
-                    m = CKPT_DIR_RE.search(f.read(1 << 16))
-            except OSError:
-                continue
-            if m:
-                resolved = resolve(m.group(1), layout.root)
-                return (resolved, None) if resolved else (None, f"checkpoint dir {m.group(1)} is not on this machine; give --ckpt-dir")
-        return None, None
+        return self.named_in_log(layout, CKPT_DIR_RE)
 
     def scan_checkpoints(self, layout: RunLayout, ckpt_dir: str | None) -> dict[int, Checkpoint]:
         return scan(ckpt_dir) if ckpt_dir else {}
@@ -101,16 +60,6 @@ class NemoRl(DriverLogFramework):
     def relist_checkpoints(self, run_root: str, planned: Checkpoint | None) -> dict[int, Checkpoint]:
         return scan(os.path.dirname(planned.path)) if planned else {}
 
-    @property
-    def scenarios(self) -> tuple[str, ...]:  # type: ignore[override]
-        from runtop.frameworks.nemo_rl.sim import SCENARIOS
-
-        return SCENARIOS
-
-    def simulator(self, root: str | None, scenario: str, **kw: Any) -> Any:
-        from runtop.frameworks.nemo_rl.sim import NemoRlSimulator
-
-        return NemoRlSimulator(root, scenario=scenario, **kw)
 
 
 NEMO_RL = NemoRl()

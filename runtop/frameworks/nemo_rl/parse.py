@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import re
 
+from runtop.frameworks.driver_log import RecordParser
 from runtop.parsers.crashes import error_notice, has_traceback
-from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, Event, MaxSteps, RoleFinished, StepMetrics, Unparsed
+from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
 from runtop.parsers.numbers import strict_float
 from runtop.parsers.records import Record
 from runtop.parsers.skyrl_records import RAY_PREFIX_RE
@@ -50,20 +51,11 @@ def header(line: str, pending: Record | None) -> Record | None:
     return rec
 
 
-class NemoRlParser:
+class NemoRlParser(RecordParser):
     def __init__(self) -> None:
         self.step: int | None = None
         self.max_steps: int | None = None
         self.timing = False  # inside the `⏱️  Timing:` section
-
-    def parse(self, records: list[Record], role: str = TRAINER) -> list[Event]:
-        out: list[Event] = []
-        for rec in records:
-            try:
-                self._record(rec, role, out)
-            except Exception as e:  # noqa: BLE001 - a garbled record is counted and named, the rest is read
-                out.append(Unparsed(rec.line, f"{type(e).__name__}: {str(e)[:120]}"))
-        return out
 
     def _record(self, rec: Record, role: str, out: list[Event]) -> None:
         lines = rec.lines()
@@ -108,3 +100,6 @@ class NemoRlParser:
             out.append(StepMetrics(TRAINER, self.step, {}, {name: value}, "log"))
         else:
             out.append(StepMetrics(TRAINER, self.step, {}, {}, "log", None, {name: value}))
+
+
+Parser = NemoRlParser  # what the plug-in base asks for

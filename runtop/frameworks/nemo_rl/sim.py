@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from collections.abc import Callable, Iterator
 
-from runtop.simulator.player import Action, ScriptPlayer
+from runtop.simulator.player import Action, PacedRun
 
 SCENARIOS = ("healthy", "cuda-oom")
 RUN_NAME = "grpo-qwen2.5-1.5b-math"
@@ -18,19 +17,16 @@ POLICY, VLLM = "(DTensorPolicyWorker pid=21517)", "(VllmGenerationWorker pid=217
 CKPT = "results/grpo"
 
 
-class NemoRlSimulator(ScriptPlayer):
+class NemoRlSimulator(PacedRun):
     TITLES = (("ray::DTensorPolicyWorker", "trainer"), ("ray::VllmGenerationWorker", "inference"))
 
-    def __init__(self, root: str | None = None, *, scenario: str = "healthy", speed: float = 20.0,
-                 max_steps: int = 8, ckpt_interval: int = 4, seed: int = 0) -> None:
-        if scenario not in SCENARIOS:
-            raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
-        super().__init__(root, RUN_NAME, speed)
-        self.scenario = scenario
-        self.max_steps = max_steps
-        self.ckpt_interval = ckpt_interval
-        self.fail_step = max(3, max_steps // 2 + 2)
-        self.rng = random.Random(seed)
+    SCENARIOS = SCENARIOS
+    RUN_NAME = RUN_NAME
+    MAX_STEPS = 8
+    CKPT_INTERVAL = 4
+
+    def fail_at(self, max_steps: int) -> int:
+        return max(3, max_steps // 2 + 2)
 
     def log(self, *lines: str) -> None:
         self._append(f"{RUN_NAME}.log", "".join(f"{ln}\n" for ln in lines))
@@ -90,3 +86,6 @@ class NemoRlSimulator(ScriptPlayer):
                      "ray.exceptions.RayTaskError(OutOfMemoryError): ray::DTensorPolicyWorker.train() (pid=21517, ip=10.0.0.3)")
             self.ended()
         return act
+
+
+Simulator = NemoRlSimulator  # what the plug-in base asks for

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
 
-from runtop.discovery import RunLayout, Tracked, resolve
-from runtop.frameworks.base import Parse
+from runtop.discovery import RunLayout
 from runtop.frameworks.driver_log import DriverLogFramework
 from runtop.parsers.checkpoints import Problem
-from runtop.parsers.records import HeaderFn
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 
@@ -57,6 +54,7 @@ def scan(ckpt_path: str) -> dict[int, Checkpoint]:
 class OpenRlhf(DriverLogFramework):
     name = "openrlhf"
     signs = SIGNS
+    package = __name__  # its parse (header, Parser) and sim (SCENARIOS, Simulator) modules
     expected_roles = ("trainer",)
     rollout_role = "rollout"
     takes_ckpt_dir = True
@@ -70,16 +68,6 @@ class OpenRlhf(DriverLogFramework):
     file_priority = 0
     expects = "an OpenRLHF driver log or a directory holding one"
 
-    def header(self, tracked: Tracked) -> HeaderFn | None:
-        from runtop.frameworks.openrlhf.parse import header
-
-        return header
-
-    def parser(self, tracked: Tracked, batch_rollouts: int | None) -> Parse:
-        from runtop.frameworks.openrlhf.parse import OpenRlhfParser
-
-        return OpenRlhfParser().parse
-
     def split_lines(self, lines: list[str]) -> list[str]:
         from runtop.parsers.skyrl_records import split_glued
 
@@ -89,16 +77,7 @@ class OpenRlhf(DriverLogFramework):
         """`--ckpt-dir` (the `ckpt.path`), else `--ckpt.path` as the launch line in the log says it."""
         if layout.ckpt_dir:
             return layout.ckpt_dir, None
-        for t in layout.logs:
-            try:
-                with open(t.path, encoding="utf-8", errors="replace") as f:
-                    m = CKPT_FLAG_RE.search(f.read(1 << 16))
-            except OSError:
-                continue
-            if m:
-                resolved = resolve(m.group(1), layout.root)
-                return (resolved, None) if resolved else (None, f"checkpoint dir {m.group(1)} is not on this machine; give --ckpt-dir")
-        return None, None
+        return self.named_in_log(layout, CKPT_FLAG_RE)
 
     def scan_checkpoints(self, layout: RunLayout, ckpt_dir: str | None) -> dict[int, Checkpoint]:
         return scan(ckpt_dir) if ckpt_dir else {}
@@ -116,16 +95,6 @@ class OpenRlhf(DriverLogFramework):
     def relist_checkpoints(self, run_root: str, planned: Checkpoint | None) -> dict[int, Checkpoint]:
         return scan(os.path.dirname(os.path.dirname(planned.path))) if planned else {}
 
-    @property
-    def scenarios(self) -> tuple[str, ...]:  # type: ignore[override]
-        from runtop.frameworks.openrlhf.sim import SCENARIOS
-
-        return SCENARIOS
-
-    def simulator(self, root: str | None, scenario: str, **kw: Any) -> Any:
-        from runtop.frameworks.openrlhf.sim import OpenRlhfSimulator
-
-        return OpenRlhfSimulator(root, scenario=scenario, **kw)
 
 
 OPENRLHF = OpenRlhf()

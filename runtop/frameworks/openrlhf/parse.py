@@ -12,8 +12,9 @@ import ast
 import re
 from typing import Any
 
+from runtop.frameworks.driver_log import RecordParser
 from runtop.parsers.crashes import error_notice, has_traceback
-from runtop.parsers.events import TRAINER, Event, MaxSteps, RoleFinished, StepMetrics, Unparsed
+from runtop.parsers.events import TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
 from runtop.parsers.metrics_generic import events_of
 from runtop.parsers.records import Record
 from runtop.parsers.skyrl_records import RAY_PREFIX_RE
@@ -54,18 +55,9 @@ def header(line: str, pending: Record | None) -> Record | None:
     return rec
 
 
-class OpenRlhfParser:
+class OpenRlhfParser(RecordParser):
     def __init__(self) -> None:
         self.max_steps: int | None = None
-
-    def parse(self, records: list[Record], role: str = TRAINER) -> list[Event]:
-        out: list[Event] = []
-        for rec in records:
-            try:
-                self._record(rec, role, out)
-            except Exception as e:  # noqa: BLE001 - a garbled record is counted and named, the rest is read
-                out.append(Unparsed(rec.line, f"{type(e).__name__}: {str(e)[:120]}"))
-        return out
 
     def _record(self, rec: Record, role: str, out: list[Event]) -> None:
         if rec.fmt == "ray-prefix":
@@ -106,3 +98,6 @@ def _dict(text: str) -> dict[str, Any] | None:
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+Parser = OpenRlhfParser  # what the plug-in base asks for

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
 
-from runtop.discovery import RunLayout, Tracked
-from runtop.frameworks.base import Parse, drop_flags
-from runtop.frameworks.driver_log import DriverLogFramework
-from runtop.parsers.checkpoints import Problem
-from runtop.parsers.records import HeaderFn
+from runtop.discovery import RunLayout
+from runtop.frameworks.base import drop_flags
+from runtop.frameworks.driver_log import DriverLogFramework, scan_renamed
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 
@@ -23,33 +20,13 @@ CKPT_RE = re.compile(r"(tmp-)?checkpoint-(\d{1,9})$", re.ASCII)
 
 
 def scan(output_dir: str) -> dict[int, Checkpoint]:
-    try:
-        names = os.listdir(output_dir)
-    except OSError:
-        return {}
-    out: dict[int, Checkpoint] = {}
-    for name in sorted(names, key=lambda n: n.startswith("tmp-")):  # a whole one wins over its tmp twin
-        m = CKPT_RE.match(name)
-        path = os.path.join(output_dir, name)
-        if not m or not os.path.isdir(path):
-            continue
-        step = int(m.group(2))
-        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
-        if m.group(1):
-            if step not in out:
-                out[step] = Checkpoint(step, path, False, "tmp-checkpoint: the save was interrupted (TRL renames it when whole)",
-                                       size, Problem.IN_PROGRESS)
-            continue
-        if not os.path.isfile(os.path.join(path, "trainer_state.json")):
-            out[step] = Checkpoint(step, path, False, "no trainer_state.json", size, Problem.MISSING_PART)
-            continue
-        out[step] = Checkpoint(step, path, True, "renamed from tmp-checkpoint, trainer_state.json present", size)
-    return out
+    return scan_renamed(output_dir, CKPT_RE, "trainer_state.json", "tmp-checkpoint: the save was interrupted (TRL renames it when whole)")
 
 
 class Trl(DriverLogFramework):
     name = "trl"
     signs = SIGNS
+    package = __name__  # its parse (header, Parser) and sim (SCENARIOS, Simulator) modules
     layout_name = "console log"
     expected_roles = ("trainer",)
     rollout_role = "rollout"
@@ -59,16 +36,6 @@ class Trl(DriverLogFramework):
     process_titles = (("accelerate", "trainer"),)
     file_priority = 2
     expects = "a TRL GRPOTrainer console log or a directory holding one"
-
-    def header(self, tracked: Tracked) -> HeaderFn | None:
-        from runtop.frameworks.trl.parse import header
-
-        return header
-
-    def parser(self, tracked: Tracked, batch_rollouts: int | None) -> Parse:
-        from runtop.frameworks.trl.parse import TrlParser
-
-        return TrlParser().parse
 
     def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:
         """`--ckpt-dir` (the output_dir), else the run dir when it holds `checkpoint-N`."""
@@ -92,16 +59,6 @@ class Trl(DriverLogFramework):
     def relist_checkpoints(self, run_root: str, planned: Checkpoint | None) -> dict[int, Checkpoint]:
         return scan(os.path.dirname(planned.path)) if planned else {}
 
-    @property
-    def scenarios(self) -> tuple[str, ...]:  # type: ignore[override]
-        from runtop.frameworks.trl.sim import SCENARIOS
-
-        return SCENARIOS
-
-    def simulator(self, root: str | None, scenario: str, **kw: Any) -> Any:
-        from runtop.frameworks.trl.sim import TrlSimulator
-
-        return TrlSimulator(root, scenario=scenario, **kw)
 
 
 TRL = Trl()

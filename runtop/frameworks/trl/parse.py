@@ -18,8 +18,9 @@ import json
 import re
 from typing import Any
 
+from runtop.frameworks.driver_log import RecordParser
 from runtop.parsers.crashes import error_notice, has_traceback
-from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, Event, MaxSteps, RoleFinished, StepMetrics, Unparsed
+from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
 from runtop.parsers.records import Record, match_header
 
 # The training bar has no description (`Loading checkpoint shards: 100%|…| 2/2` is not it).
@@ -59,20 +60,11 @@ def _dict(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-class TrlParser:
+class TrlParser(RecordParser):
     def __init__(self) -> None:
         self.bar_step: int | None = None
         self.dicts = 0
         self.max_steps: int | None = None
-
-    def parse(self, records: list[Record], role: str = TRAINER) -> list[Event]:
-        out: list[Event] = []
-        for rec in records:
-            try:
-                self._record(rec, role, out)
-            except Exception as e:  # noqa: BLE001 - a garbled record is counted and named, the rest is read
-                out.append(Unparsed(rec.line, f"{type(e).__name__}: {str(e)[:120]}"))
-        return out
 
     def _record(self, rec: Record, role: str, out: list[Event]) -> None:
         if rec.fmt == "trl-bar":
@@ -119,3 +111,6 @@ class TrlParser:
         if rollout:
             out.append(StepMetrics(ROLLOUT_SIDE, step, rollout, {}, "log", time))
         out.append(StepMetrics(TRAINER, step, trainer, {}, "log", time, extra))
+
+
+Parser = TrlParser  # what the plug-in base asks for

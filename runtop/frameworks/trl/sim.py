@@ -7,28 +7,24 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from collections.abc import Callable, Iterator
 
-from runtop.simulator.player import Action, ScriptPlayer
+from runtop.simulator.player import Action, PacedRun
 
 SCENARIOS = ("healthy", "cuda-oom")
 RUN_NAME = "qwen2.5-0.5b-grpo"
 
 
-class TrlSimulator(ScriptPlayer):
+class TrlSimulator(PacedRun):
     TITLES = (("accelerate launch train_grpo.py", "trainer"),)
 
-    def __init__(self, root: str | None = None, *, scenario: str = "healthy", speed: float = 20.0,
-                 max_steps: int = 12, ckpt_interval: int = 4, seed: int = 0) -> None:
-        if scenario not in SCENARIOS:
-            raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
-        super().__init__(root, RUN_NAME, speed)
-        self.scenario = scenario
-        self.max_steps = max_steps
-        self.ckpt_interval = ckpt_interval
-        self.fail_step = max(5, max_steps // 2 + 1)
-        self.rng = random.Random(seed)
+    SCENARIOS = SCENARIOS
+    RUN_NAME = RUN_NAME
+    MAX_STEPS = 12
+    CKPT_INTERVAL = 4
+
+    def fail_at(self, max_steps: int) -> int:
+        return max(5, max_steps // 2 + 1)
 
     def log(self, text: str) -> None:
         self._append("grpo.log", text)
@@ -89,3 +85,6 @@ class TrlSimulator(ScriptPlayer):
             )) + "\n")
             self.ended()
         return act
+
+
+Simulator = TrlSimulator  # what the plug-in base asks for

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
 
 from runtop.discovery import RunLayout, Tracked, resolve
-from runtop.frameworks.base import Parse
 from runtop.frameworks.driver_log import DriverLogFramework
 from runtop.parsers.events import Event
-from runtop.parsers.records import HeaderFn
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 
@@ -51,6 +48,7 @@ def _file_logger_rows(path: str) -> bool:
 class Verl(DriverLogFramework):
     name = "verl"
     signs = SIGNS
+    package = __name__  # its parse (header, Parser) and sim (SCENARIOS, Simulator) modules
     expected_roles = ("trainer",)  # the driver (TaskRunner): its death is the run's
     rollout_role = "rollout"
     takes_ckpt_dir = True
@@ -92,16 +90,6 @@ class Verl(DriverLogFramework):
 
         return metrics_line(line, source)
 
-    def header(self, tracked: Tracked) -> HeaderFn | None:
-        from runtop.frameworks.verl.parse import header
-
-        return header
-
-    def parser(self, tracked: Tracked, batch_rollouts: int | None) -> Parse:
-        from runtop.frameworks.verl.parse import VerlParser
-
-        return VerlParser().parse
-
     def split_lines(self, lines: list[str]) -> list[str]:
         from runtop.parsers.skyrl_records import split_glued
 
@@ -141,16 +129,6 @@ class Verl(DriverLogFramework):
 
         return scan(os.path.dirname(planned.path)) if planned else {}
 
-    @property
-    def scenarios(self) -> tuple[str, ...]:  # type: ignore[override]
-        from runtop.frameworks.verl.sim import SCENARIOS
-
-        return SCENARIOS
-
-    def simulator(self, root: str | None, scenario: str, **kw: Any) -> Any:
-        from runtop.frameworks.verl.sim import VerlSimulator
-
-        return VerlSimulator(root, scenario=scenario, **kw)
 
 
 VERL = Verl()

@@ -144,3 +144,6 @@ class VerlParser:
             # A bare print from a Ray process is no error unless it names a way to die.
             if notice is not None and (notice.kind != "error" or level in ("ERROR", "CRITICAL")):
                 out.append(notice)
+
+
+Parser = VerlParser  # what the plug-in base asks for

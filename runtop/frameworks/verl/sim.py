@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from collections.abc import Callable, Iterator
 
-from runtop.simulator.player import Action, ScriptPlayer
+from runtop.simulator.player import Action, PacedRun
 
 SCENARIOS = ("healthy", "worker-oom", "async-save")
 RUN_NAME = "qwen3-0.6b-gsm8k-grpo"
@@ -19,19 +18,16 @@ DRIVER, WORKER = "(TaskRunner pid=222265)", "(WorkerDict pid=87687)"
 CKPT = "checkpoints/gsm8k/qwen3-0.6b-grpo"
 
 
-class VerlSimulator(ScriptPlayer):
+class VerlSimulator(PacedRun):
     TITLES = (("ray::TaskRunner", "trainer"), ("ray::WorkerDict", "trainer"))
 
-    def __init__(self, root: str | None = None, *, scenario: str = "healthy", speed: float = 20.0,
-                 max_steps: int = 12, ckpt_interval: int = 3, seed: int = 0) -> None:
-        if scenario not in SCENARIOS:
-            raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
-        super().__init__(root, RUN_NAME, speed)
-        self.scenario = scenario
-        self.max_steps = max_steps
-        self.ckpt_interval = ckpt_interval
-        self.fail_step = max(4, max_steps // 2)
-        self.rng = random.Random(seed)
+    SCENARIOS = SCENARIOS
+    RUN_NAME = RUN_NAME
+    MAX_STEPS = 12
+    CKPT_INTERVAL = 3
+
+    def fail_at(self, max_steps: int) -> int:
+        return max(4, max_steps // 2)
 
     def log(self, *lines: str) -> None:
         self._append(f"{RUN_NAME}.log", "".join(f"{ln}\n" for ln in lines))
@@ -123,3 +119,6 @@ class VerlSimulator(ScriptPlayer):
             "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.",
         )
         self.ended()
+
+
+Simulator = VerlSimulator  # what the plug-in base asks for
