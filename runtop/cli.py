@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # imported where used: `runtop --help` stays fast
     from runtop.config import Thresholds
 from runtop.parsers.hygiene import public
 
-COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send", "notify", "forensics")
+COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send", "notify", "forensics", "export")
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
 # `runtop check` (issue 12): an Unknown is not a Healthy; a script must be able to tell.
 CHECK_EXIT = {"Healthy": 0, "Finished": 0, "Degraded": 1, "Down": 2, "Unknown": 4}
@@ -63,6 +63,13 @@ seconds = _bounded(float, 0, above=True, what="a number of seconds", hint="give 
 speed = _bounded(float, 0, above=True, what="a number", hint="give a speed above 0 (20: twenty simulated seconds a second)")
 count = _bounded(int, 1, above=False, what="a whole number", hint="give 1 or more")
 step_number = _bounded(int, 0, above=False, what="a step number", hint="a step is 0 or more")
+
+
+def port(text: str) -> int:
+    value = _bounded(int, 0, above=False, what="a port number", hint="give a port from 0 to 65535")(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a port from 0 to 65535")
+    return int(value)
 
 
 def _config(p: argparse.ArgumentParser) -> None:
@@ -135,6 +142,16 @@ def build_parser() -> argparse.ArgumentParser:
     fx.add_argument("path")
     _ckpt_dir(fx)
     _config(fx)
+
+    ex = sub.add_parser("export", help="serve runtop's verdicts as Prometheus metrics on /metrics, or write a node_exporter textfile")
+    ex.add_argument("paths", nargs="+", metavar="PATH")
+    ex.add_argument("--port", type=port, default=9464, help="the /metrics port (default 9464)")
+    ex.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine only)")
+    ex.add_argument("--textfile", default=None, metavar="FILE", help="write FILE (a .prom for node_exporter's textfile collector) instead of serving")
+    ex.add_argument("--once", action="store_true", help="read each run once, write the textfile, and exit (for cron)")
+    ex.add_argument("--duration", type=seconds, default=None, metavar="S", help="stop after S seconds")
+    _config(ex)
+    _common(ex)
 
     no = sub.add_parser("notify", help="send a test message to alert targets and say whether it arrived")
     no.add_argument("--test", action="append", required=True, metavar="URL", help="an apprise URL (repeatable): slack://…, ntfys://topic, json://host:port/path")
@@ -360,11 +377,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         _err("give a run directory, e.g. `runtop outputs/my-run`, or try `runtop demo`")
         return EXIT_USAGE
-    from runtop.cli_live import cmd_demo, cmd_follow, cmd_notify, cmd_tui, cmd_watch
+    from runtop.cli_live import cmd_demo, cmd_export, cmd_follow, cmd_notify, cmd_tui, cmd_watch
 
     handlers = {
         "status": cmd_status, "follow": cmd_follow, "demo": cmd_demo, "tui": cmd_tui, "check": cmd_check,
-        "watch": cmd_watch, "actions": cmd_actions, "send": cmd_send, "notify": cmd_notify, "forensics": cmd_forensics,
+        "watch": cmd_watch, "actions": cmd_actions, "send": cmd_send, "notify": cmd_notify, "forensics": cmd_forensics, "export": cmd_export,
     }
     from runtop.config import ConfigError
 

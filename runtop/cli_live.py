@@ -249,3 +249,50 @@ def _has_logs(path: str) -> bool:
         return False
 
 
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Serve each run's verdict as Prometheus metrics, or write them to a textfile (issue 17)."""
+    from prometheus_client import start_http_server, write_to_textfile
+
+    from runtop.engine import Engine
+    from runtop.exporter import registry_for
+
+    cfg = _thresholds(args)
+    if args.once:
+        from runtop.snapshot import RunJudge, read_run_reader
+
+        # Each run read to its end and judged once, with every probe (cron writes the textfile).
+        judges = [RunJudge(read_run_reader(p), cfg) for p in args.paths]
+        for judge in judges:
+            judge.verdict()
+        engines = [judge.engine for judge in judges]
+    else:
+        engines = [Engine(discover(p), interval=args.interval, poll=args.poll, thresholds=cfg, vllm_url=None, publishing=False)
+                   for p in args.paths]
+    registry = registry_for(engines)
+    if args.textfile is None:
+        try:
+            start_http_server(args.port, addr=args.host, registry=registry)
+        except OSError as e:
+            _err(f"export: cannot listen on {args.host}:{args.port}: {e.strerror or e}")
+            return EXIT_USAGE
+        print(f"{time.strftime('%H:%M:%S')} serving {len(engines)} run(s) on http://{args.host}:{args.port}/metrics", flush=True)
+    deadline = time.monotonic() + args.duration if args.duration else None
+    try:
+        while True:
+            if not args.once:
+                for engine in engines:
+                    engine.step()
+            if args.textfile is not None:
+                try:
+                    write_to_textfile(args.textfile, registry)  # written aside and renamed: never half-read
+                except OSError as e:
+                    _err(f"export: cannot write {args.textfile}: {e.strerror or e}")
+                    return EXIT_USAGE
+            if args.once or (deadline is not None and time.monotonic() >= deadline):
+                return EXIT_OK
+            time.sleep(args.interval)
+    finally:
+        for engine in engines:
+            engine.close()
