@@ -43,16 +43,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(code, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def _bounded(parse: Callable[[str], float], low: float, *, above: bool, what: str, hint: str) -> Callable[[str], Any]:
+def _bounded(parse: Callable[[str], float], low: float, *, above: bool, what: str, hint: str, high: float = math.inf) -> Callable[[str], Any]:
     """An argparse type: `parse` the text, then insist on a finite value from `low` (or
-    `above` it). `--interval 0` was a busy loop and `nan` a traceback (issue 14)."""
+    `above` it) to `high`. `--interval 0` was a busy loop and `nan` a traceback (issue 14)."""
 
     def check(text: str) -> Any:
         try:
             value = parse(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-        if not math.isfinite(value) or value < low or (above and value == low):
+        if not math.isfinite(value) or value < low or (above and value == low) or value > high:
             raise argparse.ArgumentTypeError(f"{text!r}: {hint}")
         return value
 
@@ -64,12 +64,7 @@ speed = _bounded(float, 0, above=True, what="a number", hint="give a speed above
 count = _bounded(int, 1, above=False, what="a whole number", hint="give 1 or more")
 step_number = _bounded(int, 0, above=False, what="a step number", hint="a step is 0 or more")
 
-
-def port(text: str) -> int:
-    value = _bounded(int, 0, above=False, what="a port number", hint="give a port from 0 to 65535")(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a port from 0 to 65535")
-    return int(value)
+port = _bounded(int, 0, above=False, what="a port number", hint="give a port from 0 to 65535", high=65535)
 
 
 def _config(p: argparse.ArgumentParser) -> None:
@@ -104,12 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("path", help="run dir, output dir holding runs, or a log file")
     st.add_argument("--json", action="store_true", help="print the state as JSON")
     st.add_argument("--append", action="store_true", help="append the check-in to STATUS.md in the run dir (never overwrites)")
+    st.add_argument("--all", action="store_true", help="one line per run under PATH (every run it holds), worst first; with --json, a list")
     _ckpt_dir(st)
     _config(st)
 
     ch = sub.add_parser("check", help="judge a run: findings on stdout; exit 0 Healthy/Finished, 1 Degraded, 2 Down, 3 cannot read, 4 Unknown")
     ch.add_argument("path")
     ch.add_argument("--json", action="store_true", help="print the status JSON (every finding in `alerts`)")
+    ch.add_argument("--all", action="store_true", help="every run under PATH, worst first; the exit code is the worst run's")
     _ckpt_dir(ch)
     _config(ch)
 
@@ -246,6 +243,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     from runtop.report_json import write_json
     from runtop.snapshot import read_and_judge
 
+    if args.all:
+        from runtop.cli_fleet import cmd_status_all
+
+        return cmd_status_all(args)
     state, verdict = read_and_judge(args.path, cfg=_thresholds(args), **files(args))
     if args.append:
         from runtop.checkin import append_checkin, status_path
@@ -269,6 +270,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     from runtop.report_json import write_json
     from runtop.snapshot import read_and_judge
 
+    if args.all:
+        from runtop.cli_fleet import cmd_check_all
+
+        return cmd_check_all(args)
     state, verdict = read_and_judge(args.path, cfg=_thresholds(args), **files(args))
     if args.json:
         write_json(state, sys.stdout, verdict)
@@ -347,20 +352,6 @@ def cmd_send(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_forensics(args: argparse.Namespace) -> int:
-    """Hang forensics now, into RUN/.runtop/forensics/<UTC time>/ (issue 15)."""
-    from runtop.forensics import collect
-    from runtop.snapshot import RunJudge, read_run_reader
-
-    reader = read_run_reader(args.path, **files(args))
-    judge = RunJudge(reader, _thresholds(args))
-    verdict = judge.verdict()
-    system = judge.engine.system
-    result = collect(reader.state, verdict, system.procs, system.gpu, system.disk)
-    print(f"forensics ({verdict.verdict}): {result.line()}")
-    return EXIT_OK
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # `runtop PATH` is `runtop tui PATH` (a rolling status when stdout is not a terminal).
@@ -377,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         _err("give a run directory, e.g. `runtop outputs/my-run`, or try `runtop demo`")
         return EXIT_USAGE
-    from runtop.cli_live import cmd_demo, cmd_export, cmd_follow, cmd_notify, cmd_tui, cmd_watch
+    from runtop.cli_live import cmd_demo, cmd_export, cmd_follow, cmd_forensics, cmd_notify, cmd_tui, cmd_watch
 
     handlers = {
         "status": cmd_status, "follow": cmd_follow, "demo": cmd_demo, "tui": cmd_tui, "check": cmd_check,

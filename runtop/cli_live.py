@@ -10,7 +10,7 @@ import signal
 import sys
 import time
 
-from runtop.cli import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, _err, _thresholds, print
+from runtop.cli import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, _err, _thresholds, files, print
 from runtop.config import NotifyConfig
 from runtop.discovery import DiscoveryError, RunLayout, discover, with_ckpt_dir
 from runtop.sources.gpu import GpuProbe
@@ -18,7 +18,6 @@ from runtop.sources.gpu import GpuProbe
 
 def layout_of(args: argparse.Namespace) -> RunLayout:
     """The run at `args.path`, with `--ckpt-dir` and `--metrics` applied."""
-    from runtop.cli import files
     from runtop.discovery import with_metrics
 
     f = files(args)
@@ -296,3 +295,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     finally:
         for engine in engines:
             engine.close()
+
+
+def cmd_forensics(args: argparse.Namespace) -> int:
+    """Hang forensics now, into RUN/.runtop/forensics/<UTC time>/ (issue 15)."""
+    from runtop.forensics import collect
+    from runtop.snapshot import RunJudge, read_run_reader
+
+    reader = read_run_reader(args.path, **files(args))
+    judge = RunJudge(reader, _thresholds(args))
+    verdict = judge.verdict()
+    system = judge.engine.system
+    result = collect(reader.state, verdict, system.procs, system.gpu, system.disk)
+    print(f"forensics ({verdict.verdict}): {result.line()}")
+    return EXIT_OK
