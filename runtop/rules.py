@@ -40,7 +40,7 @@ def crash(f: Facts) -> list[Finding]:
     if not fatals:
         return []
     first = min(fatals, key=lambda e: (not e.certain and e.rank >= 40, e.time or "99"))
-    role = ROLE_NAMES.get(first.role, first.role)
+    role = ROLE_NAMES.get(first.role, first.role) + node_of(first.source)
     detail = first.message
     if detail.startswith("Fatal error") and ": " in detail:
         detail = detail.split(": ", 1)[1]  # the exception says more than "Fatal error in train"
@@ -63,6 +63,16 @@ def crash(f: Facts) -> list[Finding]:
         return [Finding("crash", "critical", msg, _where(s, first), first.time, down=True, cause=first.kind, wrapper=first.wrapped_by, phase=first.phase)]
     msg = f"{role} logged a fatal {first.kind} but its process is still alive ({_short(detail, 80)}){context}"
     return [Finding("crash", "warning", msg, _where(s, first), first.time, cause=first.kind, wrapper=first.wrapped_by, phase=first.phase)]
+
+
+NODE_FILE_RE = re.compile(r"(?:^|/)node_(\d+)(?:_rank(\d+))?\.log$", re.ASCII)
+
+
+def node_of(source: str) -> str:
+    """` node 2` for a multi-node run's per-node log (`trainer/node_2.log`), else nothing:
+    a node that dies shows only in its own file (FORMATS.md)."""
+    m = NODE_FILE_RE.search(source)
+    return f" node {m.group(1)}" + (f" rank {m.group(2)}" if m and m.group(2) else "") if m else ""
 
 
 # ---- processes --------------------------------------------------------------------

@@ -110,7 +110,20 @@ def _env_logs(base: str) -> list[Tracked]:
 
 
 def _role_logs(base: str) -> list[Tracked]:
-    return [Tracked(os.path.join(base, n), r, "log") for n, r in ROLE_OF_LOG.items() if _isfile(base, n)]
+    """Each role's log; on a multi-node run every node's (`trainer/node_2.log`,
+    `inference/node_0_rank1.log`: FORMATS.md), where `trainer.log` is only node 0's link."""
+    out: list[Tracked] = []
+    for name, role in ROLE_OF_LOG.items():
+        nodes = sorted(glob.glob(os.path.join(base, role, "node_*.log")), key=_node_order)
+        if nodes:
+            out.extend(Tracked(f, role, "log") for f in nodes)
+        elif _isfile(base, name):
+            out.append(Tracked(os.path.join(base, name), role, "log"))
+    return out
+
+
+def _node_order(path: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", os.path.basename(path)))
 
 
 def _rollout_files(root: str, pattern_dirs: list[str]) -> list[Tracked]:

@@ -20,6 +20,7 @@ The script is deterministic for a given seed.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -47,6 +48,7 @@ SCENARIOS = (
     "rollouts-hung",
     "entropy-collapse",
     "rollouts-failing",
+    "node-nccl-timeout",
 )
 class Simulator(PrimeFailures, ScriptPlayer):
     START = START
@@ -57,7 +59,7 @@ class Simulator(PrimeFailures, ScriptPlayer):
         ("PRIME-RL::Trainer", "trainer"),
     )
     # Silence with every process alive; a dead engine while the trainer waits forever.
-    HANGS = frozenset({"stalled", "inference-death", "rollouts-hung", "rollouts-failing"})
+    HANGS = frozenset({"stalled", "inference-death", "rollouts-hung", "rollouts-failing", "node-nccl-timeout"})
 
     def __init__(
         self,
@@ -70,6 +72,7 @@ class Simulator(PrimeFailures, ScriptPlayer):
         ckpt_interval: int = 2,
         seed: int = 0,
         stop_after: int | None = None,
+        nodes: int = 1,
     ) -> None:
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
@@ -85,14 +88,25 @@ class Simulator(PrimeFailures, ScriptPlayer):
         self.rng = random.Random(seed)
         self.logs = os.path.join(self.root, "logs", "attempt_1")
         self.step = 0
+        # Multi-node (FORMATS.md): one trainer log per node, `trainer.log` a link to node 0's.
+        self.nodes = max(nodes, 3 if scenario == "node-nccl-timeout" else 1)
 
     # ---- writing helpers ------------------------------------------------
     def orch(self, t: float, level: str, msg: str) -> None:
         self._append("logs/attempt_1/orchestrator.log", loguru(t, level, msg))
 
-    def trainer(self, t: float, level: str, msg: str, extra: str = "") -> None:
+    def trainer(self, t: float, level: str, msg: str, extra: str = "", node: int = 0) -> None:
         lines = (loguru(t, level, msg) + extra).splitlines(keepends=True)
-        self._append("logs/attempt_1/trainer.log", "".join(f"[trainer0]:{line}" for line in lines))
+        self._append(self._trainer_log(node), "".join(f"[trainer0]:{line}" for line in lines))
+
+    def _trainer_log(self, node: int) -> str:
+        if self.nodes == 1:
+            return "logs/attempt_1/trainer.log"
+        link = os.path.join(self.logs, "trainer.log")
+        if not os.path.lexists(link):
+            os.makedirs(os.path.join(self.logs, "trainer"), exist_ok=True)
+            os.symlink(os.path.join("trainer", "node_0.log"), link)
+        return f"logs/attempt_1/trainer/node_{node}.log"
 
     def vllm(self, t: float, level: str, msg: str, proc: str = "APIServer pid=2209876", loc: str = "loggers.py:257") -> None:
         # vLLM repeats its whole prefix on every line of a multi-line message (a traceback).
@@ -134,6 +148,8 @@ class Simulator(PrimeFailures, ScriptPlayer):
             yield t + 4, lambda: self.vllm(START + 4, "WARNING", "Found ulimit of 32000 and failed to automatically increase with error current limit exceeds maximum limit. This can cause fd limit errors like `OSError: [Errno 24] Too many open files`. Consider increasing with ulimit -n")
         yield t + 5, lambda: self.orch(START + 5, "INFO", f"Starting orchestrator loop (max_steps={self.max_steps})")
         yield t + 5, lambda: self.trainer(START + 5, "INFO", f"Starting training loop (max_steps={self.max_steps})")
+        for node in range(1, self.nodes):
+            yield t + 5, functools.partial(self.trainer, START + 5, "INFO", f"Starting training loop (max_steps={self.max_steps})", node=node)
         t += 6
         if self.scenario == "rollouts-hung":
             yield from self._hung(t)
@@ -163,6 +179,9 @@ class Simulator(PrimeFailures, ScriptPlayer):
                 entropy *= 0.8
             yield t, self._orch_step(t, step, step_time, reward)
             yield t + 0.5, self._vllm_stats(t + 0.5)
+            if self.scenario == "node-nccl-timeout" and step == self.fail_step:
+                yield from self._node_nccl_timeout(t + 20, node=2)
+                return
             if self.scenario == "trainer-oom" and step == self.fail_step:
                 yield from self._trainer_oom(t + 20)
                 return

@@ -20,7 +20,7 @@ class PrimeFailures:
         root: str
 
         def orch(self, t: float, level: str, msg: str) -> None: ...
-        def trainer(self, t: float, level: str, msg: str, extra: str = "") -> None: ...
+        def trainer(self, t: float, level: str, msg: str, extra: str = "", node: int = 0) -> None: ...
         def vllm(self, t: float, level: str, msg: str, proc: str = ..., loc: str = ...) -> None: ...
         def env(self, t: float, msg: str) -> None: ...
         def _append(self, rel: str, text: str) -> None: ...
@@ -86,6 +86,20 @@ class PrimeFailures:
         for k in range(1, 7):
             tk = t + 10 * k
             yield tk, functools.partial(self.orch, tk, "WARNING", f"Inference server was not reached after {10 * k} seconds (Error: All connection attempts failed) on http://localhost:8100")
+
+    def _node_nccl_timeout(self, t: float, node: int) -> Iterator[Action]:
+        """One node's rank times out in a collective; only its own log says so (FORMATS.md,
+        multi-node), in the words of genuine watchdog output (LlamaFactory#6269)."""
+        def die() -> None:
+            rank = 8 * node
+            clock = f"{int(t) // 3600 % 24:02d}:{int(t) // 60 % 60:02d}:{int(t) % 60:02d}"
+            self._append(f"logs/attempt_1/trainer/node_{node}.log", (
+                f"[rank{rank}]:[E0821 {clock}.715298740 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective operation timeout: "
+                "WorkNCCL(SeqNum=7753, OpType=ALLREDUCE, NumelIn=544997376, NumelOut=544997376, Timeout(ms)=600000) ran for 600011 milliseconds before timing out.\n"
+                f"[rank{rank}]:[E0821 {clock}.716000000 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank {rank}] Process group watchdog thread terminated with exception: "
+                "[Rank {rank}] Watchdog caught collective operation timeout\n".replace("{rank}", str(rank))))
+
+        yield t, die
 
     def _hung(self, t: float) -> Iterator[Action]:
         for k in range(12):

@@ -9,6 +9,7 @@ recorded on that file's `FileInfo` and the other files go on being read.
 from __future__ import annotations
 
 import os
+import re
 import time
 
 from runtop.discovery import CUSTOM, RunLayout, Tracked, rescan, resolve
@@ -25,6 +26,18 @@ from runtop.state import RunState
 from runtop.state_parts import FileInfo, LogLine
 
 MAX_LINE = {"log": 64 * 1024, "metrics": 1 << 20, "rollouts": 32 << 20, "config": 1 << 20}
+
+
+NODE_RE = re.compile(r"^node_(\d+)(?:_rank(\d+))?\.log$", re.ASCII)
+
+
+def node_tag(tracked: Tracked) -> str:
+    """The Logs pane's source tag: the role, and the node a multi-node run's file is
+    (`trainer@2`; `trainer@2.1` for node 2's rank 1)."""
+    m = NODE_RE.match(os.path.basename(tracked.path))
+    if m is None:
+        return tracked.role
+    return f"{tracked.role}@{m.group(1)}" + (f".{m.group(2)}" if m.group(2) else "")
 
 
 class _Followed:
@@ -249,7 +262,7 @@ class RunReader:
         if self.state.first_time is None and f.tailer.start_offset == 0:
             self.state.first_time = next((r.time for r in records if r.time), None)
         f.last_time = pane_lines(
-            records, f.tracked.role, f.last_time, self._poll_lines, os.path.relpath(path, self.layout.root), not f.tailer.start_offset
+            records, node_tag(f.tracked), f.last_time, self._poll_lines, os.path.relpath(path, self.layout.root), not f.tailer.start_offset
         )
         for rec in reversed(records):
             if rec.time:

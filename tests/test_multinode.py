@@ -1,0 +1,35 @@
+"""A multi-node prime-rl run (issue 17): every node's log is read (`trainer/node_R.log`, with
+`trainer.log` only node 0's link), a node that dies shows only in its own file, and runtop
+names it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from runtop.discovery import discover
+from runtop.simulator.primerl import Simulator
+from runtop.snapshot import read_all
+from runtop.sources.run_reader import RunReader
+
+
+def test_node_2s_trainer_dies_and_runtop_says_down_naming_node_2(tmp_path):
+    root = str(tmp_path / "run")
+    Simulator(root, scenario="node-nccl-timeout", max_steps=9, nodes=4).run()
+    trainers = [t.path.rsplit("/", 2)[-2:] for t in discover(root).logs if t.role == "trainer"]
+    assert trainers == [["trainer", f"node_{n}.log"] for n in range(4)]  # the link to node 0 is not read twice
+    r = subprocess.run([sys.executable, "-m", "runtop", "check", root], capture_output=True, text=True, timeout=60)
+    first = r.stdout.splitlines()[0]
+    assert r.returncode == 2 and first.startswith("Down:") and "trainer node 2 died: NCCLTimeout" in first
+    assert "logs/attempt_1/trainer/node_2.log" in r.stdout
+
+
+def test_every_nodes_lines_show_in_the_logs_pane_with_a_node_tag(tmp_path):
+    root = str(tmp_path / "run")
+    Simulator(root, scenario="node-nccl-timeout", max_steps=9, nodes=4).run()
+    reader = RunReader(discover(root))
+    read_all(reader)
+    sources = {ln.source for ln in reader.tail.lines()}
+    assert {"trainer@0", "trainer@1", "trainer@2", "trainer@3"} <= sources and "trainer" not in sources
+    dying = [ln for ln in reader.tail.lines() if ln.source == "trainer@2" and "Watchdog caught" in ln.text]
+    assert dying and dying[0].level == "ERROR"
