@@ -19,7 +19,7 @@ from collections.abc import Callable
 from runtop.findings import ROLE_NAMES, Facts, Finding, _short, _where
 from runtop.frameworks import get as get_framework
 from runtop.parsers.events import ROLLOUT_SIDE, Kind
-from runtop.rules_hang import env_lag, gpu_idle_held
+from runtop.rules_hang import env_lag, gpu_idle_held, node_silent
 from runtop.rules_quality import checkpoint_incomplete, disk_pressure, environment, notify_failing, rollout_quality, training_signal
 from runtop.state import RunState
 from runtop.state_parts import clock_diff
@@ -284,5 +284,6 @@ RULES: list[tuple[str, Callable[[Facts], list[Finding]]]] = [
     ("process_access", process_access),
     ("gpu_idle", gpu_idle_held),
     ("env_lag", env_lag),
+    ("node_silent", node_silent),
     ("notify", notify_failing),
 ]

@@ -4,6 +4,7 @@ server's event loop lagging (rollouts time out while every process looks alive).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from runtop.findings import Facts, Finding
@@ -63,3 +64,34 @@ def env_lag(f: Facts) -> list[Finding]:
     msg = (f"env server event loop lagging: p99 {p99 / 1000:.1f} s" + (f" (max {top / 1000:.1f} s)" if top is not None else "")
            + f" > {f.cfg.env_lag_p99_ms / 1000:g} s: rollouts wait on it and may time out")
     return [Finding("env_lag", "warning", msg, "env server log (Lag:)", subject="env loop")]
+
+
+NODE_FILE = re.compile(r"(?:^|/)node_(\d+)(?:_rank\d+)?\.log$", re.ASCII)
+
+
+def node_silent(f: Facts) -> list[Finding]:
+    """One node's log stopped while the same role's other nodes go on writing (a multi-node
+    run: a hung or lost node shows only in its own file)."""
+    if f.finished() or f.state.open_fatals():
+        return []
+    by_role: dict[str, list[tuple[int, float]]] = {}
+    for info in f.state.files.values():
+        m = NODE_FILE.search(info.path)
+        if m and info.kind == "log" and info.mtime is not None:
+            by_role.setdefault(info.role, []).append((int(m.group(1)), info.mtime))
+    out = []
+    limit = max(f.cfg.stall_min_s, 1.0)
+    for role, nodes in sorted(by_role.items()):
+        if len(nodes) < 2:
+            continue
+        newest = max(t for _, t in nodes)
+        if (f.now - newest) * f.cfg.time_scale > limit:
+            continue  # every node is quiet: the stall rule's to say
+        quiet = sorted(n for n, t in nodes if (newest - t) * f.cfg.time_scale > limit)
+        going = sorted(n for n, t in nodes if n not in quiet)
+        for n in quiet:
+            since = dict(nodes)[n]
+            msg = (f"{role} node {n} has written nothing for {duration((newest - since) * f.cfg.time_scale)} while node(s) "
+                   f"{', '.join(map(str, going))} go on: hung or lost? (F saves the stacks of this machine's processes)")
+            out.append(Finding("node_silent", "warning", msg, f"{role}/node_{n}.log", since_ts=since, subject=f"{role} node {n}"))
+    return out

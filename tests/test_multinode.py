@@ -33,3 +33,29 @@ def test_every_nodes_lines_show_in_the_logs_pane_with_a_node_tag(tmp_path):
     assert {"trainer@0", "trainer@1", "trainer@2", "trainer@3"} <= sources and "trainer" not in sources
     dying = [ln for ln in reader.tail.lines() if ln.source == "trainer@2" and "Watchdog caught" in ln.text]
     assert dying and dying[0].level == "ERROR"
+
+
+def test_a_node_whose_log_stopped_while_the_others_go_on_is_named(tmp_path):
+    """A hung or lost node shows only in its own file: its silence beside the others' writes."""
+    import os
+    import re
+    import time
+
+    from runtop.config import Thresholds
+    from runtop.health import judge
+    from runtop.rules import Facts
+
+    root = str(tmp_path / "run")
+    Simulator(root, scenario="healthy", max_steps=9, stop_after=5, nodes=4).run()
+    now = time.time()
+    quiet = os.path.join(root, "logs", "attempt_1", "trainer", "node_3.log")
+    os.utime(quiet, (now - 1500, now - 1500))  # 25 minutes behind the others
+    reader = RunReader(discover(root))
+    read_all(reader)
+    v = judge(reader.state, Facts(reader.state, now + 5, Thresholds()))
+    (silent,) = [f for f in v.alerts if f.rule == "node_silent"]
+    assert re.match(r"trainer node 3 has written nothing for 2[45]m", silent.message) and "node(s) 0, 1, 2 go on" in silent.message
+    assert v.verdict == "Degraded"
+    os.utime(quiet, (now, now))  # it writes again: nothing to say
+    reader.poll(max_bytes=1 << 20, rescan_every=float("inf"), ckpt_every=float("inf"))
+    assert not [f for f in judge(reader.state, Facts(reader.state, now + 5, Thresholds())).alerts if f.rule == "node_silent"]
