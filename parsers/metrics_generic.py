@@ -13,11 +13,12 @@ from runtop.columns import BY_NAME, ROLLOUT
 from .events import ROLLOUT_SIDE, TRAINER, Event, StepMetrics, Unrecognised
 from .numbers import loads
 
-MAX_STEP = 10**12
+MAX_STEP = 10**12  # a step counter past this is garbage, not a run (and would overflow whoever prints it)
 
 
-def row_of(line: str | bytes, source: str) -> tuple[int, dict[str, object]] | Unrecognised | None:
-    """(step, the row's numbers' dict) of one line; `Unrecognised` for a row of another shape."""
+def json_row(line: str | bytes, source: str) -> tuple[int, dict[str, object]] | Unrecognised | None:
+    """(step, the row) of one JSONL line with an integer `step`; `Unrecognised` for a row of
+    another shape; None for a blank line. Shared by every structured metrics reader."""
     if isinstance(line, bytes):
         line = line.decode("utf-8", "replace")
     line = line.strip()
@@ -30,10 +31,21 @@ def row_of(line: str | bytes, source: str) -> tuple[int, dict[str, object]] | Un
     if not isinstance(row, dict):
         return Unrecognised(source, "not a JSON object")
     step = row.get("step")
-    if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step) or not 0 <= step < MAX_STEP:
+    if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step):
         return Unrecognised(source, "no integer 'step'")
+    if not 0 <= step < MAX_STEP:
+        return Unrecognised(source, f"'step' out of range: {step!r:.40}")
+    return int(step), row
+
+
+def row_of(line: str | bytes, source: str) -> tuple[int, dict[str, object]] | Unrecognised | None:
+    """(step, the row's numbers' dict) of one line: verl's `{"step", "data": {…}}` unwrapped."""
+    got = json_row(line, source)
+    if got is None or isinstance(got, Unrecognised):
+        return got
+    step, row = got
     data = row.get("data")
-    return int(step), (data if isinstance(data, dict) else {k: v for k, v in row.items() if k != "step"})
+    return step, (data if isinstance(data, dict) else {k: v for k, v in row.items() if k != "step"})
 
 
 def events_of(step: int, data: Mapping[str, object], keys: Mapping[str, str], phase_prefix: str | None = None,

@@ -7,10 +7,8 @@ stay apart.
 
 from __future__ import annotations
 
-import math
-
 from .events import ORCHESTRATOR, TRAINER, Event, StepMetrics, Unrecognised
-from .numbers import loads
+from .metrics_generic import json_row
 
 ORCH_PREFIXES = ("train/", "progress/", "off_policy/", "eval/", "batch/", "scheduler/", "reward/", "seq_len/", "is_truncated/")
 TRAINER_PREFIXES = ("loss/", "entropy/", "optim/", "perf/", "mismatch_kl/", "system/", "is_masked", "kl_ent_ratio", "masked_")
@@ -44,8 +42,6 @@ TRAINER_KEYS = {
 ORCH_TIME_KEYS = ("time/wait_for_policy", "time/wait_for_ckpt", "time/generate_completions", "time/update_weights")
 TRAINER_TIME_KEYS = ("time/wait_for_batch", "time/forward_backward", "time/broadcast_weights", "time/save_ckpt", "time/load_data")
 
-# A step counter past this is garbage, not a run (and would overflow whoever prints it).
-MAX_STEP = 10**12
 
 
 def _role_of(row: dict[str, object]) -> str | None:
@@ -65,22 +61,10 @@ def _num(v: object) -> float | None:
 
 def parse_line(line: str | bytes, source: str = "metrics.jsonl") -> Event | None:
     """One row → `StepMetrics`; a row of unknown shape → `Unrecognised`; blank → None."""
-    if isinstance(line, bytes):
-        line = line.decode("utf-8", "replace")
-    line = line.strip()
-    if not line:
-        return None
-    try:
-        row = loads(line)
-    except ValueError:
-        return Unrecognised(source, "not JSON")
-    if not isinstance(row, dict):
-        return Unrecognised(source, "not a JSON object")
-    step = row.get("step")
-    if isinstance(step, bool) or not isinstance(step, (int, float)) or (isinstance(step, float) and not math.isfinite(step)):
-        return Unrecognised(source, "no integer 'step'")
-    if not 0 <= step < MAX_STEP:
-        return Unrecognised(source, f"'step' out of range: {step!r:.40}")
+    got = json_row(line, source)
+    if got is None or isinstance(got, Unrecognised):
+        return got
+    step, row = got
     role = _role_of(row)
     if role is None:
         return Unrecognised(source, "no known metric keys")
@@ -98,9 +82,9 @@ def parse_line(line: str | bytes, source: str = "metrics.jsonl") -> Event | None
         if v is not None:
             phases[key.split("/", 1)[1]] = v
     extra: dict[str, float] = {}
-    for key, v in row.items():
+    for key, raw in row.items():
         if key.startswith("eval/") or key.startswith("train/agg/all/agent/error/"):
-            n = _num(v)
+            n = _num(raw)
             if n is not None:
                 extra[key] = n
     return StepMetrics(role, int(step), values, phases, origin="metrics", extra=extra)
