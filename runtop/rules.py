@@ -22,7 +22,7 @@ from runtop.parsers.events import ROLLOUT_SIDE, Kind
 from runtop.rules_hang import env_lag, gpu_idle_held, node_silent
 from runtop.rules_quality import checkpoint_incomplete, disk_pressure, environment, notify_failing, rollout_quality, training_signal
 from runtop.state import RunState
-from runtop.state_parts import clock_diff
+from runtop.state_parts import ErrorEntry, clock_diff
 from runtop.units import duration
 
 __all__ = ["RULES", "Facts", "Finding"]
@@ -48,7 +48,8 @@ def crash(f: Facts) -> list[Finding]:
     during = f" during {first.phase}" if first.phase else ""
     cause = f"{first.kind}{during} ({_short(detail, 100)})"
     context = "".join(
-        f"; {part}" for part in (first.hint, who, f"reported as {first.wrapped_by}" if first.wrapped_by else None) if part
+        f"; {part}" for part in (first.hint, who, f"reported as {first.wrapped_by}" if first.wrapped_by else None,
+                                 others_waiting(s, first)) if part
     )
     alive = f.alive or {}
     running = sorted(r for r, pids in alive.items() if pids)
@@ -73,6 +74,17 @@ def node_of(source: str) -> str:
     a node that dies shows only in its own file (FORMATS.md)."""
     m = NODE_FILE_RE.search(source)
     return f" node {m.group(1)}" + (f" rank {m.group(2)}" if m and m.group(2) else "") if m else ""
+
+
+def others_waiting(s: RunState, dead: ErrorEntry) -> str | None:
+    """On a multi-node run, the same role's nodes whose logs end in no death: they wait on
+    the dead one in a collective (`nodes 0, 1, 3 waiting`)."""
+    if not node_of(dead.source):
+        return None
+    dying = {i.path for i in s.files.values() if i.fatal is not None and not i.active_after_fatal}
+    waiting = sorted(int(m.group(1)) for i in s.files.values()
+                     if i.kind == "log" and i.role == dead.role and i.path not in dying and (m := NODE_FILE_RE.search(i.path)))
+    return f"node{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} waiting" if waiting else None
 
 
 # ---- processes --------------------------------------------------------------------

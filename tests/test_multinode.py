@@ -21,6 +21,7 @@ def test_node_2s_trainer_dies_and_runtop_says_down_naming_node_2(tmp_path):
     r = subprocess.run([sys.executable, "-m", "runtop", "check", root], capture_output=True, text=True, timeout=60)
     first = r.stdout.splitlines()[0]
     assert r.returncode == 2 and first.startswith("Down:") and "trainer node 2 died: NCCLTimeout" in first
+    assert "; nodes 0, 1, 3 waiting" in first  # the others wait on it in the collective
     assert "logs/attempt_1/trainer/node_2.log" in r.stdout
 
 
