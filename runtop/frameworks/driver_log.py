@@ -7,11 +7,13 @@ from __future__ import annotations
 import importlib
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 from runtop.discovery import RunLayout, Tracked, resolve
 from runtop.frameworks.base import Framework, Parse
 from runtop.parsers.checkpoints import Problem
+from runtop.parsers.crashes import error_notice, has_traceback
 from runtop.parsers.events import TRAINER, Event, Unparsed
 from runtop.parsers.records import HeaderFn, Record
 from runtop.state_parts import Checkpoint
@@ -20,6 +22,9 @@ from runtop.state_parts import Checkpoint
 class DriverLogFramework(Framework):
     signs: re.Pattern[str] = re.compile(r"(?!)")  # words only this framework's log has
     layout_name = "driver log"
+    expected_roles = ("trainer",)  # the driver: its death is the run's
+    rollout_role = "rollout"
+    takes_ckpt_dir = True  # the log may not say where the checkpoints are
 
     def _layout(self, path: str) -> RunLayout:
         path = os.path.abspath(path)
@@ -104,6 +109,46 @@ class RecordParser:
 
     def _record(self, rec: Record, role: str, out: list[Event]) -> None:
         raise NotImplementedError
+
+    @staticmethod
+    def crash(rec: Record, role: str, out: list[Event], *, fatal_traceback: bool) -> None:
+        """An ERROR record, or a headerless one (a Ray process's print, raylet, stderr) with a
+        traceback or a way to die in it, through the shared root-cause selection. A bare
+        print is no error unless it names a way to die."""
+        lines = rec.lines()
+        if rec.level in ("ERROR", "CRITICAL") or rec.fmt in ("orphan", "raylet", "print") or has_traceback([rec.message, *lines]):
+            notice = error_notice(rec, role, traceback_is_fatal=fatal_traceback)
+            if notice is not None and (notice.kind != "error" or rec.level in ("ERROR", "CRITICAL")):
+                out.append(notice)
+
+
+def ray_led(own: Callable[[str], Record | None]) -> HeaderFn:
+    """A Ray driver log's record header: `own(body)` starts the framework's own records (its
+    step lines, bars, end), whatever Ray prefix they carry; a traceback always starts a
+    record (never the continuation of the step line the same process printed before it);
+    a Ray prefix printed alone on its line (OpenRLHF#350) is an empty record; the rest is
+    the shared Ray-driver-log header's (prefixes, `(raylet)`, `[repeated Nx]`)."""
+    from runtop.parsers.skyrl_records import RAY_PREFIX_RE
+    from runtop.parsers.skyrl_records import header as ray_header
+
+    def header(line: str, pending: Record | None) -> Record | None:
+        body, proc = line, None
+        if line.startswith("("):
+            m = RAY_PREFIX_RE.match(line)
+            if m:
+                proc, body = m.group(1), line[m.end():]
+        if proc is not None and not body.strip():
+            rec: Record | None = Record("ray-prefix", None, None, "")
+        elif body.startswith("Traceback (most recent call last)"):
+            rec = Record("orphan", None, None, body)
+        else:
+            rec = own(body)
+        if rec is None:
+            return ray_header(line, pending)
+        rec.proc = proc
+        return rec
+
+    return header
 
 
 def scan_renamed(ckpt_dir: str, pattern: re.Pattern[str], marker: str, tmp_words: str) -> dict[int, Checkpoint]:

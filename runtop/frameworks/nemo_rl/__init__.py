@@ -26,9 +26,6 @@ class NemoRl(DriverLogFramework):
     name = "nemo-rl"
     signs = SIGNS
     package = __name__  # its parse (header, Parser) and sim (SCENARIOS, Simulator) modules
-    expected_roles = ("trainer",)
-    rollout_role = "rollout"
-    takes_ckpt_dir = True
     checkpoints_in_run_dir = False
     process_titles = (
         ("ray::DTensorPolicyWorker", "trainer"),

@@ -21,13 +21,10 @@ from __future__ import annotations
 
 import re
 
-from runtop.frameworks.driver_log import RecordParser
-from runtop.parsers.crashes import error_notice, has_traceback
+from runtop.frameworks.driver_log import RecordParser, ray_led
 from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
 from runtop.parsers.numbers import strict_float
 from runtop.parsers.records import Record
-from runtop.parsers.skyrl_records import RAY_PREFIX_RE
-from runtop.parsers.skyrl_records import header as ray_header
 
 STEP_RE = re.compile(r"^=+ Step (\d{1,9})/(\d{1,9}) =+\s*$", re.ASCII)
 BULLET_RE = re.compile(r"^\s*• ([^:]{1,80}): ([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(s?)")
@@ -35,20 +32,11 @@ ROLLOUT_BULLETS = {"Avg Reward": "reward", "Avg Filtered Reward": "reward", "Mea
 TRAINER_BULLETS = {"Loss": "loss", "Total step time": "step_time_s"}
 
 
-def header(line: str, pending: Record | None) -> Record | None:
-    body, proc = line, None
-    if line.startswith("("):
-        m = RAY_PREFIX_RE.match(line)
-        if m:
-            proc, body = m.group(1), line[m.end():]
-    if body.startswith("=") and STEP_RE.match(body):
-        rec = Record("nemo-step", None, None, body.strip())
-    elif body.startswith("Traceback (most recent call last)"):
-        rec = Record("orphan", None, None, body)
-    else:
-        return ray_header(line, pending)
-    rec.proc = proc
-    return rec
+def _own(body: str) -> Record | None:
+    return Record("nemo-step", None, None, body.strip()) if body.startswith("=") and STEP_RE.match(body) else None
+
+
+header = ray_led(_own)
 
 
 class NemoRlParser(RecordParser):
@@ -62,11 +50,8 @@ class NemoRlParser(RecordParser):
         if rec.proc is None or rec.fmt == "nemo-step":
             for line in (rec.message, *lines):
                 self._line(line, out)
-        if rec.fmt != "nemo-step" and (rec.level in ("ERROR", "CRITICAL") or rec.fmt in ("orphan", "raylet", "print")
-                                       or has_traceback([rec.message, *lines])):
-            notice = error_notice(rec, role, traceback_is_fatal=rec.proc is None)
-            if notice is not None and (notice.kind != "error" or rec.level in ("ERROR", "CRITICAL")):
-                out.append(notice)
+        if rec.fmt != "nemo-step":
+            self.crash(rec, role, out, fatal_traceback=rec.proc is None)
 
     def _line(self, line: str, out: list[Event]) -> None:
         s = line.strip()

@@ -55,9 +55,6 @@ class OpenRlhf(DriverLogFramework):
     name = "openrlhf"
     signs = SIGNS
     package = __name__  # its parse (header, Parser) and sim (SCENARIOS, Simulator) modules
-    expected_roles = ("trainer",)
-    rollout_role = "rollout"
-    takes_ckpt_dir = True
     checkpoints_in_run_dir = False
     process_titles = (
         ("ray::ActorModelRayActor", "trainer"),

@@ -12,13 +12,10 @@ import ast
 import re
 from typing import Any
 
-from runtop.frameworks.driver_log import RecordParser
-from runtop.parsers.crashes import error_notice, has_traceback
+from runtop.frameworks.driver_log import RecordParser, ray_led
 from runtop.parsers.events import TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
 from runtop.parsers.metrics_generic import events_of
 from runtop.parsers.records import Record
-from runtop.parsers.skyrl_records import RAY_PREFIX_RE
-from runtop.parsers.skyrl_records import header as ray_header
 
 EPISODE_RE = re.compile(r"Episode \[(\d{1,6})/(\d{1,6})\]:.{0,80}?(?<!\d)(\d{1,9})/(\d{1,9}) \[", re.ASCII)
 GLOBAL_STEP_RE = re.compile(r"Global step (\d{1,9}): (\{.*\})\s*$", re.ASCII | re.S)
@@ -31,28 +28,18 @@ KEYS = {
 PHASE = "timing/"
 
 
-def header(line: str, pending: Record | None) -> Record | None:
-    body, proc = line, None
-    if line.startswith("("):
-        m = RAY_PREFIX_RE.match(line)
-        if m:
-            proc, body = m.group(1), line[m.end():]
-            if not body.strip():
-                rec = Record("ray-prefix", None, None, "")  # the prefix alone: its line follows (#350)
-                rec.proc = proc
-                return rec
-    if body.startswith("Traceback (most recent call last)"):
-        rec = Record("orphan", None, None, body)  # never the continuation of the step line before it
-    elif "Episode [" in body and EPISODE_RE.search(body):
-        rec = Record("orlhf-episode", None, None, body.strip().split("\r")[-1])
-    elif "Global step " in body and (i := body.find("Global step ")) >= 0:
-        rec = Record("orlhf-step", None, None, body[i:].strip())
-    elif JOB_DONE_RE.search(body):
-        rec = Record("orlhf-done", None, None, body.strip())
-    else:
-        return ray_header(line, pending)
-    rec.proc = proc
-    return rec
+def _own(body: str) -> Record | None:
+    """The Episode bar (as last drawn), the step dict, Ray's job verdict."""
+    if "Episode [" in body and EPISODE_RE.search(body):
+        return Record("orlhf-episode", None, None, body.strip().split("\r")[-1])
+    if (i := body.find("Global step ")) >= 0:
+        return Record("orlhf-step", None, None, body[i:].strip())
+    if JOB_DONE_RE.search(body):
+        return Record("orlhf-done", None, None, body.strip())
+    return None
+
+
+header = ray_led(_own)
 
 
 class OpenRlhfParser(RecordParser):
@@ -82,12 +69,7 @@ class OpenRlhfParser(RecordParser):
         if rec.fmt == "orlhf-done":
             out.append(RoleFinished(TRAINER, rec.time))
             return
-        lines = rec.lines()
-        if rec.level in ("ERROR", "CRITICAL") or rec.fmt in ("orphan", "raylet", "print") or has_traceback([rec.message, *lines]):
-            fatal_tb = rec.proc is None
-            notice = error_notice(rec, role, traceback_is_fatal=fatal_tb)
-            if notice is not None and (notice.kind != "error" or rec.level in ("ERROR", "CRITICAL")):
-                out.append(notice)
+        self.crash(rec, role, out, fatal_traceback=rec.proc is None)
 
 
 def _dict(text: str) -> dict[str, Any] | None:

@@ -28,9 +28,6 @@ class Trl(DriverLogFramework):
     signs = SIGNS
     package = __name__  # its parse (header, Parser) and sim (SCENARIOS, Simulator) modules
     layout_name = "console log"
-    expected_roles = ("trainer",)
-    rollout_role = "rollout"
-    takes_ckpt_dir = True
     # No titles of its own: `accelerate launch …` (the script's name is the process's), or
     # torchrun's ranks (which every framework shares), tied to the run by their cwd or log.
     process_titles = (("accelerate", "trainer"),)

@@ -19,7 +19,6 @@ import re
 from typing import Any
 
 from runtop.frameworks.driver_log import RecordParser
-from runtop.parsers.crashes import error_notice, has_traceback
 from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
 from runtop.parsers.records import Record, match_header
 
@@ -81,11 +80,7 @@ class TrlParser(RecordParser):
             if d is not None:
                 self._logged(d, rec.time, out)
             return
-        lines = rec.lines()
-        if rec.level in ("ERROR", "CRITICAL") or rec.fmt == "orphan" or has_traceback([rec.message, *lines]):
-            notice = error_notice(rec, role, traceback_is_fatal=True)
-            if notice is not None and (notice.kind != "error" or rec.level in ("ERROR", "CRITICAL")):
-                out.append(notice)
+        self.crash(rec, role, out, fatal_traceback=True)
 
     def _logged(self, d: dict[str, Any], time: str | None, out: list[Event]) -> None:
         if "train_runtime" in d:

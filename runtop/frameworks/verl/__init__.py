@@ -49,9 +49,6 @@ class Verl(DriverLogFramework):
     name = "verl"
     signs = SIGNS
     package = __name__  # its parse (header, Parser) and sim (SCENARIOS, Simulator) modules
-    expected_roles = ("trainer",)  # the driver (TaskRunner): its death is the run's
-    rollout_role = "rollout"
-    takes_ckpt_dir = True
     checkpoints_in_run_dir = False  # `trainer.default_local_dir` is relative to where it was launched, or anywhere
     process_titles = (
         ("ray::TaskRunner", "trainer"),

@@ -19,14 +19,12 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from runtop.frameworks.driver_log import RecordParser, ray_led
 from runtop.parsers import vllm
-from runtop.parsers.crashes import error_notice, has_traceback
-from runtop.parsers.events import TRAINER, CheckpointDir, Event, MaxSteps, RoleFinished, StepMetrics, Unparsed, Unrecognised
+from runtop.parsers.events import TRAINER, CheckpointDir, Event, MaxSteps, RoleFinished, StepMetrics, Unrecognised
 from runtop.parsers.metrics_generic import events_of, row_of
 from runtop.parsers.numbers import strict_float
 from runtop.parsers.records import Record
-from runtop.parsers.skyrl_records import RAY_PREFIX_RE
-from runtop.parsers.skyrl_records import header as ray_header
 
 STEP_RE = re.compile(r"step:(\d{1,9}) - ", re.ASCII)
 PAIR_RE = re.compile(r"([\w/@.\-]+):([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf)(?= - |\s*$)", re.ASCII)
@@ -50,24 +48,16 @@ PHASE = "timing_s/"
 OWN_STARTS = ("Training Progress", "Final validation metrics", "local_global_step_folder")
 
 
-def header(line: str, pending: Record | None) -> Record | None:
-    """The shared Ray-driver-log header; verl's step line, bar and end always start a record."""
-    body = line
-    proc = None
-    if line.startswith("("):
-        m = RAY_PREFIX_RE.match(line)
-        if m:
-            proc, body = m.group(1), line[m.end():]
+def _own(body: str) -> Record | None:
+    """verl's step line, bar and end always start a record."""
     if body.startswith("step:") and STEP_RE.match(body):
-        rec = Record("verl-step", None, None, body)
-    elif body.startswith("Traceback (most recent call last)"):
-        rec = Record("orphan", None, None, body)  # never the continuation of the step line before it
-    elif body.startswith(OWN_STARTS):
-        rec = Record("verl", None, None, body)
-    else:
-        return ray_header(line, pending)
-    rec.proc = proc
-    return rec
+        return Record("verl-step", None, None, body)
+    if body.startswith(OWN_STARTS):
+        return Record("verl", None, None, body)
+    return None
+
+
+header = ray_led(_own)
 
 
 KEYS = {**ROLLOUT_KEYS, **TRAINER_KEYS}
@@ -94,25 +84,16 @@ def metrics_line(line: str, source: str) -> list[Event]:
     return [] if step == 0 else events_of(step, data, KEYS, PHASE)
 
 
-class VerlParser:
+class VerlParser(RecordParser):
     """Records of one verl driver log → events. Keeps only the last time seen."""
 
     def __init__(self) -> None:
         self.last_time: str | None = None
 
-    def parse(self, records: list[Record], role: str = TRAINER) -> list[Event]:
-        out: list[Event] = []
-        for rec in records:
-            try:
-                if rec.fmt in ("vllm", "uvicorn"):
-                    out.extend(vllm.parse_record(rec))
-                else:
-                    self._record(rec, role, out)
-            except Exception as e:  # noqa: BLE001 - a garbled record is counted and named, the rest is read
-                out.append(Unparsed(rec.line, f"{type(e).__name__}: {str(e)[:120]}"))
-        return out
-
     def _record(self, rec: Record, role: str, out: list[Event]) -> None:
+        if rec.fmt in ("vllm", "uvicorn"):
+            out.extend(vllm.parse_record(rec))
+            return
         if rec.time:
             self.last_time = rec.time
         msg = rec.message.strip()
@@ -132,18 +113,11 @@ class VerlParser:
                 if found:
                     out.append(CheckpointDir(found.group(1), "the log's trainer.default_local_dir"))
                     break
-        lines = rec.lines()
-        level = rec.level
-        if level in ("ERROR", "CRITICAL") or rec.fmt in ("orphan", "raylet", "print") or has_traceback([msg, *lines]):
-            if rec.time is None and self.last_time is not None:
-                rec.time = self.last_time
-            # A worker's own traceback is fatal only with a way to die in it (vLLM prints one per
-            # failed request); the driver's (TaskRunner, main_task) ends the run.
-            fatal_tb = rec.proc is None or rec.proc.startswith(("TaskRunner", "main_task"))
-            notice = error_notice(rec, role, traceback_is_fatal=fatal_tb)
-            # A bare print from a Ray process is no error unless it names a way to die.
-            if notice is not None and (notice.kind != "error" or level in ("ERROR", "CRITICAL")):
-                out.append(notice)
+        if rec.time is None and self.last_time is not None:
+            rec.time = self.last_time
+        # A worker's own traceback is fatal only with a way to die in it (vLLM prints one per
+        # failed request); the driver's (TaskRunner, main_task) ends the run.
+        self.crash(rec, role, out, fatal_traceback=rec.proc is None or rec.proc.startswith(("TaskRunner", "main_task")))
 
 
 Parser = VerlParser  # what the plug-in base asks for
