@@ -264,7 +264,36 @@ def _target_note(ctx: Context) -> str:
     return f"target: {pane.target}; {ctx.pane_proof}"
 
 
+def _slurm_plan(ctx: Context, name: str) -> Plan | None:
+    """A run in a SLURM job resumes by `sbatch` of its script and stops by `scancel` (issue 17);
+    None: not a SLURM run, or the user gave the launch command themselves."""
+    from runtop.actions_slurm import NoProof, resume_text, stop_text
+
+    snap = ctx.state.slurm
+    if snap is None or ctx.launch_cmd:
+        return None
+    try:
+        if name == "stop":
+            text, notes, confirm = stop_text(snap), [f"the run's job, found by {snap.ref.how}"], "stop"
+        else:
+            text, notes = resume_text(ctx.run_root, snap)
+            confirm = str(complete_step(ctx.state)[0]) if ctx.state.last_complete_checkpoint() else "resume"
+    except NoProof as e:
+        raise ActionError(str(e)) from None
+    check_command(text)
+    p = Plan(name, "cancel the run's SLURM job" if name == "stop" else "submit the run's batch script again", text,
+             [Step("keys", text)], confirm=confirm, notes=notes)
+    try:
+        p.notes.append(_target_note(ctx))
+    except ActionError as e:
+        p.disabled = str(e)
+    return p
+
+
 def _resume_plan(ctx: Context, *, after_stop: bool = False) -> Plan:
+    slurm = None if after_stop else _slurm_plan(ctx, "resume")
+    if slurm is not None:
+        return slurm
     if not after_stop:
         running = alive(ctx)
         if running:
@@ -294,6 +323,9 @@ def _resume_plan(ctx: Context, *, after_stop: bool = False) -> Plan:
 
 
 def _stop_plan(ctx: Context) -> Plan:
+    slurm = _slurm_plan(ctx, "stop")
+    if slurm is not None:
+        return slurm
     note = _target_note(ctx)
     if not alive(ctx):
         raise ActionError("the run has no live process to stop")
@@ -308,6 +340,8 @@ def _stop_plan(ctx: Context) -> Plan:
 
 
 def _restart_plan(ctx: Context) -> Plan:
+    if ctx.state.slurm is not None and not ctx.launch_cmd:
+        raise ActionError("a SLURM run restarts in two steps: stop (X: scancel), then resume (R) once its job has ended")
     stop = _stop_plan(ctx)
     resume = _resume_plan(ctx, after_stop=True)
     if resume.disabled:

@@ -21,7 +21,6 @@ from runtop import __version__
 from runtop.discovery import DiscoveryError
 
 if TYPE_CHECKING:  # imported where used: `runtop --help` stays fast
-    from runtop.actions import Context
     from runtop.config import Thresholds
 from runtop.parsers.hygiene import public
 
@@ -63,6 +62,17 @@ seconds = _bounded(float, 0, above=True, what="a number of seconds", hint="give 
 speed = _bounded(float, 0, above=True, what="a number", hint="give a speed above 0 (20: twenty simulated seconds a second)")
 count = _bounded(int, 1, above=False, what="a whole number", hint="give 1 or more")
 step_number = _bounded(int, 0, above=False, what="a step number", hint="a step is 0 or more")
+
+
+def slurm_job_id(text: str) -> str:
+    """A SLURM job id (`4242`, an array task `4242_7`): it goes into squeue's argv, so
+    nothing else passes."""
+    from runtop.sources.slurm import JOB_ID_RE
+
+    if not JOB_ID_RE.match(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a SLURM job id (digits, or 4242_7 for an array task)")
+    return text
+
 
 port = _bounded(int, 0, above=False, what="a port number", hint="give a port from 0 to 65535", high=65535)
 
@@ -210,6 +220,8 @@ def _ckpt_dir(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ckpt-dir", default=None, metavar="DIR", help="the checkpoint dir where the log does not say it (SkyRL, verl, TRL)")
     p.add_argument("--metrics", action="append", default=None, metavar="FILE",
                    help='a JSONL of {"step": N, …} (or {"step": N, "data": {…}}) rows to read too; [metrics] maps its keys onto runtop\'s metric names')
+    p.add_argument("--slurm-job", type=slurm_job_id, default=None, metavar="ID",
+                   help="the run's SLURM job (default: the newest job_<id>.log or slurm-<id>.out in the run dir, else SLURM_JOB_ID of its processes)")
 
 
 def files(args: argparse.Namespace) -> dict[str, Any]:
@@ -247,7 +259,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         from runtop.cli_fleet import cmd_status_all
 
         return cmd_status_all(args)
-    state, verdict = read_and_judge(args.path, cfg=_thresholds(args), **files(args))
+    state, verdict = read_and_judge(args.path, cfg=_thresholds(args), slurm_job=args.slurm_job, **files(args))
     if args.append:
         from runtop.checkin import append_checkin, status_path
         from runtop.outputs import OutputError
@@ -274,7 +286,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         from runtop.cli_fleet import cmd_check_all
 
         return cmd_check_all(args)
-    state, verdict = read_and_judge(args.path, cfg=_thresholds(args), **files(args))
+    state, verdict = read_and_judge(args.path, cfg=_thresholds(args), slurm_job=args.slurm_job, **files(args))
     if args.json:
         write_json(state, sys.stdout, verdict)
     else:
@@ -284,72 +296,6 @@ def cmd_check(args: argparse.Namespace) -> int:
             where = f"  [{a.evidence}]" if a.evidence else ""
             print(f"{a.label:<8} {a.rule:<22} since {a.since or 'n/a':<8} {a.message}{where}")
     return CHECK_EXIT.get(verdict.verdict, 1)
-
-
-def _action_context(args: argparse.Namespace) -> Context:
-    from runtop.actions import Context
-    from runtop.config import load_actions
-    from runtop.snapshot import read_run
-
-    return Context.for_run(
-        read_run(args.path, **files(args)),
-        cfg=load_actions(args.config),
-        socket=args.tmux_socket,
-        session=args.tmux_session,
-        target=args.tmux_target,
-        launch_cmd=args.launch_cmd,
-        read_only=args.read_only,
-    )
-
-
-def cmd_actions(args: argparse.Namespace) -> int:
-    from runtop.actions import REGISTRY, plans
-
-    ctx = _action_context(args)
-    if ctx.read_only:
-        print("read-only: no actions")
-        return EXIT_OK
-    keys = {a.name: a.key for a in REGISTRY}
-    for p in plans(ctx):
-        head = f"{p.name:<10} [{keys[p.name]}] {p.description}"
-        if p.disabled:
-            print(f"{head}\n    disabled: {p.disabled}" + (f"\n    would send: {p.text}" if p.text else ""))
-            continue
-        print(f"{head}\n    sends: {p.text}")
-        if p.confirm:
-            print(f"    confirm by typing: {p.confirm}")
-        for note in p.notes:
-            print(f"    {note}")
-    return EXIT_OK
-
-
-def cmd_send(args: argparse.Namespace) -> int:
-    from runtop.actions import ActionError, ReadOnly, plan
-    from runtop.dispatch import dispatch
-
-    ctx = _action_context(args)
-    try:
-        p = plan(args.action, ctx)
-        if p.disabled:
-            _err(f"{p.name} is disabled: {p.disabled}")
-            return EXIT_USAGE
-        if args.step is not None and p.confirm != str(args.step):
-            _err(f"not sent: --step {args.step} is not the last complete checkpoint of this run ({p.confirm or 'none'}); {p.name} would send: {p.text}")
-            return EXIT_USAGE
-        if not args.yes:
-            _err(f"not sent: add --yes to send exactly this: {p.text}")
-            return EXIT_USAGE
-        step = f" (step {p.confirm})" if p.name in ("resume", "restart") else ""
-        where = f" to {ctx.pane().target}" if any(s.kind in ("keys", "interrupt") for s in p.steps) else ""
-        print(f"sending {p.name}{step}{where}: {p.text}", file=sys.stderr)
-        print(dispatch(p, ctx, confirmation=p.confirm, progress=lambda m: print(f"  {m}", file=sys.stderr)))
-    except ReadOnly as e:
-        _err(str(e))
-        return EXIT_READ_ONLY
-    except ActionError as e:
-        _err(str(e))
-        return EXIT_USAGE
-    return EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -368,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         _err("give a run directory, e.g. `runtop outputs/my-run`, or try `runtop demo`")
         return EXIT_USAGE
+    from runtop.cli_actions import cmd_actions, cmd_send
     from runtop.cli_live import cmd_demo, cmd_export, cmd_follow, cmd_forensics, cmd_notify, cmd_tui, cmd_watch
 
     handlers = {

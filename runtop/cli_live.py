@@ -62,7 +62,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     ncfg = notify_config(args)
     layout = layout_of(args)
     alerting = Alerting(ncfg, os.path.basename(layout.root.rstrip("/")) or layout.root, layout.root)
-    engine = Engine(layout, interval=args.interval, poll=args.poll, thresholds=cfg, alerting=alerting, vllm_url=None, publishing=False)
+    engine = Engine(layout, interval=args.interval, poll=args.poll, thresholds=cfg, alerting=alerting, vllm_url=None, publishing=False,
+                    slurm_job=args.slurm_job)
     engine.forensics_on_stall = True  # a stall saves its stacks before anyone restarts the run
     targets = [w.status.name for w in alerting.targets]
     print(f"{time.strftime('%H:%M:%S')} watching {layout.root}: "
@@ -165,7 +166,7 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
         thresholds=_thresholds(args), read_only=args.read_only or acfg.read_only, action_options=action_options,
         gpu=gpu,  # None: NVML
         alerting=alerting if alerting.active or alerting.errors else None,
-        terminal_notify=ncfg.terminal,
+        terminal_notify=ncfg.terminal, slurm_job=getattr(args, "slurm_job", None),
     )
     app.monitor.forensics_on_stall = True  # a stall saves its stacks before anyone restarts the run
     app.run()

@@ -40,6 +40,7 @@ from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot
 from runtop.sources.run_reader import RunReader
+from runtop.sources.slurm import SLURM_PERIOD_S, SlurmClient, SlurmSnapshot, find_job
 from runtop.sources.tmux import TmuxError
 from runtop.sources.vllm_metrics import DEFAULT_URL, fetch
 from runtop.state import RunState
@@ -99,6 +100,9 @@ class Engine:
         run: LiveRun | OnceRun | None = None,
         alerting: Alerting | None = None,
         publishing: bool | None = None,
+        slurm: SlurmClient | None = None,
+        slurm_job: str | None = None,
+        slurm_period: float = SLURM_PERIOD_S,
     ) -> None:
         self.layout = layout
         self.interval = interval
@@ -144,6 +148,11 @@ class Engine:
             self.probes.append(Probe("vllm", interval, self._sample_vllm, idle_period=idle))
         # The Launcher pane (tmux capture-pane): launcher-only lines such as
         # `Trainer failed with exit code 1` reach the Logs pane this way.
+        # The SLURM job (issue 17): asked only where the run names one; squeue and sacct
+        # reach the controller and its database, so at most every 30 s.
+        self._slurm = slurm or SlurmClient()
+        self.slurm_job = slurm_job  # `--slurm-job ID`, where the run dir names none
+        self.probes.append(Probe("slurm", max(interval, slurm_period), self._sample_slurm, deadline=25.0))
         if launcher is not None:
             self.probes.append(Probe("launcher", max(interval, 5.0), launcher, idle_period=idle, unavailable=(TmuxError, ActionError)))
         self.published: View | None = self._publish() if self.publishing else None
@@ -166,6 +175,11 @@ class Engine:
         if self._gpu is None:
             self._gpu = NvmlProbe()  # created in the worker: nvmlInit can be slow
         return self._gpu.read()
+
+    def _sample_slurm(self) -> SlurmSnapshot | None:
+        pids = [p for ps in (self.state.processes or {}).values() for p in ps]
+        ref = find_job(self.layout.root, self.slurm_job, pids)
+        return self._slurm.read(ref) if ref is not None else None
 
     def _sample_vllm(self) -> VllmStats:
         stats, error = fetch(self.vllm_url or DEFAULT_URL, timeout=min(1.0, self.interval))
@@ -301,7 +315,7 @@ class Engine:
             missing_roles=list(procs.missing) if procs else [], zombie_roles=list(procs.zombie_roles) if procs else [],
             notify_problems=self.alerting.problems() if self.alerting is not None else [],
             forensics=self.last_forensics.line() if self.last_forensics is not None else None,
-            gpu_idle=dict(self.gpu_idle.idle),
+            gpu_idle=dict(self.gpu_idle.idle), slurm=self.state.slurm,
         )
 
     def take_new_findings(self) -> list[Finding]:
@@ -317,6 +331,8 @@ class Engine:
         if name == "gpu" and error is None and isinstance(value, GpuSnapshot):
             pids = {p for ps in (self.state.processes or {}).values() for p in ps}
             self.gpu_idle.update(value, pids, self.state.current_step(), self.clock())
+        if name == "slurm" and error is None:
+            self.state.slurm = value  # the job belongs in the status JSON and the check-in, beside the run
         if name == "launcher":
             if error is None:
                 self.live.tail.add_screen("launcher", value)  # type: ignore[arg-type]

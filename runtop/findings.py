@@ -10,6 +10,7 @@ from typing import Any
 from runtop.config import Thresholds
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
+from runtop.sources.slurm import SlurmSnapshot
 from runtop.state import RunState
 from runtop.state_parts import ErrorEntry
 
@@ -78,6 +79,7 @@ class Facts:
     notify_problems: list[str] = field(default_factory=list)
     forensics: str | None = None  # the newest hang forensics: what the stacks show, and where
     gpu_idle: dict[int, Any] = field(default_factory=dict)  # GPU index → `rules_hang.Idle`
+    slurm: SlurmSnapshot | None = None  # the run's SLURM job, where it has one (issue 17)
 
     @property
     def alive(self) -> dict[str, list[int]] | None:

@@ -91,6 +91,7 @@ class Publisher:
             (Slice.DISK, readings.get("disk")),
             (Slice.GPU, readings.get("gpu")),
             (Slice.VLLM, readings.get("vllm")),
+            (Slice.SLURM, readings.get("slurm")),
             (Slice.VERDICT, (verdict.verdict, tuple(verdict.reasons), tuple(verdict.alerts))),
             (Slice.CLOCK, int(now)),
             (Slice.LOGS, tail.seq),

@@ -92,6 +92,22 @@ def _health(v: Verdict) -> dict[str, Any]:
     }
 
 
+def _slurm(snap: Any) -> dict[str, Any] | None:
+    """The run's SLURM job as squeue/sacct last said (issue 17); None: the run names no job."""
+    if snap is None:
+        return None
+    job = snap.job
+    return {
+        "job_id": snap.ref.job_id, "found_by": snap.ref.how, "earlier_jobs": list(snap.ref.earlier), "source": snap.source,
+        "in_queue": snap.in_queue, "notes": list(snap.notes),
+        "state": job.state.value if job else None, "state_text": job.state_text if job else None,
+        "exit_code": job.exit_code if job else None, "signal": job.signal if job else None,
+        "elapsed_s": job.elapsed_s if job else None, "time_limit_s": job.limit_s if job else None,
+        "time_left_s": job.time_left() if job else None, "nodes": job.nodes if job else None,
+        "node_count": job.node_count if job else None, "reason": job.reason if job else None,
+    }
+
+
 def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: bool = True) -> dict[str, Any]:
     v = verdict or judge(state)
     r = state.rollouts
@@ -139,6 +155,7 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
         "last_complete_checkpoint": ckpt.step if ckpt else None,
         "checkpoint_dir": state.checkpoint_dir,
         "checkpoint_dir_source": state.checkpoint_dir_source,
+        "slurm": _slurm(state.slurm),
         "rollouts": {
             "total": r.total,
             "errored": r.errored,

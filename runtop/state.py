@@ -118,6 +118,7 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
     finished: set[str] = field(default_factory=set)
     unrecognised: dict[str, str] = field(default_factory=dict)
     processes: dict[str, list[int]] | None = None  # role → pids; None = not looked
+    slurm: Any = None  # `sources.slurm.SlurmSnapshot`: the run's SLURM job as last read; None = no job named
     process_denied: dict[str, list[str]] = field(default_factory=dict)  # user → roles runtop may not inspect
     backfill_error: str | None = None  # the history behind the live tail could not be read
     first_time: str | None = None  # log clock of the first record read (for the run's duration)

@@ -17,9 +17,10 @@ from runtop.parsers.events import VllmStats
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
 from runtop.sources.processes import ProcessSnapshot
+from runtop.sources.slurm import SlurmSnapshot
 from runtop.state import RunState
 
-PROBES = ("process", "disk", "gpu", "vllm")
+PROBES = ("process", "disk", "gpu", "vllm", "slurm")
 
 
 class Slice(enum.Enum):
@@ -39,6 +40,7 @@ class Slice(enum.Enum):
     DISK = "disk"
     GPU = "gpu"
     VLLM = "vllm"
+    SLURM = "slurm"
     VERDICT = "verdict"
     CLOCK = "clock"  # whole seconds: panes that show ages
 
@@ -52,6 +54,7 @@ class SystemView:
     gpu: GpuSnapshot | None = None
     vllm_http: VllmStats | None = None
     vllm_url: str | None = None
+    slurm: SlurmSnapshot | None = None  # None: the run names no SLURM job
     errors: dict[str, str] = field(default_factory=dict)  # probe name → why it has no reading
     readings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PROBES, 0))  # answers stored, per probe
 
@@ -72,6 +75,8 @@ class SystemView:
             self.gpu = value  # type: ignore[assignment]
         elif name == "vllm":
             self.vllm_http = value  # type: ignore[assignment]
+        elif name == "slurm":
+            self.slurm = value  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)

@@ -190,3 +190,24 @@ def test_alert_words_agree_with_the_verdict():
     assert "act now " in out and "warning " in out and "critical" not in out and "down " not in out
     out = text_of(AlertsPane().render_view(view(run(), Verdict("Down", [dead.message], [dead, save]))))
     assert out.splitlines()[0].startswith("down ") and "act now" in out
+
+
+def test_the_processes_pane_leads_with_the_runs_slurm_job():
+    """Issue 17: on a login node the job is all there is to see of the run's processes."""
+    from runtop.parsers.slurm import JobState, SlurmJob
+    from runtop.sources.processes import ProcessSnapshot
+    from runtop.sources.slurm import JobRef, SlurmSnapshot
+    from runtop.widgets.process_tree import ProcessTree
+
+    s = run()
+    job = SlurmJob("4242", JobState.RUNNING, "RUNNING", elapsed_s=3600.0, limit_s=86400.0 - 1800, nodes="gpu-[01-04]", node_count=4)
+    s.slurm = SlurmSnapshot(JobRef("4242", "job_4242.log in the run dir", log="job_4242.log"), job, True, "squeue --json + sacct --json")
+    import dataclasses
+
+    v = dataclasses.replace(view(s), system=SystemView(procs=ProcessSnapshot()))
+    lines = text_of(ProcessTree().render_view(v)).splitlines()
+    assert lines[0].startswith("SLURM job 4242 RUNNING · 4 nodes gpu-[01-04] · 22h30m left  (squeue --json + sacct --json)"), lines[0]
+    assert "no process of this run is running" in lines[1]
+    s.slurm = dataclasses.replace(s.slurm, job=dataclasses.replace(job, state=JobState.PENDING, state_text="PENDING", reason="Priority"))
+    line = text_of(ProcessTree().render_view(dataclasses.replace(v, state=s))).splitlines()[0]
+    assert "job 4242 PENDING · 4 nodes gpu-[01-04] · Priority" in line and "left" not in line

@@ -3,7 +3,7 @@ zombie roles in red (a dead inference server while the trainer waits is seed 002
 
 from __future__ import annotations
 
-from rich.console import JustifyMethod
+from rich.console import Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -17,9 +17,14 @@ MAX_ROWS = 40
 
 class ProcessTree(Pane):
     TITLE = "processes"
-    READS = (Slice.PROCESS, Slice.CLOCK)
+    READS = (Slice.PROCESS, Slice.SLURM, Slice.CLOCK)
 
-    def render_view(self, view: View) -> Table | Text:
+    def render_view(self, view: View) -> Table | Text | Group:
+        body = self._table(view)
+        job = slurm_line(view)
+        return Group(job, body) if job is not None else body
+
+    def _table(self, view: View) -> Table | Text:
         snap = view.system.procs
         err = view.system.errors.get("process") or (snap.error if snap else None)
         if snap is None:
@@ -65,3 +70,30 @@ class ProcessTree(Pane):
         if len(snap.procs) > MAX_ROWS:
             t.add_row("", "", Text(f"… {len(snap.procs) - MAX_ROWS} more", style="grey62"), "", "", "", "")
         return t
+
+
+JOB_STYLE = {"RUNNING": "green", "COMPLETING": "green", "PENDING": "yellow", "REQUEUED": "yellow", "SUSPENDED": "yellow", "COMPLETED": "grey62"}
+
+
+def slurm_line(view: View) -> Text | None:
+    """The run's SLURM job on one line (issue 17): on a login node it is all there is to see
+    of the run's processes."""
+    snap = view.state.slurm
+    if snap is None:
+        return None
+    line = Text("SLURM ", "bold")
+    job = snap.job
+    if job is None:
+        line.append(f"job {snap.ref.job_id}: {'; '.join(snap.notes) or 'no reading'}", "grey62")
+        return line
+    line.append(f"job {job.job_id} ")
+    line.append(job.state_text or job.state.value, JOB_STYLE.get(job.state.value, "bold red"))
+    if job.node_count:
+        line.append(f" · {job.node_count} node{'s' if job.node_count > 1 else ''}" + (f" {job.nodes}" if job.nodes else ""))
+    left = job.time_left()
+    if job.state.alive and left is not None:
+        line.append(f" · {duration(left)} left", "yellow" if left < 3600 else "")
+    if job.reason:
+        line.append(f" · {job.reason}", "grey62")
+    line.append(f"  ({snap.source})", "grey62")
+    return line
