@@ -163,8 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     no = sub.add_parser("notify", help="send a test message to alert targets and say whether it arrived")
     no.add_argument("--test", action="append", required=True, metavar="URL", help="an apprise URL (repeatable): slack://…, ntfys://topic, json://host:port/path")
 
-    tu = sub.add_parser("tui", help="open the live TUI on a run (default for `runtop PATH`)")
+    tu = sub.add_parser("tui", help="open the live TUI on a run, or the runs table on several (default for `runtop PATH`)")
     tu.add_argument("path")
+    tu.add_argument("more", nargs="*", metavar="PATH", help="more runs (or dirs of runs): the runs table lists them all")
+    tu.add_argument("--runs", default=None, metavar="FILE", help="a file naming runs, one path a line (# comments)")
     _ckpt_dir(tu)
     _config(tu)
     _common(tu)

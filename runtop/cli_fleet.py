@@ -11,43 +11,23 @@ import sys
 import time
 
 from runtop.cli import CHECK_EXIT, EXIT_CANNOT_READ, _thresholds, print
-from runtop.discovery import DiscoveryError, discover
-
-# Worst first: a dead run, one runtop cannot read, a degraded one, one it cannot judge yet.
-TROUBLE = {"Down": 0, "cannot read": 1, "Degraded": 2, "Unknown": 3, "Healthy": 4, "Finished": 5}
-
-
-def runs_in(path: str) -> list[str]:
-    """The runs under `path`: `path` itself when it is one run; else each subdirectory runtop
-    recognises (an output dir of runs)."""
-    try:
-        single = os.path.abspath(discover(path).root) == os.path.abspath(path)
-    except DiscoveryError:
-        single = False  # not a run itself: perhaps a directory of them
-    if single:
-        return [path]  # a run dir (its logs/ or checkpoints/ are not runs of their own)
-    try:
-        subs = sorted(os.path.join(path, n) for n in os.listdir(path) if os.path.isdir(os.path.join(path, n)) and not n.startswith("."))
-    except OSError:
-        return [path]
-    found = []
-    for sub in subs:
-        try:
-            discover(sub)
-        except DiscoveryError:
-            continue
-        found.append(sub)
-    return found or [path]
+from runtop.config import Thresholds
+from runtop.discovery import DiscoveryError
+from runtop.fleet import TROUBLE, runs_of
 
 
 def judge_all(args: argparse.Namespace) -> list[tuple[str, str, object, object]]:
     """(path, verdict word, state or None, verdict or error text) for each run, worst first."""
+    return judge(runs_of([args.path]), _thresholds(args))
+
+
+def judge(runs: list[str], cfg: Thresholds) -> list[tuple[str, str, object, object]]:
     from runtop.snapshot import read_and_judge
 
     out: list[tuple[str, str, object, object]] = []
-    for run in runs_in(args.path):
+    for run in runs:
         try:
-            state, verdict = read_and_judge(run, cfg=_thresholds(args))
+            state, verdict = read_and_judge(run, cfg=cfg)
         except DiscoveryError as e:
             out.append((run, "cannot read", None, str(e)))
             continue
@@ -60,12 +40,21 @@ def cmd_status_all(args: argparse.Namespace) -> int:
     from runtop.report_json import to_json
 
     rows = judge_all(args)
-    if args.json:
-        docs = [to_json(state, verdict, include_steps=False) if state is not None else {"path": run, "error": verdict}  # type: ignore[arg-type]
-                for run, _word, state, verdict in rows]
-        json.dump(docs, sys.stdout, indent=2, default=str)
-        sys.stdout.write("\n")
-        return 0
+    if not args.json:
+        return _table(rows)
+    docs = [to_json(state, verdict, include_steps=False) if state is not None else {"path": run, "error": verdict}  # type: ignore[arg-type]
+            for run, _word, state, verdict in rows]
+    json.dump(docs, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+    return 0
+
+
+def print_table(runs: list[str], cfg: Thresholds) -> int:
+    """`runtop DIR` without a terminal: the runs table once, as `status --all` prints it."""
+    return _table(judge(runs, cfg))
+
+
+def _table(rows: list[tuple[str, str, object, object]]) -> int:
     now = time.time()
     print(f"{'verdict':<9} {'run':<32} {'framework':<9} {'step':>11} {'last write':>10}  cause")
     for run, word, state, verdict in rows:

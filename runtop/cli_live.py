@@ -147,7 +147,36 @@ def _use_tui(args: argparse.Namespace) -> bool:
     return not getattr(args, "headless", False) and sys.stdout.isatty() and sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None = None, gpu: GpuProbe | None = None) -> int:
+def _run_fleet(runs: list[str], args: argparse.Namespace) -> int:
+    """The runs table; Enter opens a run in its full view, Esc there comes back (issue 17)."""
+    from runtop.cli_fleet import print_table
+    from runtop.fleet import BACK, Fleet
+
+    if not _use_tui(args):
+        return print_table(runs, _thresholds(args))
+    from runtop.tui.fleet_app import FleetApp
+
+    fleet = Fleet(runs, thresholds=_thresholds(args), poll=True)
+    fleet.start()
+    try:
+        selected: str | None = None
+        while True:
+            chosen = FleetApp(fleet, select=selected, where=" ".join([args.path, *getattr(args, "more", [])])).run()
+            if not chosen:
+                return EXIT_OK
+            selected, fleet.open = chosen, chosen
+            try:
+                code = _run_tui(discover(chosen), args, fleet=True)
+            finally:
+                fleet.open = None
+            if code != BACK:
+                return code
+    finally:
+        fleet.close()
+
+
+def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None = None, gpu: GpuProbe | None = None,
+             fleet: bool = False) -> int:
     from runtop.config import load_actions
     from runtop.tui.app import RuntopApp
 
@@ -166,10 +195,14 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
         thresholds=_thresholds(args), read_only=args.read_only or acfg.read_only, action_options=action_options,
         gpu=gpu,  # None: NVML
         alerting=alerting if alerting.active or alerting.errors else None,
-        terminal_notify=ncfg.terminal, slurm_job=getattr(args, "slurm_job", None),
+        terminal_notify=ncfg.terminal, slurm_job=getattr(args, "slurm_job", None), fleet=fleet,
     )
     app.monitor.forensics_on_stall = True  # a stall saves its stacks before anyone restarts the run
-    app.run()
+    result = app.run()
+    from runtop.fleet import BACK
+
+    if fleet and result == BACK:
+        return BACK
     if app.return_code:
         # Textual has shown what failed above; the shell must see it too (issue 10).
         _err(f"the TUI stopped on an internal error (exit {app.return_code}); `runtop status PATH` still reads the run")
@@ -178,6 +211,11 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
+    from runtop.fleet import runs_of
+
+    runs = runs_of([args.path, *getattr(args, "more", [])], getattr(args, "runs", None))
+    if len(runs) > 1:
+        return _run_fleet(runs, args)
     layout = layout_of(args)
     if not _use_tui(args):
         from runtop.live import follow

@@ -102,6 +102,7 @@ class Engine:
         publishing: bool | None = None,
         slurm: SlurmClient | None = None,
         slurm_job: str | None = None,
+        gpus: bool = True,
         slurm_period: float = SLURM_PERIOD_S,
     ) -> None:
         self.layout = layout
@@ -140,7 +141,8 @@ class Engine:
             self.probes.append(Probe("process", interval, self._sample_procs))
         if disks:
             self.probes.append(Probe("disk", max(interval, 5.0), self._sample_disks))
-        self.probes.append(Probe("gpu", interval, self._sample_gpu))
+        if gpus:  # off for a fleet's runs: one machine's GPUs are not twenty runs' news
+            self.probes.append(Probe("gpu", interval, self._sample_gpu))
         # Nothing listening (a prime-rl run on another port, a SkyRL run): asked every 30 s;
         # the log's stat lines fill the pane meanwhile.
         idle = max(30.0, interval)

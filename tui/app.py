@@ -28,6 +28,7 @@ from textual.worker import get_current_worker
 from runtop.actions import REGISTRY as ACTIONS
 from runtop.discovery import RunLayout
 from runtop.engine import Engine
+from runtop.fleet import BACK
 from runtop.parsers.hygiene import mask
 from runtop.terminal_notify import osc, tmux_message
 from runtop.tui.alerts_screen import AlertsScreen
@@ -126,6 +127,7 @@ class RuntopApp(VettedActions, App[int]):
         interval: float = 2.0,
         monitor: Engine | None = None,
         quit_after: float | None = None,
+        fleet: bool = False,
         read_only: bool = False,
         action_options: dict[str, Any] | None = None,
         terminal_notify: bool = False,
@@ -141,6 +143,7 @@ class RuntopApp(VettedActions, App[int]):
         if action_options is not None and "launcher" not in monitor_options:
             monitor_options["launcher"] = self._capture_launcher
         self.quit_after = quit_after  # `runtop demo --duration`: leave by itself
+        self.fleet = fleet  # opened from the runs table: Esc goes back to it (exit result BACK)
         self.interval = interval
         self.toasts: list[str] = []  # every toast shown, masked (tests read it, not Textual's internals)
         self.monitor = monitor or Engine(layout, interval=interval, **monitor_options)
@@ -357,6 +360,13 @@ class RuntopApp(VettedActions, App[int]):
     def action_toggle_follow(self) -> None:
         self.query_one(LogsPane).toggle_follow()
         self.refresh_panes()
+
+    def action_go_back(self) -> None:
+        """Esc: a zoomed pane first; then, opened from a fleet, back to the runs table."""
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+        elif self.fleet:
+            self.exit(BACK)
 
     def action_refresh(self) -> None:
         self.refresh_panes()

@@ -46,6 +46,7 @@ KEYS: tuple[Key, ...] = (
     Key("p", "toggle_follow", "Pause logs"),
     Key("w", "wrap_logs", "Wrap log lines", show=False),
     Key("r", "refresh", "Refresh now", show=False),
+    Key("escape", "go_back", "Back: unzoom a pane; from a fleet, to the runs table", show=False, shown_key="Esc"),
 )
 
 

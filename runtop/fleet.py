@@ -1,0 +1,166 @@
+"""A fleet of runs followed at once (issue 17): one engine per run, stepped gently by one
+thread, and a row per run for the runs table and `status --all`.
+
+A run not being looked at needs its verdict, not its every line: its engine reads at most
+one bounded slice per `interval` (10 s by default), asks for processes at that pace, and
+skips the GPU and disk probes (one machine's GPUs are no run's news in a fleet; the run's
+own view has them once opened). The thread steps one engine at a time, so twenty runs
+cost one core's small share, not twenty threads'.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from runtop.config import Thresholds
+from runtop.discovery import DiscoveryError, discover
+from runtop.engine import Engine
+
+# Worst first: a dead run, one runtop cannot read, a degraded one, one it cannot judge yet.
+TROUBLE = {"Down": 0, "cannot read": 1, "Degraded": 2, "Unknown": 3, "Healthy": 4, "Finished": 5}
+FLEET_INTERVAL_S = 10.0
+BACK = -1  # a run's view exits with this to return to the runs table
+
+
+@dataclass(frozen=True)
+class RunRow:
+    path: str
+    name: str  # the run dir's name: what tells runs of one config apart (their run_name is often one)
+    framework: str
+    verdict: str  # a verdict word, or "cannot read"
+    cause: str
+    step: int | None = None
+    max_steps: int | None = None
+    eta_s: float | None = None
+    last_write: float | None = None  # wall time of the newest write to its logs
+    attempt: int | None = None
+    read: float = 1.0  # fraction of its history read
+
+    @property
+    def trouble(self) -> int:
+        return TROUBLE.get(self.verdict, 9)
+
+
+def runs_in(path: str) -> list[str]:
+    """The runs under `path`: `path` itself when it is one run; else each subdirectory runtop
+    recognises (an output dir of runs)."""
+    try:
+        single = os.path.abspath(discover(path).root) == os.path.abspath(path)
+    except DiscoveryError:
+        single = False  # not a run itself: perhaps a directory of them
+    if single:
+        return [path]  # a run dir (its logs/ or checkpoints/ are not runs of their own)
+    try:
+        subs = sorted(os.path.join(path, n) for n in os.listdir(path) if os.path.isdir(os.path.join(path, n)) and not n.startswith("."))
+    except OSError:
+        return [path]
+    found = []
+    for sub in subs:
+        try:
+            discover(sub)
+        except DiscoveryError:
+            continue
+        found.append(sub)
+    return found or [path]
+
+
+def runs_of(paths: Sequence[str], runs_file: str | None = None) -> list[str]:
+    """Every run named: each path's runs, then each line of `--runs FILE` (blank and `#` lines
+    skipped), once each, in order."""
+    named = list(paths)
+    if runs_file is not None:
+        try:
+            with open(runs_file, encoding="utf-8") as f:
+                named += [ln.strip() for ln in f if ln.strip() and not ln.lstrip().startswith("#")]
+        except OSError as e:
+            raise DiscoveryError(f"--runs {runs_file}: {e.strerror or e}") from None
+    out: list[str] = []
+    seen: set[str] = set()
+    for p in named:
+        for run in runs_in(p):
+            key = os.path.realpath(run)
+            if key not in seen:
+                seen.add(key)
+                out.append(run)
+    return out
+
+
+def row_of(path: str, engine: Engine | None, error: str | None = None) -> RunRow:
+    name = os.path.basename(os.path.normpath(path)) or path
+    if engine is None:
+        return RunRow(path, name, "?", "cannot read", error or "")
+    with engine.lock:
+        s, v = engine.state, engine.verdict
+        writes = s.write_times()
+        return RunRow(
+            path, name, s.framework, v.verdict, v.reasons[0] if v.reasons else "", s.current_step(), s.max_steps,
+            s.eta_s(), max(writes) if writes else None, s.attempt, engine.live.backfill_progress(),
+        )
+
+
+class Fleet:
+    """The runs and their engines; `rows()` from any thread."""
+
+    def __init__(self, paths: Sequence[str], *, interval: float = FLEET_INTERVAL_S, thresholds: Thresholds | None = None,
+                 poll: bool = True, make: Callable[[str], Engine] | None = None) -> None:
+        self.interval = interval
+        self.paths = list(paths)
+        self.engines: dict[str, Engine | None] = {}
+        self.errors: dict[str, str] = {}
+        self._last: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.open: str | None = None  # the run being looked at: its own view reads it
+        for path in self.paths:
+            try:
+                self.engines[path] = make(path) if make else Engine(
+                    discover(path), interval=interval, poll=poll, thresholds=thresholds, disks=False, gpus=False,
+                    vllm_url=None, publishing=False,
+                )
+            except (DiscoveryError, OSError) as e:
+                self.engines[path], self.errors[path] = None, str(e)
+
+    def step_due(self, now: float | None = None) -> int:
+        """Step each engine whose turn has come (not the open run's); how many were stepped."""
+        now = time.monotonic() if now is None else now
+        n = 0
+        for path, engine in self.engines.items():
+            if engine is None or path == self.open or now - self._last.get(path, float("-inf")) < self.interval:
+                continue
+            if engine.live.reader.done() and engine.live.backfill_progress() >= 1.0:
+                self._last[path] = now  # caught up: its next turn is an interval away (else: next round)
+            try:
+                engine.step()
+            except Exception as e:  # noqa: BLE001 - one broken run never takes the fleet down
+                self.errors[path] = f"{type(e).__name__}: {e}"
+            n += 1
+            if self._stop.is_set():
+                break
+        return n
+
+    def rows(self) -> list[RunRow]:
+        rows = [row_of(p, e, self.errors.get(p)) for p, e in self.engines.items()]
+        rows.sort(key=lambda r: (r.trouble, -(r.last_write or 0.0), r.name))
+        return rows
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="runtop-fleet", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if not self.step_due():
+                self._stop.wait(0.5)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        for engine in self.engines.values():
+            if engine is not None:
+                engine.close()

@@ -1,0 +1,55 @@
+"""A directory of simulated runs with mixed verdicts (issue 17): what the runs table, its
+snapshot test and the fleet benchmark read. Every framework's plug-in writes its own runs."""
+
+from __future__ import annotations
+
+import os
+
+from runtop.frameworks import get as get_framework
+
+# (framework, scenario, steps it stops after (None: to the end), hours since its last write)
+MIX: tuple[tuple[str, str, int | None, float], ...] = (
+    ("prime-rl", "healthy", 7, 0.0),
+    ("prime-rl", "trainer-oom", None, 0.0),
+    ("prime-rl", "healthy", None, 0.0),  # finished
+    ("prime-rl", "inference-death", None, 0.0),
+    ("prime-rl", "partial-checkpoint", 9, 0.0),
+    ("prime-rl", "healthy", 5, 3.0),  # silent for hours: the pod is gone
+    ("prime-rl", "entropy-collapse", None, 0.0),
+    ("skyrl", "healthy", None, 0.0),
+    ("skyrl", "sigbus-checkpoint", None, 0.0),
+    ("skyrl", "disk-full", None, 0.0),
+    ("verl", "healthy", None, 0.0),
+    ("verl", "worker-oom", None, 0.0),
+    ("trl", "healthy", None, 0.0),
+    ("openrlhf", "healthy", None, 0.0),
+    ("nemo-rl", "healthy", None, 0.0),
+    ("prime-rl", "healthy", 3, 0.0),
+    ("prime-rl", "rollouts-hung", None, 0.0),
+    ("prime-rl", "healthy", 12, 0.0),
+    ("skyrl", "format-rising", None, 0.0),
+    ("prime-rl", "stalled", None, 0.5),  # silent for half an hour, its processes gone
+)
+
+
+def make_fleet(root: str, n: int = 20, *, now: float | None = None) -> list[str]:
+    """Write `n` runs under `root` (`run-00-prime-rl-healthy`, …); their paths. With `now`,
+    every file's time is fixed to it (less each run's hours of silence): a picture that
+    does not change with the day it is taken."""
+    import time
+
+    fixed = now is not None
+    now = time.time() if now is None else now
+    os.makedirs(root, exist_ok=True)
+    out = []
+    for i in range(n):
+        fw, scenario, stop, hours = MIX[i % len(MIX)]
+        path = os.path.join(root, f"run-{i:02d}-{fw}-{scenario}")
+        kw = {"stop_after": stop} if stop is not None and fw == "prime-rl" else {}
+        get_framework(fw).simulator(path, scenario, **kw).run()
+        if hours or fixed:
+            for dirpath, _dirs, files in os.walk(path):
+                for name in files:
+                    os.utime(os.path.join(dirpath, name), (now - hours * 3600, now - hours * 3600))
+        out.append(path)
+    return out

@@ -1,0 +1,141 @@
+"""The runs table (issue 17): twenty runs with mixed verdicts on one screen, most troubled
+first; Enter opens a run, Esc in it comes back; the fleet's thread leaves the open run alone."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from runtop.discovery import discover
+from runtop.engine import Engine
+from runtop.fleet import BACK, Fleet
+from runtop.simulator.fleet import make_fleet
+from runtop.sources.processes import ProcessSnapshot
+from runtop.tui.fleet_app import FleetApp, short_cause
+from tests.tui_helpers import FIXED_MTIME, FixedProcs, make_app
+
+NOW = FIXED_MTIME + 42.0
+
+
+def read_fleet(root: str, n: int = 20) -> Fleet:
+    """Twenty simulated runs, each read to its end and judged on a fixed clock, no processes."""
+    runs = make_fleet(root, n, now=FIXED_MTIME)
+
+    def engine(path: str) -> Engine:
+        return Engine(discover(path), interval=10.0, disks=False, gpus=False, vllm_url=None, publishing=False,
+                      clock=lambda: NOW, proc_sampler=FixedProcs(ProcessSnapshot()))
+
+    fleet = Fleet(runs, make=engine)
+    for e in fleet.engines.values():
+        assert e is not None
+        e.step()
+        while not e.live.reader.done():
+            e.step()
+        e.probe_all()
+    return fleet
+
+
+@pytest.fixture
+def fleet():
+    root = "/tmp/runtop-snapshots/fleet-of-20"  # fixed: the run names show in the picture
+    shutil.rmtree(root, ignore_errors=True)
+    f = read_fleet(root)
+    yield f
+    f.close()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_twenty_runs_sorted_by_trouble_at_120x40(snap_compare, fleet):
+    verdicts = [r.verdict for r in fleet.rows()]
+    assert verdicts == sorted(verdicts, key=["Down", "cannot read", "Degraded", "Unknown", "Healthy", "Finished"].index)
+    assert verdicts.count("Down") >= 5 and "Healthy" in verdicts and "Finished" in verdicts and "Degraded" in verdicts
+    assert snap_compare(FleetApp(fleet, clock=lambda: NOW, where="runs/", refresh_s=60), terminal_size=(120, 40))
+
+
+def test_an_80_column_split_keeps_the_verdict_the_run_and_the_cause(snap_compare, fleet):
+    assert snap_compare(FleetApp(fleet, clock=lambda: NOW, where="runs/", refresh_s=60), terminal_size=(80, 24))
+
+
+async def test_enter_opens_the_run_under_the_cursor(fleet):
+    rows = fleet.rows()
+    app = FleetApp(fleet, clock=lambda: NOW, refresh_s=60)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("down", "down", "enter")
+        await pilot.pause()
+    assert app.return_value == rows[2].path
+
+
+async def test_the_cursor_comes_back_to_the_run_just_left(fleet):
+    rows = fleet.rows()
+    app = FleetApp(fleet, clock=lambda: NOW, refresh_s=60, select=rows[5].path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("enter")
+        await pilot.pause()
+    assert app.return_value == rows[5].path
+
+
+async def test_esc_in_a_run_opened_from_the_fleet_goes_back_and_alone_does_nothing(fleet):
+    path = fleet.rows()[0].path
+    app = make_app(path)
+    app.fleet = True
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("0")  # zoom a pane: Esc unzooms it first
+        await pilot.pause()
+        assert app.screen.maximized is not None
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen.maximized is None and app.is_running
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.return_value == BACK
+    alone = make_app(path)
+    async with alone.run_test(size=(120, 40)) as pilot:
+        await pilot.press("escape")
+        await pilot.pause()
+        assert alone.is_running  # not from a fleet: Esc never quits
+
+
+def test_the_fleet_thread_leaves_the_open_run_to_its_own_view(tmp_path):
+    runs = make_fleet(str(tmp_path / "runs"), 3)
+    fleet = Fleet(runs, interval=0.0)
+    try:
+        fleet.open = runs[1]
+        fleet.step_due()
+        stepped = {p: e.steps_done for p, e in fleet.engines.items() if e is not None}
+        assert stepped[runs[1]] == 0 and stepped[runs[0]] == 1 and stepped[runs[2]] == 1
+    finally:
+        fleet.close()
+
+
+def test_a_run_that_cannot_be_read_is_a_row_saying_why(tmp_path):
+    good = make_fleet(str(tmp_path / "runs"), 1)[0]
+    empty = tmp_path / "not-a-run"
+    empty.mkdir()
+    fleet = Fleet([good, str(empty)])
+    try:
+        bad = next(r for r in fleet.rows() if r.path == str(empty))
+        assert bad.verdict == "cannot read" and bad.cause and fleet.rows()[0] is not None
+    finally:
+        fleet.close()
+
+
+def test_the_cause_keeps_its_error_type_and_drops_the_message_when_narrow():
+    cause = "trainer died: torch.OutOfMemoryError (CUDA out of memory. Tried to allocate 4.64 GiB.); reported as ChildFailedError"
+    assert short_cause(cause, 40) == "trainer died: torch.OutOfMemoryError"
+    assert short_cause("inference server (vLLM) died: RuntimeError (CUDA error: an illegal memory access)", 44) == \
+        "inference server (vLLM) died: RuntimeError"
+    assert short_cause("no log write anywhere for 3h00m", 12) == "no log writ…"
+
+
+def test_runtop_on_a_directory_of_runs_without_a_terminal_prints_the_table(tmp_path):
+    import subprocess
+    import sys
+
+    runs = make_fleet(str(tmp_path / "runs"), 4)
+    r = subprocess.run([sys.executable, "-m", "runtop", str(tmp_path / "runs")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("verdict") and len(lines) == 5 and lines[1].startswith("Down")
+    assert {os.path.basename(p) for p in runs} <= {ln.split()[1] for ln in lines[1:]}

@@ -1,0 +1,159 @@
+"""The runs table (issue 17): every run of a fleet on one line, most troubled first.
+
+`runtop DIR` on a directory of runs opens this; Enter opens the run under the cursor in its
+own full view (the app exits with its path and the command line runs the run's app), Esc
+there comes back here. The table reads `Fleet.rows()` once a second and never touches a
+file: the fleet's own thread reads the runs.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.widgets import DataTable, Footer, Static
+
+from runtop.fleet import Fleet, RunRow
+from runtop.widgets.render import duration
+
+VERDICT_STYLE = {"Down": "bold white on red", "cannot read": "bold red", "Degraded": "bold black on yellow", "Unknown": "grey62",
+                 "Healthy": "bold green", "Finished": "bold blue"}
+# (column, width): the cause takes what the others leave (the run's own view has it whole).
+COUNT_STYLE = {"Down": "bold red", "cannot read": "bold red", "Degraded": "bold yellow", "Unknown": "grey62",
+               "Healthy": "bold green", "Finished": "bold blue"}
+COLUMNS = (("verdict", 10), ("run", 26), ("framework", 9), ("step", 7), ("ETA", 6), ("last write", 10), ("att", 3), ("cause", 0))
+# Under 110 columns (an 80×24 split) the verdict, the run and the cause: the rest waits for the run's view.
+NARROW = (("verdict", 10), ("run", 22), ("cause", 0))
+NARROW_BELOW = 110
+
+
+def columns(width: int) -> tuple[tuple[str, int], ...]:
+    return NARROW if width < NARROW_BELOW else COLUMNS
+
+
+def fixed_width(cols: tuple[tuple[str, int], ...]) -> int:
+    return sum(w for _, w in cols) + 2 * len(cols)  # DataTable pads each cell by one each side
+
+
+DETAIL_RE = re.compile(r" \((?:[^()]|\([^()]*\)){12,}\)")
+
+
+def short_cause(cause: str, width: int) -> str:
+    """The cause's first clause, its long parentheses (the exception's message) left to the
+    run's own view, cut to `width`: `trainer died: torch.OutOfMemoryError`."""
+    first = cause.split("; ", 1)[0]
+    if len(first) > width:
+        first = DETAIL_RE.sub("", first)
+    return first if len(first) <= width else first[: max(1, width - 1)] + "…"
+
+
+def summary(rows: list[RunRow], where: str = "") -> Text:
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    out = Text(f" {len(rows)} runs", "bold")
+    if where:
+        out.append(f" in {where}", "grey62")
+    for word in VERDICT_STYLE:
+        if counts.get(word):
+            out.append("  ·  ")
+            out.append(f"{counts[word]} {word}", COUNT_STYLE[word])
+    reading = [r for r in rows if r.read < 1.0]
+    if reading:
+        out.append(f"  ·  reading history of {len(reading)}", "italic grey62")
+    out.append("   Enter opens a run, Esc comes back", "grey62")
+    return out
+
+
+def cells(row: RunRow, now: float, cause_width: int = 60, cols: tuple[tuple[str, int], ...] = COLUMNS) -> tuple[Text, ...]:
+    step = f"{row.step if row.step is not None else '-'}/{row.max_steps or '?'}"
+    age = duration(now - row.last_write) if row.last_write else "-"
+    eta = duration(row.eta_s) if row.eta_s and row.verdict not in ("Finished", "Down") else "-"
+    cause = f"reading its history ({row.read:.0%})" if row.read < 1.0 else row.cause
+    run_w = dict(cols).get("run", 26)
+    every = {
+        "verdict": Text(f" {row.verdict} ", VERDICT_STYLE.get(row.verdict, "")),
+        "run": Text(row.name if len(row.name) <= run_w else row.name[: run_w - 1] + "…", "bold"),
+        "framework": Text(row.framework, "grey62"),
+        "step": Text(step, justify="right"),
+        "ETA": Text(eta, justify="right"),
+        "last write": Text(age, justify="right"),
+        "att": Text(str(row.attempt or "-"), justify="right"),
+        "cause": Text(short_cause(cause, cause_width), "red" if row.verdict == "Down" else "italic grey62" if row.read < 1.0 else ""),
+    }
+    return tuple(every[name] for name, _ in cols)
+
+
+class FleetApp(App[str | None]):
+    """Exits with the path of the run to open, or None to quit."""
+
+    TITLE = "runtop"
+    CSS = """
+    #summary { height: 1; background: $panel; }
+    DataTable { height: 1fr; }
+    """
+    BINDINGS = [("enter", "open_run", "Open run"), ("q", "quit_fleet", "Quit"), ("r", "refresh_now", "Refresh")]
+
+    def __init__(self, fleet: Fleet, *, select: str | None = None, clock: object = time.time, refresh_s: float = 1.0,
+                 where: str = "") -> None:
+        super().__init__()
+        self.where = where  # the dir (or dirs) the runs came from, for the summary line
+        self.fleet = fleet
+        self.selected = select  # the run to put the cursor on first (the one just left)
+        self.clock = clock
+        self.refresh_s = refresh_s
+        self._paths: list[str] = []
+        self._cols: tuple[tuple[str, int], ...] = ()
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="summary")
+        yield DataTable(cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refill()
+        self.set_interval(self.refresh_s, self.refill)
+        self.query_one(DataTable).focus()
+
+    def refill(self) -> None:
+        rows = self.fleet.rows()
+        now = self.clock()  # type: ignore[operator]
+        self.query_one("#summary", Static).update(summary(rows, self.where))
+        cols = columns(self.size.width or 120)
+        cause_width = max(12, (self.size.width or 120) - fixed_width(cols) - 1)
+        table: DataTable[Text] = self.query_one(DataTable)
+        # The cursor follows its run, not its row, when a re-sort moves it.
+        keep = self.selected if self.selected is not None else (
+            self._paths[table.cursor_row] if 0 <= table.cursor_row < len(self._paths) else None)
+        if cols != self._cols:  # the terminal crossed NARROW_BELOW: other columns
+            table.clear(columns=True)
+            for col, width in cols:
+                table.add_column(col, key=col, width=width or None)
+            self._cols = cols
+        table.clear()
+        self._paths = [r.path for r in rows]
+        for r in rows:
+            table.add_row(*cells(r, now, cause_width, cols), key=r.path)
+        if keep in self._paths:
+            table.move_cursor(row=self._paths.index(keep), animate=False)
+        self.selected = None
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key is not None and event.row_key.value is not None:
+            self.exit(event.row_key.value)
+
+    def action_open_run(self) -> None:
+        table: DataTable[Text] = self.query_one(DataTable)
+        if self._paths and 0 <= table.cursor_row < len(self._paths):
+            self.exit(self._paths[table.cursor_row])
+
+    def action_quit_fleet(self) -> None:
+        self.exit(None)
+
+    def action_refresh_now(self) -> None:
+        self.refill()
+
+    def on_resize(self) -> None:
+        self.refill()  # the cause column takes the new width
