@@ -75,13 +75,13 @@ def cpu_now(pid: int) -> float:
         return float("nan")
 
 
-def run_in_pty(argv: list[str], seconds: float, env: dict[str, str]) -> tuple[float, float, int, int, float]:
+def run_in_pty(argv: list[str], seconds: float, env: dict[str, str], size: tuple[int, int] = (50, 200)) -> tuple[float, float, int, int, float]:
     """(cpu seconds, peak RSS MB, exit status, bytes written to the terminal, cpu seconds
-    after the first WARM_S) of `argv` run for `seconds` in a 200×50 pty."""
+    after the first WARM_S) of `argv` run for `seconds` in a pty of `size` (rows, columns)."""
     pid, fd = pty.fork()
     if pid == 0:
         os.execvpe(argv[0], argv, env)
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", size[0], size[1], 0, 0))
     t0 = time.monotonic()
     deadline = t0 + seconds
     warm: float | None = None
