@@ -103,6 +103,7 @@ class Engine:
         slurm: SlurmClient | None = None,
         slurm_job: str | None = None,
         gpus: bool = True,
+        process_period: float | None = None,
         slurm_period: float = SLURM_PERIOD_S,
     ) -> None:
         self.layout = layout
@@ -138,7 +139,7 @@ class Engine:
         # a 100k-step state is made for nobody (`view()` builds one if asked).
         self.publishing = not isinstance(self.live, OnceRun) if publishing is None else publishing
         if processes:
-            self.probes.append(Probe("process", interval, self._sample_procs))
+            self.probes.append(Probe("process", process_period or interval, self._sample_procs))
         if disks:
             self.probes.append(Probe("disk", max(interval, 5.0), self._sample_disks))
         if gpus:  # off for a fleet's runs: one machine's GPUs are not twenty runs' news

@@ -23,6 +23,8 @@ from runtop.engine import Engine
 # Worst first: a dead run, one runtop cannot read, a degraded one, one it cannot judge yet.
 TROUBLE = {"Down": 0, "cannot read": 1, "Degraded": 2, "Unknown": 3, "Healthy": 4, "Finished": 5}
 FLEET_INTERVAL_S = 10.0
+# A /proc walk per run is the fleet's largest cost: each run's processes are looked at this often.
+FLEET_PROCESS_S = 30.0
 BACK = -1  # a run's view exits with this to return to the runs table
 
 
@@ -119,7 +121,7 @@ class Fleet:
             try:
                 self.engines[path] = make(path) if make else Engine(
                     discover(path), interval=interval, poll=poll, thresholds=thresholds, disks=False, gpus=False,
-                    vllm_url=None, publishing=False,
+                    vllm_url=None, publishing=False, process_period=max(interval, FLEET_PROCESS_S),
                 )
             except (DiscoveryError, OSError) as e:
                 self.engines[path], self.errors[path] = None, str(e)

@@ -139,3 +139,17 @@ def test_runtop_on_a_directory_of_runs_without_a_terminal_prints_the_table(tmp_p
     lines = r.stdout.splitlines()
     assert lines[0].startswith("verdict") and len(lines) == 5 and lines[1].startswith("Down")
     assert {os.path.basename(p) for p in runs} <= {ln.split()[1] for ln in lines[1:]}
+
+
+async def test_a_second_later_only_the_changed_cells_are_redrawn_and_the_rows_stay(fleet):
+    clock = [NOW]
+    app = FleetApp(fleet, clock=lambda: clock[0], refresh_s=60)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one("DataTable")
+        first = table.get_row_at(0)
+        clock[0] += 60
+        app.refill()
+        await pilot.pause()
+        again = table.get_row_at(0)
+        assert str(first[5]) == "42s" and str(again[5]) == "1m42s"  # last write moved on
+        assert str(again[1]) == str(first[1]) and table.row_count == 20

@@ -106,6 +106,8 @@ class FleetApp(App[str | None]):
         self.refresh_s = refresh_s
         self._paths: list[str] = []
         self._cols: tuple[tuple[str, int], ...] = ()
+        self._drawn: dict[str, tuple[Text, ...]] = {}  # what each row shows now
+        self._summary = ""
 
     def compose(self) -> ComposeResult:
         yield Static(id="summary")
@@ -118,27 +120,42 @@ class FleetApp(App[str | None]):
         self.query_one(DataTable).focus()
 
     def refill(self) -> None:
+        """Redraw what changed: cells in place while the order holds (a second's new ages
+        touch one column), the whole table when a run moves or the columns change."""
         rows = self.fleet.rows()
         now = self.clock()  # type: ignore[operator]
-        self.query_one("#summary", Static).update(summary(rows, self.where))
+        text = summary(rows, self.where)
+        if text.plain != self._summary:
+            self._summary = text.plain
+            self.query_one("#summary", Static).update(text)
         cols = columns(self.size.width or 120)
         cause_width = max(12, (self.size.width or 120) - fixed_width(cols) - 1)
         table: DataTable[Text] = self.query_one(DataTable)
         # The cursor follows its run, not its row, when a re-sort moves it.
         keep = self.selected if self.selected is not None else (
             self._paths[table.cursor_row] if 0 <= table.cursor_row < len(self._paths) else None)
+        self.selected = None
+        drawn = {r.path: cells(r, now, cause_width, cols) for r in rows}
+        paths = [r.path for r in rows]
+        if cols == self._cols and paths == self._paths:
+            for path, new in drawn.items():
+                old = self._drawn.get(path, ())
+                for (name, _), before, after in zip(cols, old, new, strict=False):
+                    if before.plain != after.plain or before.style != after.style:
+                        table.update_cell(path, name, after)
+            self._drawn = drawn
+            return
         if cols != self._cols:  # the terminal crossed NARROW_BELOW: other columns
             table.clear(columns=True)
             for col, width in cols:
                 table.add_column(col, key=col, width=width or None)
             self._cols = cols
         table.clear()
-        self._paths = [r.path for r in rows]
-        for r in rows:
-            table.add_row(*cells(r, now, cause_width, cols), key=r.path)
+        self._paths, self._drawn = paths, drawn
+        for path in paths:
+            table.add_row(*drawn[path], key=path)
         if keep in self._paths:
             table.move_cursor(row=self._paths.index(keep), animate=False)
-        self.selected = None
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key is not None and event.row_key.value is not None:
