@@ -21,6 +21,12 @@ class RunConfig:
     ckpt_interval: int | None = None
     keep_last: int | None = None
     model: str | None = None
+    # Where the run serves its own Prometheus text (issue 17): the trainer's metrics server
+    # (`[trainer.metrics_server]` in rl.toml, `[metrics_server]` in trainer.toml; port 8000
+    # when the table is there without one) and the inference server's port (`[inference.server]`,
+    # `[server]` in inference.toml).
+    trainer_metrics_port: int | None = None
+    inference_port: int | None = None
 
 
 def _table(v: object) -> dict[str, Any]:
@@ -72,7 +78,12 @@ def parse_config(text: str, fmt: str) -> RunConfig | None:
         return None
     run, ckpt, model = (_table(data.get(k)) for k in ("run", "ckpt", "model"))
     name = run.get("name") if isinstance(run.get("name"), str) else None
+    server = _table(_table(data.get("trainer")).get("metrics_server")) or _table(data.get("metrics_server"))
+    has_server = "metrics_server" in _table(data.get("trainer")) or "metrics_server" in data
+    inference = _table(_table(data.get("inference")).get("server")) or _table(data.get("server"))
     return RunConfig(
+        trainer_metrics_port=_port(server.get("port", 8000)) if has_server else None,
+        inference_port=_port(inference.get("port")),
         max_steps=_int(_find(data, "max_steps")),
         run_name=name,
         ckpt_interval=_int(ckpt.get("interval")),
@@ -81,11 +92,16 @@ def parse_config(text: str, fmt: str) -> RunConfig | None:
     )
 
 
+def _port(v: object) -> int | None:
+    n = _int(v)
+    return n if n is not None and 0 < n < 65536 else None
+
+
 def merge(configs: list[RunConfig]) -> RunConfig:
     """First non-null value of each field, in the order given."""
     out: dict[str, object] = {}
     for c in configs:
-        for f in ("max_steps", "run_name", "ckpt_interval", "keep_last", "model"):
+        for f in ("max_steps", "run_name", "ckpt_interval", "keep_last", "model", "trainer_metrics_port", "inference_port"):
             if out.get(f) is None and getattr(c, f) is not None:
                 out[f] = getattr(c, f)
     return RunConfig(**out)  # type: ignore[arg-type]

@@ -41,6 +41,8 @@ from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot
 from runtop.sources.run_reader import RunReader
 from runtop.sources.slurm import SLURM_PERIOD_S, SlurmClient, SlurmSnapshot, find_job
+from runtop.sources.trainer_metrics import TrainerLive
+from runtop.sources.trainer_metrics import fetch as fetch_trainer
 from runtop.sources.tmux import TmuxError
 from runtop.sources.vllm_metrics import DEFAULT_URL, fetch
 from runtop.state import RunState
@@ -155,6 +157,9 @@ class Engine:
         # reach the controller and its database, so at most every 30 s.
         self._slurm = slurm or SlurmClient()
         self.slurm_job = slurm_job  # `--slurm-job ID`, where the run dir names none
+        # The trainer's own /metrics (issue 17), where its config serves one: steps seen on the
+        # trainer's clock, not through a shared filesystem's caching.
+        self.probes.append(Probe("trainer", interval, self._sample_trainer, idle_period=idle))
         self.probes.append(Probe("slurm", max(interval, slurm_period), self._sample_slurm, deadline=25.0))
         if launcher is not None:
             self.probes.append(Probe("launcher", max(interval, 5.0), launcher, idle_period=idle, unavailable=(TmuxError, ActionError)))
@@ -184,8 +189,16 @@ class Engine:
         ref = find_job(self.layout.root, self.slurm_job, pids)
         return self._slurm.read(ref) if ref is not None else None
 
+    def _sample_trainer(self) -> TrainerLive | None:
+        port = self.state.endpoints.get("trainer")
+        return fetch_trainer(f"http://127.0.0.1:{port}/metrics", timeout=min(1.0, self.interval)) if port else None
+
     def _sample_vllm(self) -> VllmStats:
-        stats, error = fetch(self.vllm_url or DEFAULT_URL, timeout=min(1.0, self.interval))
+        url = self.vllm_url or DEFAULT_URL
+        port = self.state.endpoints.get("inference")
+        if url == DEFAULT_URL and port:
+            url = f"http://127.0.0.1:{port}/metrics"  # the port the run's config gives its server
+        stats, error = fetch(url, timeout=min(1.0, self.interval))
         if stats is None:
             raise Unavailable(error)
         return stats
@@ -318,7 +331,7 @@ class Engine:
             missing_roles=list(procs.missing) if procs else [], zombie_roles=list(procs.zombie_roles) if procs else [],
             notify_problems=self.alerting.problems() if self.alerting is not None else [],
             forensics=self.last_forensics.line() if self.last_forensics is not None else None,
-            gpu_idle=dict(self.gpu_idle.idle), slurm=self.state.slurm,
+            gpu_idle=dict(self.gpu_idle.idle), slurm=self.state.slurm, trainer_live=self.system.trainer,
         )
 
     def take_new_findings(self) -> list[Finding]:

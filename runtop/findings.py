@@ -11,6 +11,7 @@ from runtop.config import Thresholds
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
 from runtop.sources.slurm import SlurmSnapshot
+from runtop.sources.trainer_metrics import TrainerLive
 from runtop.state import RunState
 from runtop.state_parts import ErrorEntry
 
@@ -80,6 +81,7 @@ class Facts:
     forensics: str | None = None  # the newest hang forensics: what the stacks show, and where
     gpu_idle: dict[int, Any] = field(default_factory=dict)  # GPU index → `rules_hang.Idle`
     slurm: SlurmSnapshot | None = None  # the run's SLURM job, where it has one (issue 17)
+    trainer_live: TrainerLive | None = None  # the trainer's own /metrics: steps on its clock
 
     @property
     def alive(self) -> dict[str, list[int]] | None:

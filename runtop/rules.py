@@ -167,6 +167,16 @@ def stalled(f: Facts) -> list[Finding]:
     limit = max(f.cfg.stall_min_s, f.cfg.stall_k * med if med else 0.0)
     waiting = waiting_on(s)
     alive = f.alive
+    live = f.trainer_live
+    if quiet >= max(f.cfg.silence_s, limit) and live is not None and live.last_step_ts is not None:
+        fresh = (f.now - live.last_step_ts) * f.cfg.time_scale
+        if fresh < limit:
+            # The trainer steps on its own clock while the files say nothing: the logs lag
+            # (a shared filesystem's attribute cache, a stuck writer), the run does not.
+            logged = s.current_step()
+            msg = (f"the logs have been silent for {duration(quiet)}, but the trainer's /metrics says step {live.step} came "
+                   f"{duration(fresh)} ago (the logs show step {logged if logged is not None else 'none'}): what runtop reads lags the run")
+            return [Finding("stalled", "warning", msg, live.url, subject="logs lag")]
     if quiet >= max(f.cfg.silence_s, limit):
         nobody = alive is not None and not any(p for r, p in alive.items() if r != "ray")
         # Silent this long, the run is not training, whether its processes are gone (a
@@ -176,6 +186,8 @@ def stalled(f: Facts) -> list[Finding]:
         msg = f"no log write anywhere for {duration(quiet)}" + ("; no run process alive: the pod or job may be gone" if nobody else (f"; {waiting}" if waiting else alive_but))
         # Since the last write: when the silence began, not when runtop noticed it (issue 14).
         evidence = f"newest write {duration(quiet)} ago" + (f"; stacks: {f.forensics}" if f.forensics else "")
+        if live is not None and live.last_step_ts is not None:
+            evidence += f"; trainer /metrics: step {live.step}, {duration((f.now - live.last_step_ts) * f.cfg.time_scale)} ago"
         return [Finding("stalled", "critical", msg, evidence, since_ts=newest, down=True, subject="silence")]
     # The logs go on but the steps do not (waiting on something).
     last_step_t, newest_t = s.last_step_time, _newest_log_time(s)

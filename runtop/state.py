@@ -72,6 +72,7 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
     max_steps: int | None = None
     max_steps_source: str | None = None
     ckpt_interval: int | None = None
+    endpoints: dict[str, int] = field(default_factory=dict)  # role → the local port it serves /metrics on (its config)
     keep_last: int | None = None
     attempts: list[Attempt] = field(default_factory=lambda: [Attempt(1, "first launch")])
     steps: dict[int, StepRow] = field(default_factory=dict)

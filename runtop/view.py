@@ -18,9 +18,10 @@ from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
 from runtop.sources.processes import ProcessSnapshot
 from runtop.sources.slurm import SlurmSnapshot
+from runtop.sources.trainer_metrics import TrainerLive
 from runtop.state import RunState
 
-PROBES = ("process", "disk", "gpu", "vllm", "slurm")
+PROBES = ("process", "disk", "gpu", "vllm", "slurm", "trainer")
 
 
 class Slice(enum.Enum):
@@ -55,6 +56,7 @@ class SystemView:
     vllm_http: VllmStats | None = None
     vllm_url: str | None = None
     slurm: SlurmSnapshot | None = None  # None: the run names no SLURM job
+    trainer: TrainerLive | None = None  # the trainer's own /metrics, where its config serves one
     errors: dict[str, str] = field(default_factory=dict)  # probe name → why it has no reading
     readings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PROBES, 0))  # answers stored, per probe
 
@@ -65,6 +67,8 @@ class SystemView:
             self.errors[name] = error
             if name == "vllm":
                 self.vllm_http = None  # stale numbers would read as live
+            if name == "trainer":
+                self.trainer = None
             return
         self.errors.pop(name, None)
         if name == "process":
@@ -77,6 +81,8 @@ class SystemView:
             self.vllm_http = value  # type: ignore[assignment]
         elif name == "slurm":
             self.slurm = value  # type: ignore[assignment]
+        elif name == "trainer":
+            self.trainer = value  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ class ConfigReader:
             state.run_name = merged.run_name or state.run_name
             state.ckpt_interval = merged.ckpt_interval
             state.keep_last = merged.keep_last
+            state.endpoints = {k: v for k, v in (("trainer", merged.trainer_metrics_port), ("inference", merged.inference_port)) if v}
         if state.run_name is None:
             state.run_name = framework.default_run_name(layout)
         return changed
