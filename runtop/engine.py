@@ -41,9 +41,9 @@ from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot
 from runtop.sources.run_reader import RunReader
 from runtop.sources.slurm import SLURM_PERIOD_S, SlurmClient, SlurmSnapshot, find_job
+from runtop.sources.tmux import TmuxError
 from runtop.sources.trainer_metrics import TrainerLive
 from runtop.sources.trainer_metrics import fetch as fetch_trainer
-from runtop.sources.tmux import TmuxError
 from runtop.sources.vllm_metrics import DEFAULT_URL, fetch
 from runtop.state import RunState
 from runtop.view import SystemView, View
