@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # imported where used: `runtop --help` stays fast
     from runtop.config import Thresholds
 from runtop.parsers.hygiene import public
 
-COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send", "notify", "forensics", "export")
+COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send", "notify", "forensics", "export", "serve")
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
 # `runtop check` (issue 12): an Unknown is not a Healthy; a script must be able to tell.
 CHECK_EXIT = {"Healthy": 0, "Finished": 0, "Degraded": 1, "Down": 2, "Unknown": 4}
@@ -159,6 +159,14 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--duration", type=seconds, default=None, metavar="S", help="stop after S seconds")
     _config(ex)
     _common(ex)
+
+    sv = sub.add_parser("serve", help="the TUI in a browser (textual-serve), on 127.0.0.1, read-only unless --allow-actions")
+    sv.add_argument("path")
+    sv.add_argument("--port", type=port, default=8765, help="the port (default 8765)")
+    sv.add_argument("--host", default="127.0.0.1", help="the address (default 127.0.0.1; textual-serve has no authentication: use ssh -L)")
+    sv.add_argument("--allow-actions", action="store_true", help="let browser sessions send vetted actions (loopback only)")
+    _config(sv)
+    _common(sv)
 
     no = sub.add_parser("notify", help="send a test message to alert targets and say whether it arrived")
     no.add_argument("--test", action="append", required=True, metavar="URL", help="an apprise URL (repeatable): slack://…, ntfys://topic, json://host:port/path")
@@ -318,10 +326,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     from runtop.cli_actions import cmd_actions, cmd_send
     from runtop.cli_live import cmd_demo, cmd_export, cmd_follow, cmd_forensics, cmd_notify, cmd_tui, cmd_watch
+    from runtop.cli_serve import cmd_serve
 
     handlers = {
         "status": cmd_status, "follow": cmd_follow, "demo": cmd_demo, "tui": cmd_tui, "check": cmd_check,
-        "watch": cmd_watch, "actions": cmd_actions, "send": cmd_send, "notify": cmd_notify, "forensics": cmd_forensics, "export": cmd_export,
+        "watch": cmd_watch, "actions": cmd_actions, "send": cmd_send, "notify": cmd_notify, "forensics": cmd_forensics, "export": cmd_export, "serve": cmd_serve,
     }
     from runtop.config import ConfigError
 

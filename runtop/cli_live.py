@@ -144,7 +144,12 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
 def _use_tui(args: argparse.Namespace) -> bool:
     # Textual draws on stderr: all three must be the terminal.
-    return not getattr(args, "headless", False) and sys.stdout.isatty() and sys.stdin.isatty() and sys.stderr.isatty()
+    if getattr(args, "headless", False):
+        return False
+    # Under `runtop serve` textual-serve runs the TUI through pipes, its web driver named here.
+    if "web_driver" in os.environ.get("TEXTUAL_DRIVER", ""):
+        return True
+    return sys.stdout.isatty() and sys.stdin.isatty() and sys.stderr.isatty()
 
 
 def _run_fleet(runs: list[str], args: argparse.Namespace) -> int:
