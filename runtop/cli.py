@@ -230,6 +230,8 @@ def _ckpt_dir(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ckpt-dir", default=None, metavar="DIR", help="the checkpoint dir where the log does not say it (SkyRL, verl, TRL)")
     p.add_argument("--metrics", action="append", default=None, metavar="FILE",
                    help='a JSONL of {"step": N, …} (or {"step": N, "data": {…}}) rows to read too; [metrics] maps its keys onto runtop\'s metric names')
+    p.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="the run's Ray cluster for the state API (default: RAY_ADDRESS of its processes, or their local cluster)")
     p.add_argument("--slurm-job", type=slurm_job_id, default=None, metavar="ID",
                    help="the run's SLURM job (default: the newest job_<id>.log or slurm-<id>.out in the run dir, else SLURM_JOB_ID of its processes)")
 
@@ -269,7 +271,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         from runtop.cli_fleet import cmd_status_all
 
         return cmd_status_all(args)
-    state, verdict = read_and_judge(args.path, cfg=_thresholds(args), slurm_job=args.slurm_job, **files(args))
+    state, verdict = read_and_judge(args.path, cfg=_thresholds(args), slurm_job=args.slurm_job, ray_address=args.ray_address, **files(args))
     if args.append:
         from runtop.checkin import append_checkin, status_path
         from runtop.outputs import OutputError
@@ -296,7 +298,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         from runtop.cli_fleet import cmd_check_all
 
         return cmd_check_all(args)
-    state, verdict = read_and_judge(args.path, cfg=_thresholds(args), slurm_job=args.slurm_job, **files(args))
+    state, verdict = read_and_judge(args.path, cfg=_thresholds(args), slurm_job=args.slurm_job, ray_address=args.ray_address, **files(args))
     if args.json:
         write_json(state, sys.stdout, verdict)
     else:

@@ -63,7 +63,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     layout = layout_of(args)
     alerting = Alerting(ncfg, os.path.basename(layout.root.rstrip("/")) or layout.root, layout.root)
     engine = Engine(layout, interval=args.interval, poll=args.poll, thresholds=cfg, alerting=alerting, vllm_url=None, publishing=False,
-                    slurm_job=args.slurm_job)
+                    slurm_job=args.slurm_job, ray_address=args.ray_address)
     engine.forensics_on_stall = True  # a stall saves its stacks before anyone restarts the run
     targets = [w.status.name for w in alerting.targets]
     print(f"{time.strftime('%H:%M:%S')} watching {layout.root}: "
@@ -201,6 +201,7 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
         gpu=gpu,  # None: NVML
         alerting=alerting if alerting.active or alerting.errors else None,
         terminal_notify=ncfg.terminal, slurm_job=getattr(args, "slurm_job", None), fleet=fleet,
+        ray_address=getattr(args, "ray_address", None),
     )
     app.monitor.forensics_on_stall = True  # a stall saves its stacks before anyone restarts the run
     result = app.run()

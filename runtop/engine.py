@@ -39,6 +39,7 @@ from runtop.rules_hang import GpuIdleTracker
 from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot
+from runtop.sources.ray_state import RAY_PERIOD_S, RayClient, RaySnapshot, address_of
 from runtop.sources.run_reader import RunReader
 from runtop.sources.slurm import SLURM_PERIOD_S, SlurmClient, SlurmSnapshot, find_job
 from runtop.sources.tmux import TmuxError
@@ -104,6 +105,8 @@ class Engine:
         publishing: bool | None = None,
         slurm: SlurmClient | None = None,
         slurm_job: str | None = None,
+        ray_address: str | None = None,
+        ray: RayClient | None = None,
         gpus: bool = True,
         process_period: float | None = None,
         slurm_period: float = SLURM_PERIOD_S,
@@ -160,6 +163,10 @@ class Engine:
         # The trainer's own /metrics (issue 17), where its config serves one: steps seen on the
         # trainer's clock, not through a shared filesystem's caching.
         self.probes.append(Probe("trainer", interval, self._sample_trainer, idle_period=idle))
+        # The Ray cluster (issue 17): only one runtop can tie to the run; its state API at most every 30 s.
+        self.ray_address = ray_address
+        self._ray = ray or RayClient()
+        self.probes.append(Probe("ray", max(interval, RAY_PERIOD_S), self._sample_ray, idle_period=max(interval, RAY_PERIOD_S), deadline=30.0))
         self.probes.append(Probe("slurm", max(interval, slurm_period), self._sample_slurm, deadline=25.0))
         if launcher is not None:
             self.probes.append(Probe("launcher", max(interval, 5.0), launcher, idle_period=idle, unavailable=(TmuxError, ActionError)))
@@ -188,6 +195,11 @@ class Engine:
         pids = [p for ps in (self.state.processes or {}).values() for p in ps]
         ref = find_job(self.layout.root, self.slurm_job, pids)
         return self._slurm.read(ref) if ref is not None else None
+
+    def _sample_ray(self) -> RaySnapshot | None:
+        procs = self.state.processes or {}
+        found = address_of(self.ray_address, [p for ps in procs.values() for p in ps], bool(procs.get("ray")))
+        return self._ray.read(*found) if found is not None else None
 
     def _sample_trainer(self) -> TrainerLive | None:
         port = self.state.endpoints.get("trainer")
@@ -332,6 +344,7 @@ class Engine:
             notify_problems=self.alerting.problems() if self.alerting is not None else [],
             forensics=self.last_forensics.line() if self.last_forensics is not None else None,
             gpu_idle=dict(self.gpu_idle.idle), slurm=self.state.slurm, trainer_live=self.system.trainer,
+            ray=self.state.ray,
         )
 
     def take_new_findings(self) -> list[Finding]:
@@ -349,6 +362,8 @@ class Engine:
             self.gpu_idle.update(value, pids, self.state.current_step(), self.clock())
         if name == "slurm" and error is None:
             self.state.slurm = value  # the job belongs in the status JSON and the check-in, beside the run
+        if name == "ray" and error is None:
+            self.state.ray = value
         if name == "launcher":
             if error is None:
                 self.live.tail.add_screen("launcher", value)  # type: ignore[arg-type]

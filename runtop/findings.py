@@ -10,6 +10,7 @@ from typing import Any
 from runtop.config import Thresholds
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
+from runtop.sources.ray_state import RaySnapshot
 from runtop.sources.slurm import SlurmSnapshot
 from runtop.sources.trainer_metrics import TrainerLive
 from runtop.state import RunState
@@ -82,6 +83,7 @@ class Facts:
     gpu_idle: dict[int, Any] = field(default_factory=dict)  # GPU index → `rules_hang.Idle`
     slurm: SlurmSnapshot | None = None  # the run's SLURM job, where it has one (issue 17)
     trainer_live: TrainerLive | None = None  # the trainer's own /metrics: steps on its clock
+    ray: RaySnapshot | None = None  # the run's Ray cluster (state API), where runtop can tie one to it
 
     @property
     def alive(self) -> dict[str, list[int]] | None:

@@ -30,7 +30,7 @@ from runtop.view import Slice, SystemView, View
 STATE_SLICES: dict[Slice, tuple[str, ...]] = {
     Slice.RUN: (
         "path", "framework", "layout", "run_name", "max_steps", "max_steps_source", "attempts", "phases", "endpoints",
-        "extra_logs", "finished", "processes", "process_denied", "slurm", "backfill_error", "first_time", "_plugin_new", "_plugin_reducers",
+        "extra_logs", "finished", "processes", "process_denied", "slurm", "ray", "backfill_error", "first_time", "_plugin_new", "_plugin_reducers",
     ),
     Slice.FILES: ("files",),
     Slice.STEPS: ("steps", "_step_keys", "_dirty_steps", "_track_rows", "lost_steps", "steps_version", "trainer_step", "rollout_step", "last_step_time"),
@@ -92,6 +92,7 @@ class Publisher:
             (Slice.GPU, readings.get("gpu")),
             (Slice.VLLM, readings.get("vllm")),
             (Slice.SLURM, readings.get("slurm")),
+            (Slice.RAY, readings.get("ray")),
             (Slice.VERDICT, (verdict.verdict, tuple(verdict.reasons), tuple(verdict.alerts))),
             (Slice.CLOCK, int(now)),
             (Slice.LOGS, tail.seq),

@@ -108,6 +108,19 @@ def _slurm(snap: Any) -> dict[str, Any] | None:
     }
 
 
+def _ray(snap: Any) -> dict[str, Any] | None:
+    """The run's Ray cluster as its state API last said (issue 17); None: none tied to the run."""
+    if snap is None:
+        return None
+    return {
+        "address": snap.address, "found_by": snap.how, "alive_actors": snap.alive_actors, "gpus": snap.gpus(),
+        "nodes": [{"node_id": n.node_id, "ip": n.ip, "alive": n.alive, "head": n.head, "gpus": n.gpus, "message": n.message or None}
+                  for n in snap.nodes],
+        "dead_actors": [{"class_name": a.class_name, "name": a.name or None, "pid": a.pid, "ip": a.ip, "reason": a.reason,
+                         "message": a.message} for a in snap.dead],
+    }
+
+
 def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: bool = True) -> dict[str, Any]:
     v = verdict or judge(state)
     r = state.rollouts
@@ -156,6 +169,7 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
         "checkpoint_dir": state.checkpoint_dir,
         "checkpoint_dir_source": state.checkpoint_dir_source,
         "slurm": _slurm(state.slurm),
+        "ray": _ray(state.ray),
         "rollouts": {
             "total": r.total,
             "errored": r.errored,

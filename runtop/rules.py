@@ -21,6 +21,7 @@ from runtop.frameworks import get as get_framework
 from runtop.parsers.events import ROLLOUT_SIDE, Kind
 from runtop.rules_hang import env_lag, gpu_idle_held, node_silent
 from runtop.rules_quality import checkpoint_incomplete, disk_pressure, environment, notify_failing, rollout_quality, training_signal
+from runtop.rules_ray import ray_cluster
 from runtop.rules_slurm import slurm_job, walltime
 from runtop.state import RunState
 from runtop.state_parts import ErrorEntry, clock_diff
@@ -296,6 +297,8 @@ def process_access(f: Facts) -> list[Finding]:
 RULES: list[tuple[str, Callable[[Facts], list[Finding]]]] = [
     # First: a job the scheduler ended is the cause of whatever its processes said as they went.
     ("slurm", slurm_job),
+    # Before the crash: where the log names only Ray's wrapper, the dead actor is the cause.
+    ("ray", ray_cluster),
     ("crash", crash),
     ("inference_dead", inference_dead),
     ("role_missing", role_missing),

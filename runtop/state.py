@@ -120,6 +120,7 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
     unrecognised: dict[str, str] = field(default_factory=dict)
     processes: dict[str, list[int]] | None = None  # role → pids; None = not looked
     slurm: Any = None  # `sources.slurm.SlurmSnapshot`: the run's SLURM job as last read; None = no job named
+    ray: Any = None  # `sources.ray_state.RaySnapshot`: the run's Ray cluster as last read; None = none tied to it
     process_denied: dict[str, list[str]] = field(default_factory=dict)  # user → roles runtop may not inspect
     backfill_error: str | None = None  # the history behind the live tail could not be read
     first_time: str | None = None  # log clock of the first record read (for the run's duration)

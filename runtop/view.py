@@ -21,7 +21,7 @@ from runtop.sources.slurm import SlurmSnapshot
 from runtop.sources.trainer_metrics import TrainerLive
 from runtop.state import RunState
 
-PROBES = ("process", "disk", "gpu", "vllm", "slurm", "trainer")
+PROBES = ("process", "disk", "gpu", "vllm", "slurm", "trainer", "ray")
 
 
 class Slice(enum.Enum):
@@ -42,6 +42,7 @@ class Slice(enum.Enum):
     GPU = "gpu"
     VLLM = "vllm"
     SLURM = "slurm"
+    RAY = "ray"
     VERDICT = "verdict"
     CLOCK = "clock"  # whole seconds: panes that show ages
 
@@ -83,6 +84,7 @@ class SystemView:
             self.slurm = value  # type: ignore[assignment]
         elif name == "trainer":
             self.trainer = value  # type: ignore[assignment]
+
 
 
 @dataclass(frozen=True)

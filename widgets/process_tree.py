@@ -17,12 +17,12 @@ MAX_ROWS = 40
 
 class ProcessTree(Pane):
     TITLE = "processes"
-    READS = (Slice.PROCESS, Slice.SLURM, Slice.CLOCK)
+    READS = (Slice.PROCESS, Slice.SLURM, Slice.RAY, Slice.CLOCK)
 
     def render_view(self, view: View) -> Table | Text | Group:
         body = self._table(view)
-        job = slurm_line(view)
-        return Group(job, body) if job is not None else body
+        head = [line for line in (slurm_line(view), ray_line(view)) if line is not None]
+        return Group(*head, body) if head else body
 
     def _table(self, view: View) -> Table | Text:
         snap = view.system.procs
@@ -96,4 +96,21 @@ def slurm_line(view: View) -> Text | None:
     if job.reason:
         line.append(f" · {job.reason}", "grey62")
     line.append(f"  ({snap.source})", "grey62")
+    return line
+
+
+def ray_line(view: View) -> Text | None:
+    """The run's Ray cluster on one line (issue 17): nodes, GPUs, actors alive and dead."""
+    snap = view.state.ray
+    if snap is None:
+        return None
+    lost = len(snap.lost_nodes())
+    line = Text("Ray ", "bold")
+    line.append(f"{len(snap.nodes)} node{'s' if len(snap.nodes) != 1 else ''}")
+    if lost:
+        line.append(f" ({lost} lost)", "bold red")
+    line.append(f" · {snap.gpus():g} GPUs · {snap.alive_actors} actors alive")
+    if snap.dead:
+        line.append(f", {len(snap.dead)} dead", "red")
+    line.append(f"  ({snap.how})", "grey62")
     return line
