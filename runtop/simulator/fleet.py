@@ -7,28 +7,28 @@ import os
 
 from runtop.frameworks import get as get_framework
 
-# (framework, scenario, steps it stops after (None: to the end), hours since its last write)
-MIX: tuple[tuple[str, str, int | None, float], ...] = (
-    ("prime-rl", "healthy", 7, 0.0),
-    ("prime-rl", "trainer-oom", None, 0.0),
-    ("prime-rl", "healthy", None, 0.0),  # finished
-    ("prime-rl", "inference-death", None, 0.0),
-    ("prime-rl", "partial-checkpoint", 9, 0.0),
-    ("prime-rl", "healthy", 5, 3.0),  # silent for hours: the pod is gone
-    ("prime-rl", "entropy-collapse", None, 0.0),
-    ("skyrl", "healthy", None, 0.0),
-    ("skyrl", "sigbus-checkpoint", None, 0.0),
-    ("skyrl", "disk-full", None, 0.0),
-    ("verl", "healthy", None, 0.0),
-    ("verl", "worker-oom", None, 0.0),
-    ("trl", "healthy", None, 0.0),
-    ("openrlhf", "healthy", None, 0.0),
-    ("nemo-rl", "healthy", None, 0.0),
-    ("prime-rl", "healthy", 3, 0.0),
-    ("prime-rl", "rollouts-hung", None, 0.0),
-    ("prime-rl", "healthy", 12, 0.0),
-    ("skyrl", "format-rising", None, 0.0),
-    ("prime-rl", "stalled", None, 0.5),  # silent for half an hour, its processes gone
+# (framework, scenario, its simulator's options, hours since its last write)
+MIX: tuple[tuple[str, str, dict[str, int], float], ...] = (
+    ("prime-rl", "healthy", {"stop_after": 7}, 0.0),
+    ("prime-rl", "trainer-oom", {}, 0.0),
+    ("prime-rl", "healthy", {}, 0.0),  # finished
+    ("prime-rl", "inference-death", {}, 0.0),
+    ("prime-rl", "partial-checkpoint", {"stop_after": 9}, 0.0),
+    ("prime-rl", "healthy", {"stop_after": 5}, 3.0),  # silent for hours: the pod is gone
+    ("prime-rl", "entropy-collapse", {}, 0.0),
+    ("skyrl", "healthy", {}, 0.0),
+    ("skyrl", "sigbus-checkpoint", {}, 0.0),
+    ("skyrl", "disk-full", {}, 0.0),
+    ("verl", "healthy", {}, 0.0),
+    ("verl", "worker-oom", {}, 0.0),
+    ("trl", "healthy", {}, 0.0),
+    ("openrlhf", "healthy", {}, 0.0),
+    ("nemo-rl", "healthy", {}, 0.0),
+    ("prime-rl", "healthy", {"stop_after": 3}, 0.0),
+    ("prime-rl", "rollouts-hung", {}, 0.0),
+    ("prime-rl", "healthy", {"stop_after": 12}, 0.0),
+    ("skyrl", "format-rising", {}, 0.0),
+    ("prime-rl", "stalled", {}, 0.5),  # silent for half an hour, its processes gone
 )
 
 
@@ -43,10 +43,9 @@ def make_fleet(root: str, n: int = 20, *, now: float | None = None) -> list[str]
     os.makedirs(root, exist_ok=True)
     out = []
     for i in range(n):
-        fw, scenario, stop, hours = MIX[i % len(MIX)]
+        fw, scenario, options, hours = MIX[i % len(MIX)]
         path = os.path.join(root, f"run-{i:02d}-{fw}-{scenario}")
-        kw = {"stop_after": stop} if stop is not None and fw == "prime-rl" else {}
-        get_framework(fw).simulator(path, scenario, **kw).run()
+        get_framework(fw).simulator(path, scenario, **options).run()
         if hours or fixed:
             for dirpath, _dirs, files in os.walk(path):
                 for name in files:

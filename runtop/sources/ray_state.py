@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from runtop.probe import Unavailable
+from runtop.sources.environ import run_env
 
 RAY_PERIOD_S = 30.0
 EXCEPTION_RE = re.compile(r"^(\w+(?:\.\w+)*(?:Error|Exception|Exit|Interrupt)):\s?(.*)$", re.M)
@@ -161,17 +162,9 @@ def address_of(explicit: str | None, pids: Sequence[int], has_ray_processes: boo
     """(address, how it was found), or None: the run names no cluster runtop can tie to it."""
     if explicit:
         return explicit, "--ray-address"
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = f.read(1 << 20).split(b"\0")
-        except OSError:
-            continue
-        for item in env:
-            if item.startswith(b"RAY_ADDRESS="):
-                value = item.split(b"=", 1)[1].decode("ascii", "replace").strip()
-                if value:
-                    return value, f"RAY_ADDRESS of the run's pid {pid}"
+    found = run_env(pids, "RAY_ADDRESS")
+    if found is not None:
+        return found[0], f"RAY_ADDRESS of the run's pid {found[1]}"
     if has_ray_processes:
         return "auto", "the run's own Ray processes on this machine"
     return None

@@ -32,6 +32,7 @@ from runtop.parsers.slurm import (
     squeue_json,
     squeue_parsable,
 )
+from runtop.sources.environ import run_env
 
 SLURM_PERIOD_S = 30.0
 COMMAND_TIMEOUT_S = 10.0
@@ -71,19 +72,9 @@ def job_from_dir(root: str) -> JobRef | None:
 
 
 def job_from_env(pids: Sequence[int]) -> JobRef | None:
-    """`SLURM_JOB_ID` in a run process's environment (readable for one's own processes)."""
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = f.read(1 << 20).split(b"\0")
-        except OSError:
-            continue
-        for item in env:
-            if item.startswith(b"SLURM_JOB_ID="):
-                value = item.split(b"=", 1)[1].decode("ascii", "replace")
-                if JOB_ID_RE.match(value):
-                    return JobRef(value, f"SLURM_JOB_ID of the run's pid {pid}")
-    return None
+    """`SLURM_JOB_ID` in a run process's environment."""
+    found = run_env(pids, "SLURM_JOB_ID", JOB_ID_RE)
+    return JobRef(found[0], f"SLURM_JOB_ID of the run's pid {found[1]}") if found else None
 
 
 def find_job(root: str, explicit: str | None = None, pids: Sequence[int] = ()) -> JobRef | None:
