@@ -4,7 +4,6 @@ first; Enter opens a run, Esc in it comes back; the fleet's thread leaves the op
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 
@@ -38,13 +37,11 @@ def read_fleet(root: str, n: int = 20) -> Fleet:
 
 
 @pytest.fixture
-def fleet():
-    root = "/tmp/runtop-snapshots/fleet-of-20"  # fixed: the run names show in the picture
-    shutil.rmtree(root, ignore_errors=True)
-    f = read_fleet(root)
+def fleet(tmp_path):
+    # The picture shows the runs' names and `where`, never this path: any temp dir will do.
+    f = read_fleet(str(tmp_path / "runs"))
     yield f
     f.close()
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def test_twenty_runs_sorted_by_trouble_at_120x40(snap_compare, fleet):

@@ -128,6 +128,9 @@ def test_no_cluster_tied_to_the_run_is_never_asked_not_even_runtops_own_ray_addr
 def test_the_address_comes_from_a_run_process_environment():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env={**os.environ, "RAY_ADDRESS": "10.0.0.1:6379"})
     try:
+        deadline = time.monotonic() + 10  # the child's environment is its own once it has exec'd
+        while address_of(None, [child.pid], False) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert address_of(None, [child.pid], False) == ("10.0.0.1:6379", f"RAY_ADDRESS of the run's pid {child.pid}")
         assert address_of(None, [], True) == ("auto", "the run's own Ray processes on this machine")
         assert address_of("10.0.0.2:6379", [child.pid], True) == ("10.0.0.2:6379", "--ray-address")
