@@ -119,8 +119,8 @@ def _step_line(rec: Record, role_hint: str) -> list[Event]:
     if len(head) < 2 or head[0] != "Step" or not head[1].isdigit():
         return []
     step = int(head[1])
-    fields = FIELD_RE.findall(msg)
-    keys = {k.lower() for k, _, _ in fields}
+    fields = [(k.lower(), num, pct) for k, num, pct in FIELD_RE.findall(msg)]
+    keys = {k for k, _, _ in fields}
     if keys & {"loss", "entropy", "grad. norm", "mfu", "mismatch kl"}:
         role, table = TRAINER, TRAINER_FIELDS
     elif keys & {"reward", "trainable", "seq. length", "truncation"}:
@@ -134,8 +134,7 @@ def _step_line(rec: Record, role_hint: str) -> list[Event]:
         d = parse_duration(parts[1]) if parts[1].strip()[:1].isdigit() else None
         if d is not None:
             values["step_time_s"] = d
-    for key, num_text, pct in fields:
-        k = key.lower()
+    for k, num_text, pct in fields:
         if k == "time":
             continue
         # FIELD_RE admits only ASCII decimal forms, which `float` always reads (no digit

@@ -25,21 +25,28 @@ def skim(data: bytes) -> bytes:
 
     In place matters: "the role was still working after its fatal error" is read from
     order, and a stat line moved past an engine crash would say the engine lived on.
-    The substring tests run on the whole chunk first, so a chunk without noise is
-    returned untouched without being split.
+    The substring tests run on the whole chunk first (`find`, stopping at the second hit),
+    so a chunk without noise is returned untouched without being split; a chunk with noise
+    is split once per kind present and filtered in one pass (issue 18: the two passes per
+    kind were a quarter of a GB backfill).
     """
-    lines: list[bytes] | None = None
-    for marker in DROP:
-        if marker in data:
-            lines = lines if lines is not None else data.split(b"\n")
-            lines = [line for line in lines if marker not in line or any(w in line for w in GLUE_WORDS)]
+    drops = [m for m in DROP if m in data]
+    if drops:
+        data = b"\n".join([line for line in data.split(b"\n") if not _dropped(line, drops)])
     for marker in LATEST_WINS:
-        if data.count(marker) > 1:
-            lines = lines if lines is not None else data.split(b"\n")
-            hits = [line for line in lines if marker in line]
-            if len(hits) > 1:
-                newest = hits[-1]
-                lines = [line for line in lines if line is newest or marker not in line]
-    if lines is None:
-        return data
-    return b"\n".join(lines)
+        last = data.rfind(marker)
+        if last < 0 or data.find(marker) == last:
+            continue  # none, or only one: nothing to drop
+        start = data.rfind(b"\n", 0, last) + 1
+        lines = data.split(b"\n")
+        # The newest hit's line number, counted from the end: it is near the end of a chunk.
+        newest = len(lines) - 1 - data.count(b"\n", start)
+        kept = [line for line in lines[:newest] if marker not in line]
+        kept.append(lines[newest])
+        kept += [line for line in lines[newest + 1 :] if marker not in line]
+        data = b"\n".join(kept)
+    return data
+
+
+def _dropped(line: bytes, drops: list[bytes]) -> bool:
+    return any(m in line for m in drops) and not any(w in line for w in GLUE_WORDS)

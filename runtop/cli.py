@@ -109,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("path", help="run dir, output dir holding runs, or a log file")
     st.add_argument("--json", action="store_true", help="print the state as JSON")
     st.add_argument("--append", action="store_true", help="append the check-in to STATUS.md in the run dir (never overwrites)")
+    st.add_argument("--full", action="store_true", help="read every log whole (default: the last 32 MB of a longer one, said)")
     st.add_argument("--all", action="store_true", help="one line per run under PATH (every run it holds), worst first; with --json, a list")
     _ckpt_dir(st)
     _config(st)
@@ -116,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     ch = sub.add_parser("check", help="judge a run: findings on stdout; exit 0 Healthy/Finished, 1 Degraded, 2 Down, 3 cannot read, 4 Unknown")
     ch.add_argument("path")
     ch.add_argument("--json", action="store_true", help="print the status JSON (every finding in `alerts`)")
+    ch.add_argument("--full", action="store_true", help="read every log whole (default: the last 32 MB of a longer one, said)")
     ch.add_argument("--all", action="store_true", help="every run under PATH, worst first; the exit code is the worst run's")
     _ckpt_dir(ch)
     _config(ch)
@@ -265,13 +267,14 @@ def _thresholds(args: argparse.Namespace) -> Thresholds:
 def cmd_status(args: argparse.Namespace) -> int:
     from runtop.report import to_markdown
     from runtop.report_json import write_json
-    from runtop.snapshot import read_and_judge
+    from runtop.snapshot import BOUNDED_TAIL, read_and_judge
 
     if args.all:
         from runtop.cli_fleet import cmd_status_all
 
         return cmd_status_all(args)
-    state, verdict = read_and_judge(args.path, cfg=_thresholds(args), slurm_job=args.slurm_job, ray_address=args.ray_address, **files(args))
+    state, verdict = read_and_judge(args.path, cfg=_thresholds(args), slurm_job=args.slurm_job, ray_address=args.ray_address,
+                                    tail=None if args.full else BOUNDED_TAIL, **files(args))
     if args.append:
         from runtop.checkin import append_checkin, status_path
         from runtop.outputs import OutputError
@@ -292,13 +295,14 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from runtop.report_json import write_json
-    from runtop.snapshot import read_and_judge
+    from runtop.snapshot import BOUNDED_TAIL, read_and_judge
 
     if args.all:
         from runtop.cli_fleet import cmd_check_all
 
         return cmd_check_all(args)
-    state, verdict = read_and_judge(args.path, cfg=_thresholds(args), slurm_job=args.slurm_job, ray_address=args.ray_address, **files(args))
+    state, verdict = read_and_judge(args.path, cfg=_thresholds(args), slurm_job=args.slurm_job, ray_address=args.ray_address,
+                                    tail=None if args.full else BOUNDED_TAIL, **files(args))
     if args.json:
         write_json(state, sys.stdout, verdict)
     else:

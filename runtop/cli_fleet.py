@@ -18,16 +18,18 @@ from runtop.fleet import TROUBLE, runs_of
 
 def judge_all(args: argparse.Namespace) -> list[tuple[str, str, object, object]]:
     """(path, verdict word, state or None, verdict or error text) for each run, worst first."""
-    return judge(runs_of([args.path]), _thresholds(args))
+    from runtop.snapshot import BOUNDED_TAIL
+
+    return judge(runs_of([args.path]), _thresholds(args), tail=None if getattr(args, "full", False) else BOUNDED_TAIL)
 
 
-def judge(runs: list[str], cfg: Thresholds) -> list[tuple[str, str, object, object]]:
+def judge(runs: list[str], cfg: Thresholds, tail: int | None = None) -> list[tuple[str, str, object, object]]:
     from runtop.snapshot import read_and_judge
 
     out: list[tuple[str, str, object, object]] = []
     for run in runs:
         try:
-            state, verdict = read_and_judge(run, cfg=cfg)
+            state, verdict = read_and_judge(run, cfg=cfg, tail=tail)
         except DiscoveryError as e:
             out.append((run, "cannot read", None, str(e)))
             continue
@@ -51,7 +53,9 @@ def cmd_status_all(args: argparse.Namespace) -> int:
 
 def print_table(runs: list[str], cfg: Thresholds) -> int:
     """`runtop DIR` without a terminal: the runs table once, as `status --all` prints it."""
-    return _table(judge(runs, cfg))
+    from runtop.snapshot import BOUNDED_TAIL
+
+    return _table(judge(runs, cfg, tail=BOUNDED_TAIL))
 
 
 def _table(rows: list[tuple[str, str, object, object]]) -> int:

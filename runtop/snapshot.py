@@ -15,6 +15,9 @@ from runtop.state import RunState
 
 # Read in bounded chunks: memory holds one chunk of lines at a time, never a whole log.
 CHUNK = 4 << 20
+# `status` and `check` on a week-old run (issue 18): each log's last BOUNDED_TAIL bytes, not
+# its GBs of history (the verdict lives at the end; `--full` reads it all and says how long it took).
+BOUNDED_TAIL = 32 << 20
 
 
 def read_run(path: str, *, processes: bool = True, ckpt_dir: str | None = None, **more: Any) -> RunState:
@@ -23,10 +26,11 @@ def read_run(path: str, *, processes: bool = True, ckpt_dir: str | None = None, 
 
 def read_and_judge(path: str, *, ckpt_dir: str | None = None, cfg: Thresholds | None = None, processes: bool = True,
                    disks: bool = True, metrics: list[str] | None = None, metrics_map: dict[str, str] | None = None,
-                   **probes: Any) -> tuple[RunState, Verdict]:
+                   tail: int | None = None, **probes: Any) -> tuple[RunState, Verdict]:
     """The run read once and judged with every rule and every probe the TUI has (one disk
-    sample: no growth rate yet). `probes` go to the `Engine` (gpu, proc_sampler, …)."""
-    reader = _read(path, processes=False, ckpt_dir=ckpt_dir, metrics=metrics, metrics_map=metrics_map)
+    sample: no growth rate yet). `probes` go to the `Engine` (gpu, proc_sampler, …). `tail`:
+    read only each log's last `tail` bytes (said in the state's notes)."""
+    reader = _read(path, processes=False, ckpt_dir=ckpt_dir, metrics=metrics, metrics_map=metrics_map, tail=tail)
     return reader.state, RunJudge(reader, cfg, disks=disks, processes=processes, **probes).verdict()
 
 
@@ -50,6 +54,30 @@ class RunJudge:
 
     def verdict(self) -> Verdict:
         return self.engine.probe_all()
+
+
+def bound_to_tail(reader: RunReader, tail: int) -> None:
+    """Start each log (not the metrics file: it numbers the attempts) `tail` bytes before its
+    end when it is longer, and say so: the steps before are not in this answer."""
+    import os
+
+    cut = []
+    for t in reader.layout.logs:
+        try:
+            size = os.path.getsize(t.path)
+        except OSError:
+            continue
+        if size > tail:
+            cut.append((t.path, size))
+    if not cut:
+        return
+    for path, _ in cut:
+        reader.seek_tail_of(path, tail)
+    whole = sum(size for _, size in cut)
+    reader.state.notes.append(
+        f"read the last {tail >> 20} MB of {len(cut)} long log(s) ({whole / (1 << 30):.1f} GB in all): the verdict is the run's "
+        "now; steps and errors before that are not counted (--full reads all of it)"
+    )
 
 
 def read_all(reader: RunReader) -> None:
@@ -77,8 +105,10 @@ def look_at_processes(reader: RunReader) -> None:
 
 
 def _read(path: str, *, processes: bool, ckpt_dir: str | None, metrics: list[str] | None = None,
-          metrics_map: dict[str, str] | None = None) -> RunReader:
+          metrics_map: dict[str, str] | None = None, tail: int | None = None) -> RunReader:
     reader = RunReader(with_metrics(with_ckpt_dir(discover(path), ckpt_dir), metrics, metrics_map))
+    if tail is not None:
+        bound_to_tail(reader, tail)
     read_all(reader)
     if processes:
         look_at_processes(reader)

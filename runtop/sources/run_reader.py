@@ -113,6 +113,12 @@ class RunReader:
             if f.tracked.kind in ("log", "metrics"):
                 f.tailer.seek_tail(nbytes)
 
+    def seek_tail_of(self, path: str, nbytes: int) -> None:
+        """Begin one file `nbytes` before its end (a bounded `status` on a huge log)."""
+        f = self._followed.get(path)
+        if f is not None:
+            f.tailer.seek_tail(nbytes)
+
     # ---- polling --------------------------------------------------------
     def poll(self, *, max_bytes: int | None = None, rescan_every: float = 2.0, ckpt_every: float = 5.0) -> bool:
         """Read what is new in every file; True when anything was read."""
