@@ -1,14 +1,18 @@
-"""Backfill speed and memory: `runtop status` over a big realistic log, beside `grep -c`.
+"""Backfill speed and memory: runtop over three big realistic logs, beside `grep -c`.
 
-    python benchmarks/backfill.py [--size-mb 1024] [--framework prime-rl|skyrl] [--dir DIR] [--keep]
+    python benchmarks/backfill.py [--size-mb 1024] [--framework all|prime-rl|skyrl|vllm] [--dir DIR] [--keep]
 
-prime-rl: writes a run whose orchestrator.log is SIZE MB of colour-coded lines in the
-mix a long run writes (batch progress, step lines, warnings, a traceback now and
-then). skyrl: the SkyRL simulator's driver log, run for as many steps as fill SIZE MB
-(seed 000's 7-hour log was ~70k lines, ~10 MB). Then times in one run, on the same
-file: `grep -c` for the step lines (the baseline), and `runtop status --json` (a full
-backfill), reporting wall time and peak RSS.
-Goal for later tuning (issue 2): <= 2x grep, <= 150 MB RSS.
+Writes, for each log kind, a run whose one big log is SIZE MB:
+- prime-rl: orchestrator.log of colour-coded lines in the mix a long run writes (batch
+  progress, a step line every 40 lines, warnings, a traceback now and then);
+- skyrl: a SkyRL driver log (Ray-prefixed loguru lines, agent transcript dumps, metric
+  dicts, glued tqdm frames), step blocks in the shapes of tests/corpus/skyrl-*;
+- vllm: a prime-rl run whose inference.log is vLLM's (an access line per request, a stat
+  line every 10 s, a warning now and then).
+Then, in one run, on the same file: `grep -c` of the step (or stat) lines (the baseline),
+runtop's full backfill (`runtop status --json --full`), the ratio, peak RSS, and the time to
+the first answer (`runtop status --json`: each long log's last 8 MB, said).
+Goals (issue 18): backfill <= 3x grep (2x is the line to cross), <= 150 MB RSS, first status <= 1 s.
 """
 
 from __future__ import annotations
@@ -61,13 +65,73 @@ def generate(root: str, size: int) -> str:
     return path
 
 
-def generate_skyrl(root: str, size: int) -> str:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from runtop.simulator.skyrl import RUN_NAME, SkyrlSimulator
+def skyrl_step(step: int, i: int) -> str:
+    """One SkyRL step in its driver log's shapes (tests/corpus/skyrl-*): the transcript dump
+    dominates, as in the Biomni runs of seeds/."""
+    p = f"{ESC}[36m(skyrl_entrypoint pid=4101){ESC}[0m "
+    t = f"2026-03-02 {10 + (step // 60) % 10:02d}:{step % 60:02d}:{i % 60:02d}"
+    out = [f"{p}{t}.101 | INFO     | skyrl_train.trainer:train:342 - Started: 'step'\n",
+           f"{p}{t}.228 | INFO     | skyrl_train.trainer:train:342 - Started: 'generate'\n",
+           f"{p}global_step: {step}\n"]
+    for k in range(40):  # the agent's transcripts, printed by the generator
+        out.append(f"{p}{{'role': 'assistant', 'content': 'Let me compute step {k}: the answer is {(i * 7 + k) % 997} because "
+                   f"{'reasoning ' * 12}'}}\n")
+    out += [f"{p}{t}.340 | INFO     | skyrl_train.trainer:train:342 - Finished: 'generate', time cost: 41.20s\n",
+            f"{p}reward/avg_pass_at_5: 0.61, reward/avg_raw_reward: 0.{i % 99:02d}\n",
+            f"{ESC}[36m(FSDPPolicyWorkerBase pid=4388){ESC}[0m Policy Train epoch [1/1]:  50%|█████     | 2/4 [00:11<00:11,  5.52s/it, pg=-0.011, glen=401.0]"
+            f"{ESC}[36m(FSDPPolicyWorkerBase pid=4388){ESC}[0m Policy Train epoch [1/1]: 100%|██████████| 4/4 [00:22<00:00,  5.60s/it, pg=-0.009]\n",
+            f"{p}{t}.586 | INFO     | skyrl_train.trainer:train:342 - Finished: 'step', time cost: 71.01s\n",
+            f"{p}{{'loss_metrics/clip_ratio': 0.0121, 'policy_loss': -0.0031, 'policy_entropy': 0.6113, 'grad_norm': 0.2841, "
+            f"'policy_lr': 1e-06, 'trainer/global_step': {step}}}\n",
+            f"Training Batches Processed:   {step % 100}%|          | {step}/1000000 [01:16<?, 71.01s/it]\n"]
+    return "".join(out)
 
-    steps = max(2, size // 21_000)  # ~21 KB of driver log per simulated step
-    SkyrlSimulator(root, max_steps=steps, ckpt_interval=max(2, steps // 8)).run()
-    return os.path.join(root, "logs", f"{RUN_NAME}.log")
+
+def generate_skyrl(root: str, size: int) -> str:
+    logs = os.path.join(root, "logs")
+    os.makedirs(logs, exist_ok=True)
+    path = os.path.join(logs, "gsm8k_grpo.log")
+    head = ("+ uv run --isolated --extra vllm -m skyrl_train.entrypoints.main_base trainer.run_name=gsm8k_grpo "
+            "trainer.ckpt_path=/tmp/ckpts trainer.ckpt_interval=10 trainer.logger=console\n"
+            f"{ESC}[36m(skyrl_entrypoint pid=4101){ESC}[0m 2026-03-02 10:00:04.885 | INFO     | skyrl_train.trainer:train:290 - Total steps: 1000000\n")
+    return _write(path, head, lambda step, i: skyrl_step(step, i), size)
+
+
+def vllm_line(kind: int, step: int, i: int) -> str:
+    p = "(APIServer pid=2209876) "
+    t = f"08-21 {14 + (i // 3600) % 10:02d}:{(i // 60) % 60:02d}:{i % 60:02d}"
+    if kind == 0:
+        return (f"{p}INFO {t} [loggers.py:257] Engine 000: Avg prompt throughput: {1000 + i % 900}.0 tokens/s, Avg generation "
+                f"throughput: 4473.3 tokens/s, Running: {i % 128} reqs, Waiting: 0 reqs, GPU KV cache usage: 22.8%, Prefix cache hit rate: 40.0%\n")
+    if kind == 1:
+        return f"{p}WARNING {t} [protocol.py:51] The following fields were present in the request but ignored: {{'logprobs'}}\n"
+    return f'{p}INFO:     127.0.0.1:{40000 + i % 20000} - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+
+
+def generate_vllm(root: str, size: int) -> str:
+    logs = os.path.join(root, "logs")
+    os.makedirs(logs, exist_ok=True)
+    with open(os.path.join(logs, "orchestrator.log"), "w", encoding="utf-8") as f:
+        f.write(line(3, 0, 1))
+    path = os.path.join(logs, "inference.log")
+    return _write(path, "", lambda step, i: vllm_line(0 if i % 200 == 0 else 1 if i % 997 == 0 else 2, step, i), size)
+
+
+def _write(path: str, head: str, make, size: int) -> str:
+    written, i = 0, 0
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(head)
+        buf: list[str] = []
+        while written < size:
+            i += 1
+            s = make(i, i)
+            buf.append(s)
+            written += len(s)
+            if len(buf) >= 2000:
+                f.write("".join(buf))
+                buf.clear()
+        f.write("".join(buf))
+    return path
 
 
 def run_child(cmd: list[str]) -> tuple[float, float, str]:
@@ -88,32 +152,45 @@ def run_child(cmd: list[str]) -> tuple[float, float, str]:
     return elapsed, usage.ru_maxrss / 1024, b"".join(out_chunks).decode(errors="replace")
 
 
+KINDS = {
+    # kind: (generator, grep pattern, where the last step is in the status JSON)
+    "prime-rl": (generate, "SUCCESS", "rollout_step"),
+    "skyrl": (generate_skyrl, "Finished: 'step'", "trainer_step"),
+    "vllm": (generate_vllm, "Avg prompt throughput", None),
+}
+
+
+def measure(kind: str, base: str, size_mb: int) -> tuple[str, float, float, float, float, float, str]:
+    make, pattern, step_key = KINDS[kind]
+    root = os.path.join(base, f"bench-{kind}")
+    path = make(root, size_mb << 20)
+    mb = os.path.getsize(path) / (1 << 20)
+    subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)  # warm the page cache for both sides
+    g_s, _g_rss, g_out = run_child(["grep", "-c", pattern, path])
+    r_s, r_rss, r_out = run_child([sys.executable, "-m", "runtop", "status", "--json", "--full", root])
+    f_s, _f_rss, f_out = run_child([sys.executable, "-m", "runtop", "status", "--json", root])
+    full, first = json.loads(r_out), json.loads(f_out)
+    seen = f"step {full['progress'][step_key]}" if step_key else f"vLLM running {(full.get('vllm') or {}).get('running')}"
+    agree = full["health"]["verdict"] == first["health"]["verdict"]
+    shutil.rmtree(root, ignore_errors=True)
+    return kind, mb, g_s, r_s, r_rss, f_s, f"grep {g_out.strip()}, {seen}, verdicts {'agree' if agree else 'DIFFER'}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size-mb", type=int, default=1024)
-    ap.add_argument("--framework", choices=("prime-rl", "skyrl"), default="prime-rl")
-    ap.add_argument("--dir", default=None, help="where to write the run (default: a temp dir)")
-    ap.add_argument("--keep", action="store_true", help="keep the generated run")
+    ap.add_argument("--framework", choices=("all", *KINDS), default="all")
+    ap.add_argument("--dir", default=None, help="where to write the runs (default: a temp dir)")
+    ap.add_argument("--keep", action="store_true", help="keep the base dir")
     args = ap.parse_args()
     base = args.dir or tempfile.mkdtemp(prefix="runtop-bench-")
-    root = os.path.join(base, "bench-run")
     try:
-        t0 = time.perf_counter()
-        skyrl = args.framework == "skyrl"
-        path = (generate_skyrl if skyrl else generate)(root, args.size_mb << 20)
-        pattern = "Finished: 'step'" if skyrl else "SUCCESS"
-        size_mb = os.path.getsize(path) / (1 << 20)
-        print(f"generated {path} ({size_mb:.0f} MB) in {time.perf_counter() - t0:.1f}s")
-        # warm the page cache once so neither side pays for the first disk read
-        subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
-        g_s, g_rss, g_out = run_child(["grep", "-c", pattern, path])
-        r_s, r_rss, r_out = run_child([sys.executable, "-m", "runtop", "status", "--json", root])
-        progress = json.loads(r_out)["progress"]
-        steps = progress["trainer_step"] if skyrl else progress["rollout_step"]
-        print(f"{'':24}{'seconds':>10}{'MB/s':>10}{'peak RSS MB':>14}")
-        print(f"{'grep -c ' + pattern:24}{g_s:10.2f}{size_mb / g_s:10.0f}{g_rss:14.1f}   (count {g_out.strip()})")
-        print(f"{'runtop status (backfill)':24}{r_s:10.2f}{size_mb / r_s:10.0f}{r_rss:14.1f}   (last step {steps})")
-        print(f"ratio runtop/grep: {r_s / g_s:.1f}x   (goal <= 2x, <= 150 MB RSS)")
+        kinds = list(KINDS) if args.framework == "all" else [args.framework]
+        rows = [measure(k, base, args.size_mb) for k in kinds]
+        print(f"{'log':10}{'MB':>7}{'grep -c s':>11}{'runtop full s':>15}{'ratio':>8}{'peak RSS MB':>13}{'first status s':>16}  check")
+        for kind, mb, g_s, r_s, r_rss, f_s, note in rows:
+            print(f"{kind:10}{mb:7.0f}{g_s:11.2f}{r_s:15.2f}{r_s / g_s:7.1f}x{r_rss:13.1f}{f_s:16.2f}  {note}")
+        print("goals: full backfill <= 3x grep (2x the line to cross), <= 150 MB RSS, first status <= 1 s")
     finally:
         if not args.keep and not args.dir:
             shutil.rmtree(base, ignore_errors=True)

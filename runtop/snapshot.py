@@ -17,7 +17,7 @@ from runtop.state import RunState
 CHUNK = 4 << 20
 # `status` and `check` on a week-old run (issue 18): each log's last BOUNDED_TAIL bytes, not
 # its GBs of history (the verdict lives at the end; `--full` reads it all and says how long it took).
-BOUNDED_TAIL = 32 << 20
+BOUNDED_TAIL = 8 << 20
 
 
 def read_run(path: str, *, processes: bool = True, ckpt_dir: str | None = None, **more: Any) -> RunState:
