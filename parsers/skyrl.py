@@ -70,12 +70,13 @@ class SkyrlParser(SkyrlLifecycle):
               extra: dict[str, float] | None = None,
               origin: str = "log", time: str | None = None, step: int | None = None) -> None:
         step = step if step is not None else self.step
+        if not (values or phases or extra):
+            return  # nothing to say (an empty entry held back would only take a pending slot)
         if step is None:
             if len(self._pending) < self.MAX_PENDING:
                 self._pending.append((role, values, phases or {}, extra or {}, origin))
             return
-        if values or phases or extra:
-            out.append(StepMetrics(role, step, values, phases or {}, origin, time, extra or {}))
+        out.append(StepMetrics(role, step, values, phases or {}, origin, time, extra or {}))
 
     def _set_step(self, out: list[Event], step: int, time: str | None) -> None:
         self.step = step

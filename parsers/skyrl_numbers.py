@@ -29,9 +29,17 @@ STATUS_KEYS = {
 ORCH_KEYS = {"avg_final_rewards": "reward", "avg_response_length": "seq_len"}
 MAX_DICT_CHARS = 64 * 1024
 
+# A value runtop can read from a logged dict is a number, or a string holding one, right after
+# a colon: `'policy_loss': -0.0031`, `'loss/avg_final_rewards': '0.4100'`, `'x': nan`. A dict
+# with none (an agent's transcript: `{'role': 'assistant', 'content': …}`) gives no event, so
+# it is not parsed at all: ast.literal_eval of every transcript line was most of a SkyRL
+# backfill (issue 18). A false match only costs the parse; a number can never be missed.
+NUMERIC_VALUE_RE = re.compile(r":\s*[\"'(]?\s*[-+]?(?:[0-9]|\.[0-9]|nan|inf)", re.ASCII | re.I)
+
+
 def _literal_dict(text: str) -> dict[Any, Any] | None:
     text = text.strip()
-    if not text.startswith("{") or len(text) > MAX_DICT_CHARS:
+    if not text.startswith("{") or len(text) > MAX_DICT_CHARS or not NUMERIC_VALUE_RE.search(text):
         return None
     try:
         with warnings.catch_warnings():
