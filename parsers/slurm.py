@@ -290,3 +290,60 @@ def squeue_json(text: str, job_id: str, now: float) -> SlurmJob | None:
             reason="" if reason == "None" else reason, start_ts=start,
         )
     return None
+
+
+# ---- what slurmstepd and srun write into the job's own output file ----------------------------
+# Genuine shapes (our values): `slurmstepd: error: *** JOB 494583 ON node-07 CANCELLED AT
+# 2024-04-20T09:09:37 DUE TO TIME LIMIT ***` (ZettaAI/zetta_utils#671, plantit#198), the
+# `slurmstepd-<host>:` prefix (DataBiosphere/toil#4706), the old `*** JOB 830329 CANCELLED AT …
+# DUE TO TIME LIMIT on n447 ***` (marbl/canu#1067), `*** STEP 3495064.0 ON orion-01-01 CANCELLED
+# AT … ***` with no reason; OOM: `Detected 1 oom_kill event in StepId=440575.0. Some of the step
+# tasks have been OOM Killed.` (chrisknewman/tusas#149) and the older `Detected 1 oom-kill
+# event(s) in step 3495064.0 cgroup.` (hafs-community/HAFS#101), then `srun: error: <node>:
+# tasks 1-3: Out Of Memory`.
+STEPD_CANCEL_RE = re.compile(
+    r"slurmstepd(?:-[\w.-]+)?: (?:error: )?\*\*\* (JOB|STEP) (\d{1,12})(?:\.\w+)? (?:ON (\S+) )?CANCELLED AT (\S+)"
+    r"(?: DUE TO ([A-Z][A-Z ]{2,30}?))?(?: on (\S+))? \*\*\*", re.ASCII)
+STEPD_OOM_RE = re.compile(r"slurmstepd(?:-[\w.-]+)?: error: Detected (\d{1,9}) oom[-_]kill event", re.ASCII)
+SRUN_TASK_RE = re.compile(r"srun: error: (\S+): tasks? [\d,-]+: (Out Of Memory|Bus error|Segmentation fault|Killed)", re.ASCII)
+DUE_TO = {"TIME LIMIT": JobState.TIMEOUT, "PREEMPTION": JobState.PREEMPTED, "NODE FAILURE": JobState.NODE_FAIL}
+
+
+@dataclass(frozen=True)
+class JobLogEnd:
+    """How the job's own output file says it ended."""
+
+    state: JobState
+    line: str
+    node: str = ""
+
+
+def job_log_end(text: str) -> JobLogEnd | None:
+    """The scheduler's last word in a job's output (its tail): a cancel with its reason, an
+    OOM kill, a task killed; None when the file holds none."""
+    found: JobLogEnd | None = None
+    oom = None
+    for line in text.splitlines():
+        if "slurmstepd" not in line and "srun: error" not in line:
+            continue  # C-speed skip of the run's own lines
+        m = STEPD_CANCEL_RE.search(line)
+        if m:
+            reason = (m.group(5) or "").strip()
+            state = DUE_TO.get(reason, JobState.TIMEOUT if reason.startswith("TIME") else JobState.CANCELLED)
+            if oom is not None and not reason:
+                state = JobState.OUT_OF_MEMORY  # the step was cancelled because a task was OOM-killed
+            if found is None or found.state is JobState.CANCELLED or m.group(1) == "JOB":
+                found = JobLogEnd(state, line.strip(), m.group(3) or m.group(6) or "")
+            continue
+        m2 = STEPD_OOM_RE.search(line)
+        if m2:
+            oom = line.strip()
+            found = JobLogEnd(JobState.OUT_OF_MEMORY, oom)
+            continue
+        m3 = SRUN_TASK_RE.search(line)
+        if m3 and m3.group(2) == "Out Of Memory":
+            if found is None:
+                found = JobLogEnd(JobState.OUT_OF_MEMORY, line.strip(), m3.group(1))
+            elif found.state is JobState.OUT_OF_MEMORY and not found.node:
+                found = JobLogEnd(found.state, found.line, m3.group(1))  # srun names the node slurmstepd did not
+    return found

@@ -194,7 +194,7 @@ class Engine:
     def _sample_slurm(self) -> SlurmSnapshot | None:
         pids = [p for ps in (self.state.processes or {}).values() for p in ps]
         ref = find_job(self.layout.root, self.slurm_job, pids)
-        return self._slurm.read(ref) if ref is not None else None
+        return self._slurm.read(ref, self.layout.root) if ref is not None else None
 
     def _sample_ray(self) -> RaySnapshot | None:
         procs = self.state.processes or {}

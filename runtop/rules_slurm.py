@@ -31,6 +31,13 @@ def _name(job: SlurmJob) -> str:
     return f"SLURM job {job.job_id}"
 
 
+def _where(f: Facts) -> str:
+    step = f.state.current_step()
+    last = f.state.last_complete_checkpoint()
+    at = f" at step {step}/{f.state.max_steps or '?'}" if step is not None else ""
+    return at + (f"; last complete checkpoint: step {last.step}" if last else "; no complete checkpoint to resume from")
+
+
 def _evidence(f: Facts) -> str:
     snap = f.slurm
     assert snap is not None
@@ -45,6 +52,8 @@ def _evidence(f: Facts) -> str:
         if job.nodes:
             parts.append(f"nodes {job.nodes}")
     parts.append(f"job from {snap.ref.how}")
+    if snap.log_end is not None:
+        parts.append(f"{snap.ref.log}: {snap.log_end.line[:160]}")
     return "; ".join(parts)
 
 
@@ -56,14 +65,20 @@ def slurm_job(f: Facts) -> list[Finding]:
         return []
     out = [Finding("slurm", "info", f"SLURM: {note}", snap.source or "squeue/sacct", subject=f"note:{note[:40]}") for note in snap.notes]
     job = snap.job
+    end = snap.log_end
     if job is None:
+        if end is not None and end.state in KILLED and not f.finished():
+            # No squeue/sacct here (a copied run dir, a laptop): the job's own output says it.
+            on = end.node and end.state in (JobState.NODE_FAIL, JobState.OUT_OF_MEMORY)
+            words = KILLED[end.state] + (f" on {end.node}" if on else "")
+            msg = f"SLURM job {snap.ref.job_id} {words} (its output says so){_where(f)}"
+            out.append(Finding("slurm", "critical", msg, f"{snap.ref.log}: {end.line[:160]}", down=True, cause=end.state.value, subject="job"))
         return out
     name = _name(job)
     state = job.state
     step = f.state.current_step()
     where = f" at step {step}/{f.state.max_steps or '?'}" if step is not None else ""
-    last = f.state.last_complete_checkpoint()
-    resume = f"; last complete checkpoint: step {last.step}" if last else "; no complete checkpoint to resume from"
+    resume = _where(f)[len(where):]
     worst = job.worst_step()
     if state is JobState.FAILED and worst is not None:
         state = worst[1]  # `4242.0 OUT_OF_MEMORY` under a FAILED allocation: the step's is the cause

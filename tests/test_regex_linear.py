@@ -29,7 +29,7 @@ def _grows_linearly(small: float, large: float) -> bool:
     return large < NOISE_S or large / max(small, 1e-5) < MAX_GROWTH
 
 
-MODULES = [*PARSER_MODULES, "configs", "checkpoints", "skim"]
+MODULES = [*PARSER_MODULES, "configs", "checkpoints", "skim", "slurm"]
 SWEEPS = [pytest.param(True, id="known-shapes"), pytest.param(False, id="full-sweep", marks=pytest.mark.slow)]
 
 

@@ -222,3 +222,56 @@ def test_sacct_json_in_both_generations_gives_the_same_job():
                                             ("Partition_Limit", None), ("", None), ("12:00.5", 720)])
 def test_slurm_durations(text, secs):
     assert duration_s(text) == secs
+
+
+# ---- the job's own output: what slurmstepd wrote -------------------------------------------
+JOB_LOG_ENDS = [
+    # (the tail of job_4242.log, in the shapes of genuine job outputs, with our values; the words expected)
+    ("srun: Job step aborted: Waiting up to 47 seconds for job step to finish.\n"
+     "slurmstepd: error: *** JOB 4242 ON gpu-07 CANCELLED AT 2026-11-24T03:00:01 DUE TO TIME LIMIT ***\n"
+     "slurmstepd: error: *** STEP 4242.0 ON gpu-07 CANCELLED AT 2026-11-24T03:00:01 DUE TO TIME LIMIT ***\n",
+     "SLURM job 4242 hit its time limit (its output says so) at step"),  # ZettaAI/zetta_utils#671
+    ("slurmstepd-gpu-07: error: *** JOB 4242 ON gpu-07 CANCELLED AT 2026-11-24T03:00:01 DUE TO PREEMPTION ***\n",
+     "SLURM job 4242 was preempted (its output says so)"),  # the host-prefixed form of DataBiosphere/toil#4706
+    ("slurmstepd: *** JOB 4242 CANCELLED AT 2026-11-24T03:00:01 DUE TO NODE FAILURE on gpu-03 ***\n",
+     "SLURM job 4242 lost a node (NODE_FAIL) on gpu-03 (its output says so)"),  # marbl/canu#1067's older form
+    ("slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0. Some of the step tasks have been OOM Killed.\n"
+     "srun: error: gpu-07: tasks 0-3: Out Of Memory\nsrun: Terminating StepId=4242.0\n"
+     "slurmstepd: error: *** STEP 4242.0 ON gpu-07 CANCELLED AT 2026-11-24T03:00:01 ***\n",
+     "SLURM job 4242 was killed for memory (OUT_OF_MEMORY: the job's cgroup limit, host RAM, not the GPU's) on gpu-07"),  # chrisknewman/tusas#149
+    ("slurmstepd: error: Detected 2 oom-kill event(s) in step 4242.batch cgroup. Some of your processes may have been "
+     "killed by the cgroup out-of-memory handler.\n",
+     "SLURM job 4242 was killed for memory"),  # hafs-community/HAFS#101, lanl/PyBNF#118
+    ("slurmstepd: error: *** JOB 4242 ON gpu-07 CANCELLED AT 2026-11-24T03:00:01 ***\n",
+     "SLURM job 4242 was cancelled (its output says so)"),
+]
+
+
+@pytest.mark.parametrize(("tail", "words"), JOB_LOG_ENDS, ids=["timeout", "preempted", "node-fail-old", "oom", "oom-old", "scancel"])
+def test_without_squeue_or_sacct_the_jobs_own_output_names_the_end(tmp_path, capsys, monkeypatch, tail, words):
+    root = slurm_run(tmp_path)
+    with open(os.path.join(root, "job_4242.log"), "a") as f:
+        f.write("[trainer0]: Step 7 | loss 0.1\n" * 3 + tail)
+    monkeypatch.setenv("PATH", "/nonexistent")  # a laptop with the run dir copied: no SLURM clients
+    code, out = check(root, capsys)
+    first = out.splitlines()[0]
+    assert code == 2 and words in first, out
+    assert "at step 7/20; last complete checkpoint: step 6" in first
+    assert "job_4242.log: slurmstepd" in out or "job_4242.log: srun" in out
+
+
+def test_the_jobs_own_output_is_evidence_beside_sacct(tmp_path, capsys, slurm):
+    root = slurm_run(tmp_path)
+    with open(os.path.join(root, "job_4242.log"), "a") as f:
+        f.write(JOB_LOG_ENDS[0][0])
+    slurm("23.11", state="TIMEOUT", exit="0:0", elapsed=86400, limit_min=1440)
+    code, out = check(root, capsys)
+    assert code == 2 and "hit its time limit (1-00:00:00)" in out.splitlines()[0]
+    assert "job_4242.log: slurmstepd: error: *** JOB 4242 ON gpu-07 CANCELLED AT 2026-11-24T03:00:01 DUE TO TIME LIMIT ***" in out
+
+
+def test_a_job_output_with_no_scheduler_words_says_nothing(tmp_path, capsys, monkeypatch):
+    root = slurm_run(tmp_path)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    code, out = check(root, capsys)
+    assert code == 0 and out.startswith("Healthy")

@@ -25,8 +25,10 @@ from dataclasses import dataclass, field, replace
 from runtop.parsers.slurm import (
     SACCT_FIELDS,
     SQUEUE_FORMAT,
+    JobLogEnd,
     SlurmFormatError,
     SlurmJob,
+    job_log_end,
     sacct_json,
     sacct_parsable,
     squeue_json,
@@ -86,7 +88,21 @@ def find_job(root: str, explicit: str | None = None, pids: Sequence[int] = ()) -
 def read_job(root: str, explicit: str | None = None, pids: Sequence[int] = (), client: SlurmClient | None = None) -> SlurmSnapshot | None:
     """The run's job as squeue/sacct say now (None: the run names no job)."""
     ref = find_job(root, explicit, pids)
-    return (client or SlurmClient()).read(ref) if ref is not None else None
+    return (client or SlurmClient()).read(ref, root) if ref is not None else None
+
+
+LOG_TAIL_BYTES = 64 << 10  # slurmstepd's last words are at the end of the job's output
+
+
+def read_log_end(path: str) -> JobLogEnd | None:
+    """The end of the job's own output file, as slurmstepd wrote it (its last 64 KB)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - LOG_TAIL_BYTES))
+            text = f.read(LOG_TAIL_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+    return job_log_end(text)
 
 
 # ---- the commands ---------------------------------------------------------------------------
@@ -126,6 +142,7 @@ class SlurmSnapshot:
     source: str  # `squeue --json + sacct --json`, `squeue -o + sacct --parsable2 (this SLURM has no --json)`
     notes: tuple[str, ...] = ()  # what could not be read, said plainly
     taken: float = field(default_factory=time.time)
+    log_end: JobLogEnd | None = None  # what slurmstepd wrote into the job's own output file
 
 
 def _first_line(text: str) -> str:
@@ -147,8 +164,9 @@ class SlurmClient:
         self.clock = clock
         self.json: bool | None = None  # None: not asked yet
 
-    def read(self, ref: JobRef) -> SlurmSnapshot:
+    def read(self, ref: JobRef, root: str | None = None) -> SlurmSnapshot:
         notes: list[str] = []
+        log_end = read_log_end(os.path.join(root, ref.log)) if root and ref.log else None
         queue_job, in_queue, queue_how = self._squeue(ref.job_id, notes)
         acct_job, acct_how = self._sacct(ref.job_id, notes)
         job = _merge(queue_job, acct_job)
@@ -157,7 +175,7 @@ class SlurmClient:
         source = " + ".join(h for h in (queue_how, acct_how) if h)
         if self.json is False:
             source += " (this SLURM has no --json)"
-        return SlurmSnapshot(ref, job, in_queue, source, tuple(notes), self.clock())
+        return SlurmSnapshot(ref, job, in_queue, source, tuple(notes), self.clock(), log_end)
 
     def _ask(self, json_argv: list[str], plain_argv: list[str]) -> tuple[Answer, bool]:
         """(the answer, whether it is JSON), trying `--json` until this SLURM refuses it."""
