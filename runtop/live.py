@@ -11,10 +11,11 @@ hand-over, the caller owns the live one.
 from __future__ import annotations
 
 import os
+import queue
 import sys
 import threading
 import time
-from typing import IO
+from typing import IO, Any
 
 from runtop.config import Thresholds
 from runtop.discovery import RunLayout
@@ -45,6 +46,10 @@ class LiveRun:
         self._backfilling = False
         self._stop = threading.Event()
         self._last_procs = float("-inf")
+        # Step rows of the history, handed over chunk by chunk while the backfill reads (issue 18:
+        # the charts and the step table fill as the history lands, not only when it is all read).
+        self._history: queue.SimpleQueue[list[Any]] = queue.SimpleQueue()
+        self._tail_first: int | None = None  # the first step the live tail itself read
         if self._needs_backfill(tail_bytes):
             self.reader.seek_tails(tail_bytes)
             self._backfilling = True
@@ -61,11 +66,18 @@ class LiveRun:
         return False
 
     def _backfill(self) -> None:
+        from runtop.publish import row_copy
+
         full = RunReader(self.layout)
         self._full = full
+        full.state._track_rows = True  # every row written is marked: the newly read ones are handed over
         try:
             while not self._stop.is_set():
                 full.poll(max_bytes=BACKFILL_CHUNK, rescan_every=float("inf"))
+                written, full.state._dirty_steps = full.state._dirty_steps, set()
+                rows = [row_copy(r) for k in sorted(written) if (r := full.state.steps.get(k)) is not None]
+                if rows:
+                    self._history.put(rows)  # copies: the worker goes on writing its own
                 if full.done():
                     break
         except OSError as e:
@@ -97,9 +109,12 @@ class LiveRun:
             # The history's own lines stay out of the pane (it showed the live tail already).
             self.reader.tail = self.tail
             self.reader.state.processes, self.reader.state.process_denied = old.processes, old.process_denied
+            self.reader.state._track_rows = False  # the publisher marks its own from now on
+            self.reader.state._dirty_steps.clear()
             self._backfilling = False
             changed = True
         changed |= self.reader.poll(max_bytes=max_bytes, rescan_every=self.interval, ckpt_every=max(self.interval, 5.0))
+        changed |= self._take_history()
         if self.backfill_error and self.reader.state.backfill_error != self.backfill_error:
             # Errors never vanish (issue 13): the header says so through the `unreadable` rule.
             self.reader.state.backfill_error = self.backfill_error
@@ -112,6 +127,23 @@ class LiveRun:
             look_at_processes(self.reader)
             changed |= before != (self.reader.state.processes, self.reader.state.process_denied)
         return changed
+
+    def _take_history(self) -> bool:
+        """Fold the history's rows read so far into the live state, below the first step the
+        tail read itself (the tail's own rows are newer and stay)."""
+        state = self.reader.state
+        if self._tail_first is None:
+            keys = state.step_keys()
+            if not keys:
+                return False  # nothing to place them below yet: they wait in the queue
+            self._tail_first = keys[0]
+        got = False
+        while True:
+            try:
+                rows = self._history.get_nowait()
+            except queue.Empty:
+                return got
+            got |= state.merge_history([r for r in rows if r.step < self._tail_first])
 
     def wait(self, timeout: float) -> bool:
         return self.waiter.wait(timeout)

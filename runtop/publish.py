@@ -122,7 +122,7 @@ class Publisher:
             return
         if prev is None:
             state._track_rows = True  # from now on every written row is marked for the next view
-            rows = {k: _row_copy(r) for k, r in state.steps.items()}
+            rows = {k: row_copy(r) for k, r in state.steps.items()}
         else:
             # A dict copy is C speed; the rows written (or dropped) since are the only ones touched.
             rows = dict(prev["steps"])
@@ -131,7 +131,7 @@ class Publisher:
                 if row is None:
                     rows.pop(k, None)
                 else:
-                    rows[k] = _row_copy(row)
+                    rows[k] = row_copy(row)
         state._dirty_steps.clear()
         self._take(Slice.STEPS, {
             "steps": rows,
@@ -146,7 +146,8 @@ class Publisher:
         }, state.steps_version)
 
 
-def _row_copy(row: Any) -> Any:
+def row_copy(row: Any) -> Any:
+    """A step row nobody else writes (its dicts copied)."""
     return dataclasses.replace(
         row, trainer=dict(row.trainer), rollout=dict(row.rollout), origin=dict(row.origin),
         phases_s=dict(row.phases_s), extra=dict(row.extra),

@@ -67,6 +67,20 @@ class StepReducers:
             self.steps[step] = row
         return row
 
+    def merge_history(self, rows: list[StepRow]) -> bool:
+        """Rows of the run's history read by the backfill while the live tail shows the present
+        (issue 18): placed where their steps go; True when any was new."""
+        if not rows:
+            return False
+        for row in rows:
+            if row.step not in self.steps:
+                bisect.insort(self._step_keys, row.step)
+            self.steps[row.step] = row
+            if self._track_rows:
+                self._dirty_steps.add(row.step)
+        self.steps_version += 1
+        return True
+
     def _on_resumed(self, ev: Resumed, source: str) -> None:
         # Attempts are opened by what marks a relaunch (a new attempt dir, a replaced
         # log, metrics.jsonl going back), never by this line alone: metrics.jsonl is

@@ -1,0 +1,40 @@
+"""While the history of a long log is read behind the live tail, the step table and the
+charts fill chunk by chunk (issue 18), below the steps the tail read itself, and the
+hand-over at the end leaves exactly the whole run."""
+
+from __future__ import annotations
+
+import time
+
+import runtop.live
+from benchmarks.backfill import generate
+from runtop.discovery import discover
+from runtop.live import LiveRun
+from runtop.snapshot import read_run
+
+
+def test_the_history_fills_in_below_the_tail_before_the_backfill_ends(tmp_path, monkeypatch):
+    root = str(tmp_path / "run")
+    generate(root, 6 << 20)  # ~1100 steps
+    monkeypatch.setattr(runtop.live, "BACKFILL_CHUNK", 64 << 10)  # many chunks: each hand-over is seen
+    live = LiveRun(discover(root), tail_bytes=256 << 10, processes=False)
+    try:
+        live.step()
+        tail_first = live.state.step_keys()[0]
+        assert tail_first > 500 and live.backfill_progress() < 1.0  # the tail alone: the newest steps only
+        partial = None
+        deadline = time.monotonic() + 60
+        while live.backfill_progress() < 1.0 and time.monotonic() < deadline:
+            live.step()
+            keys = live.state.step_keys()
+            if partial is None and keys[0] < tail_first and live.backfill_progress() < 1.0:
+                partial = (len(keys), keys[0])  # the first history rows in place while the backfill still reads
+            time.sleep(0.002)
+        live.step()
+        assert partial is not None, "no history reached the live state before the backfill ended"
+        assert partial[0] < len(live.state.step_keys())  # it went on filling
+        whole = read_run(root, processes=False)
+        assert live.state.step_keys() == whole.step_keys()
+        assert [r.value("reward") for r in live.state.rows()] == [r.value("reward") for r in whole.rows()]
+    finally:
+        live.close()
