@@ -108,7 +108,8 @@ class SlurmFormatError(ValueError):
 
 
 # ---- durations ------------------------------------------------------------------------
-_DURATION_RE = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)(?:\.\d+)?\Z", re.ASCII)
+# Bounded digit runs: unbounded `\d+` groups in a row backtrack quadratically on a long number.
+_DURATION_RE = re.compile(r"(?:(\d{1,5})-)?(?:(\d{1,6}):)?(\d{1,9}):(\d{1,2})(?:\.\d{1,6})?\Z", re.ASCII)
 
 
 def duration_s(text: str) -> float | None:

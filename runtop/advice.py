@@ -24,6 +24,12 @@ def advise(state: RunState, verdict: Verdict) -> Advice | None:
     if verdict.verdict == "Down":
         ckpt = state.last_complete_checkpoint()
         if ckpt is not None:
+            slurm = state.slurm
+            if slurm is not None and slurm.job is not None:
+                # A SLURM run resumes by sbatch of its script, once its job has ended (issue 17).
+                if not slurm.job.state.ended:
+                    return Advice(f"scancel job {slurm.job.job_id}, then resubmit from step {ckpt.step} (last complete)", action="stop")
+                return Advice(f"resubmit its batch script from step {ckpt.step} (last complete)", action="resume")
             # Processes still up (a hang, a half-dead run) must be stopped before a resume.
             if any(pids for pids in (state.processes or {}).values()):
                 return Advice(f"stop, then resume from step {ckpt.step} (last complete)", action="restart")

@@ -4,6 +4,7 @@ hand-over at the end leaves exactly the whole run."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import runtop.live
@@ -11,17 +12,35 @@ from benchmarks.backfill import generate
 from runtop.discovery import discover
 from runtop.live import LiveRun
 from runtop.snapshot import read_run
+from runtop.sources.run_reader import RunReader
+
+
+def gated(monkeypatch) -> threading.Event:
+    """Hold the backfill's end until the test has looked: on a loaded machine it could
+    otherwise finish before the live tail's first read, and there would be nothing to fill."""
+    gate = threading.Event()
+
+    class Gated(RunReader):
+        def done(self) -> bool:
+            if super().done() and not gate.is_set():
+                time.sleep(0.001)
+                return False
+            return super().done()
+
+    monkeypatch.setattr(runtop.live, "RunReader", Gated)
+    return gate
 
 
 def test_the_history_fills_in_below_the_tail_before_the_backfill_ends(tmp_path, monkeypatch):
     root = str(tmp_path / "run")
     generate(root, 6 << 20)  # ~1100 steps
     monkeypatch.setattr(runtop.live, "BACKFILL_CHUNK", 64 << 10)  # many chunks: each hand-over is seen
+    gate = gated(monkeypatch)
     live = LiveRun(discover(root), tail_bytes=256 << 10, processes=False)
     try:
         live.step()
-        tail_first = live.state.step_keys()[0]
-        assert tail_first > 500 and live.backfill_progress() < 1.0  # the tail alone: the newest steps only
+        tail_first = live._tail_first  # noqa: SLF001 - the first step the tail itself read (history may already sit below it)
+        assert tail_first is not None and tail_first > 500 and live.backfill_progress() < 1.0  # the tail: the newest steps only
         partial = None
         deadline = time.monotonic() + 60
         while live.backfill_progress() < 1.0 and time.monotonic() < deadline:
@@ -29,7 +48,10 @@ def test_the_history_fills_in_below_the_tail_before_the_backfill_ends(tmp_path, 
             keys = live.state.step_keys()
             if partial is None and keys[0] < tail_first and live.backfill_progress() < 1.0:
                 partial = (len(keys), keys[0])  # the first history rows in place while the backfill still reads
+            if partial is not None and live._full is not None and RunReader.done(live._full):  # noqa: SLF001 - all read: the gate opens
+                gate.set()  # all read and handed over: let the backfill end
             time.sleep(0.002)
+        gate.set()
         live.step()
         assert partial is not None, "no history reached the live state before the backfill ended"
         assert partial[0] < len(live.state.step_keys())  # it went on filling

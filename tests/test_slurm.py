@@ -275,3 +275,14 @@ def test_a_job_output_with_no_scheduler_words_says_nothing(tmp_path, capsys, mon
     monkeypatch.setenv("PATH", "/nonexistent")
     code, out = check(root, capsys)
     assert code == 0 and out.startswith("Healthy")
+
+
+def test_the_band_says_how_a_slurm_run_resumes(tmp_path, slurm):
+    from runtop.advice import advise
+    from runtop.snapshot import read_and_judge
+
+    root = slurm_run(tmp_path)
+    slurm("23.11", state="TIMEOUT", exit="0:0", elapsed=86400, limit_min=1440)
+    state, verdict = read_and_judge(root, processes=False, disks=False)
+    advice = advise(state, verdict)
+    assert advice is not None and advice.text == "resubmit its batch script from step 6 (last complete)" and advice.action == "resume"
