@@ -43,26 +43,16 @@ def line(kind: int, step: int, i: int) -> str:
     return f"{t} {ESC}[1m   INFO{ESC}[0m {ESC}[1m{ESC}[22mTrain batch {i % 128}/128 ({i % 128 / 1.28:.1f}%) (+16 buffered); {i % 134} inflight episodes (train={i % 134}, eval=0){ESC}[0m{ESC}[0m\n"
 
 
+def kind_of(i: int) -> int:
+    """The mix a long prime-rl orchestrator writes: a step line every 40 lines, a warning every 97, a traceback every 5003."""
+    return 0 if i % 40 == 0 else 1 if i % 97 == 0 else 2 if i % 5003 == 0 else 3
+
+
 def generate(root: str, size: int) -> str:
     logs = os.path.join(root, "logs")
     os.makedirs(logs, exist_ok=True)
-    path = os.path.join(logs, "orchestrator.log")
-    written, i, step = 0, 0, 0
-    with open(path, "w", encoding="utf-8") as f:
-        buf = []
-        while written < size:
-            i += 1
-            kind = 0 if i % 40 == 0 else 1 if i % 97 == 0 else 2 if i % 5003 == 0 else 3
-            if kind == 0:
-                step += 1
-            s = line(kind, step, i)
-            buf.append(s)
-            written += len(s)
-            if len(buf) >= 10000:
-                f.write("".join(buf))
-                buf.clear()
-        f.write("".join(buf))
-    return path
+    # Line i's step is the number of step lines up to it: i // 40.
+    return _write(os.path.join(logs, "orchestrator.log"), "", lambda _n, i: line(kind_of(i), i // 40, i), size)
 
 
 def skyrl_step(step: int, i: int) -> str:

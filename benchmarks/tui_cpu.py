@@ -33,7 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.backfill import line  # noqa: E402 - the same line mix as the backfill benchmark
+from benchmarks.backfill import kind_of, line  # noqa: E402 - the same line mix as the backfill benchmark
 
 LOG = "logs/attempt_1/orchestrator.log"
 
@@ -54,7 +54,7 @@ def writer(path: str, rate: int, seconds: float, stop: threading.Event) -> None:
             burst = []
             for _ in range(max(1, rate // 10)):
                 i += 1
-                kind = 0 if i % 40 == 0 else 1 if i % 97 == 0 else 2 if i % 5003 == 0 else 3
+                kind = kind_of(i)
                 step += kind == 0
                 burst.append(line(kind, step, i))
             f.write("".join(burst))
