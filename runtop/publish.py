@@ -93,6 +93,7 @@ class Publisher:
             (Slice.VLLM, readings.get("vllm")),
             (Slice.SLURM, readings.get("slurm")),
             (Slice.RAY, readings.get("ray")),
+            (Slice.TRAINER, readings.get("trainer")),
             (Slice.VERDICT, (verdict.verdict, tuple(verdict.reasons), tuple(verdict.alerts))),
             (Slice.CLOCK, int(now)),
             (Slice.LOGS, tail.seq),

@@ -43,6 +43,7 @@ class Slice(enum.Enum):
     VLLM = "vllm"
     SLURM = "slurm"
     RAY = "ray"
+    TRAINER = "trainer"  # the trainer's own /metrics
     VERDICT = "verdict"
     CLOCK = "clock"  # whole seconds: panes that show ages
 

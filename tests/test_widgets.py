@@ -211,3 +211,23 @@ def test_the_processes_pane_leads_with_the_runs_slurm_job():
     s.slurm = dataclasses.replace(s.slurm, job=dataclasses.replace(job, state=JobState.PENDING, state_text="PENDING", reason="Priority"))
     line = text_of(ProcessTree().render_view(dataclasses.replace(v, state=s))).splitlines()[0]
     assert "job 4242 PENDING · 4 nodes gpu-[01-04] · Priority" in line and "left" not in line
+
+
+def test_the_processes_pane_says_why_the_ray_state_api_or_the_trainer_endpoint_gave_nothing():
+    """Issue 17: a probe the run's config asked for and that failed is said, not silent."""
+    import dataclasses
+
+    from runtop.sources.processes import ProcessSnapshot
+    from runtop.sources.trainer_metrics import TrainerLive
+    from runtop.widgets.process_tree import ProcessTree
+
+    s = run()
+    errors = {"ray": "Ray's state API needs the extra: pip install 'runtop-rl[ray]'",
+              "trainer": "trainer /metrics at http://127.0.0.1:8000/metrics: [Errno 111] Connection refused"}
+    v = dataclasses.replace(view(s), system=SystemView(procs=ProcessSnapshot(), errors=errors))
+    lines = text_of(ProcessTree().render_view(v)).splitlines()
+    assert lines[0] == "Ray: Ray's state API needs the extra: pip install 'runtop-rl[ray]'"
+    assert lines[1] == "trainer /metrics at http://127.0.0.1:8000/metrics: [Errno 111] Connection refused"
+    live = TrainerLive("http://127.0.0.1:8000/metrics", 40, v.now - 5, v.now)
+    v2 = dataclasses.replace(v, system=SystemView(procs=ProcessSnapshot(), trainer=live))
+    assert text_of(ProcessTree().render_view(v2)).splitlines()[0] == "trainer /metrics: step 40, 5s ago"

@@ -17,11 +17,11 @@ MAX_ROWS = 40
 
 class ProcessTree(Pane):
     TITLE = "processes"
-    READS = (Slice.PROCESS, Slice.SLURM, Slice.RAY, Slice.CLOCK)
+    READS = (Slice.PROCESS, Slice.SLURM, Slice.RAY, Slice.TRAINER, Slice.CLOCK)
 
     def render_view(self, view: View) -> Table | Text | Group:
         body = self._table(view)
-        head = [line for line in (slurm_line(view), ray_line(view)) if line is not None]
+        head = [line for line in (slurm_line(view), ray_line(view), trainer_line(view)) if line is not None]
         return Group(*head, body) if head else body
 
     def _table(self, view: View) -> Table | Text:
@@ -100,10 +100,12 @@ def slurm_line(view: View) -> Text | None:
 
 
 def ray_line(view: View) -> Text | None:
-    """The run's Ray cluster on one line (issue 17): nodes, GPUs, actors alive and dead."""
+    """The run's Ray cluster on one line (issue 17): nodes, GPUs, actors alive and dead; or why
+    its state API gave nothing (the extra not installed, the cluster not answering)."""
     snap = view.state.ray
     if snap is None:
-        return None
+        error = view.system.errors.get("ray")
+        return Text(f"Ray: {error}", "grey62") if error else None
     lost = len(snap.lost_nodes())
     line = Text("Ray ", "bold")
     line.append(f"{len(snap.nodes)} node{'s' if len(snap.nodes) != 1 else ''}")
@@ -114,3 +116,13 @@ def ray_line(view: View) -> Text | None:
         line.append(f", {len(snap.dead)} dead", "red")
     line.append(f"  ({snap.how})", "grey62")
     return line
+
+
+def trainer_line(view: View) -> Text | None:
+    """The trainer's own /metrics, where the run's config serves one (issue 17)."""
+    live = view.system.trainer
+    error = view.system.errors.get("trainer")
+    if live is None:
+        return Text(error, "grey62") if error else None  # `trainer /metrics at URL: why`
+    ago = f", {duration(view.now - live.last_step_ts)} ago" if live.last_step_ts else ""
+    return Text(f"trainer /metrics: step {live.step if live.step is not None else '-'}{ago}", "grey62")
