@@ -169,6 +169,9 @@ class SlurmClient:
         log_end = read_log_end(os.path.join(root, ref.log)) if root and ref.log else None
         queue_job, in_queue, queue_how = self._squeue(ref.job_id, notes)
         acct_job, acct_how = self._sacct(ref.job_id, notes)
+        missing = [n for n in notes if n.endswith(" is not on PATH")]
+        if len(missing) == 2:  # one sentence for one fact: this machine has no SLURM clients
+            notes = [n for n in notes if n not in missing] + ["squeue and sacct are not on PATH: the job's state is read from its output only"]
         job = _merge(queue_job, acct_job)
         if job is None and not notes:
             notes.append(f"neither squeue nor sacct knows job {ref.job_id} (purged from the accounting, or another cluster's)")
