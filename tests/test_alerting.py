@@ -166,7 +166,8 @@ def test_on_alert_runs_an_argv_with_the_runs_environment(simulated, tmp_path):
     try:
         engine.step()
         deadline = time.monotonic() + 10
-        while not out.exists() and time.monotonic() < deadline:
+        # Written whole by the command: wait for its text, not just the file (open() creates it empty first).
+        while not (out.exists() and out.read_text().endswith("}")) and time.monotonic() < deadline:
             time.sleep(0.05)
         import json
 
