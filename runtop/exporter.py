@@ -46,6 +46,8 @@ class RunsCollector(Collector):
         age = GaugeMetricFamily("runtop_step_age_seconds", "seconds since the newest write to the run's logs or metrics", labels=["run"])
         ckpt = GaugeMetricFamily("runtop_last_complete_checkpoint_step", "the last complete checkpoint's step (-1: none)", labels=["run"])
         metric = GaugeMetricFamily("runtop_metric", "the newest value of a key training metric", labels=["run", "name"])
+        job_left = GaugeMetricFamily("runtop_slurm_time_left_seconds", "time left of the run's SLURM job while it runs", labels=["run", "job"])
+        job_state = GaugeMetricFamily("runtop_slurm_job_state", "1 for the SLURM job's state now", labels=["run", "job", "state"])
         for engine in self.engines:
             run = run_label(engine)
             with engine.lock:
@@ -70,7 +72,13 @@ class RunsCollector(Collector):
                     newest = next((r.value(name) for r in reversed(rows) if r.value(name) is not None), None)
                     if newest is not None:
                         metric.add_metric([run, name], newest)
-        yield from (up, verdict, finding, step, max_steps, age, ckpt, metric)
+                slurm = st.slurm
+                if slurm is not None and slurm.job is not None:
+                    job_state.add_metric([run, slurm.job.job_id, slurm.job.state.value], 1.0)
+                    left = slurm.job.time_left()
+                    if slurm.job.state.alive and left is not None:
+                        job_left.add_metric([run, slurm.job.job_id], left)
+        yield from (up, verdict, finding, step, max_steps, age, ckpt, metric, job_left, job_state)
 
 
 def registry_for(engines: Iterable[Engine]) -> CollectorRegistry:

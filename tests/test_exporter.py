@@ -111,3 +111,27 @@ def test_the_alerting_rules_load_and_use_only_what_runtop_exports():
         used = set(re.findall(r"runtop_\w+", r["expr"]))
         assert used and used <= names, (r["alert"], used - names)
         assert r["annotations"]["summary"]
+
+
+def test_a_slurm_runs_job_state_and_time_left_are_exported(tmp_path):
+    """Issue 17: Alertmanager can page on a job about to hit its limit before the next checkpoint."""
+    from runtop.discovery import discover
+    from runtop.engine import Engine
+    from runtop.exporter import registry_for
+    from runtop.parsers.slurm import JobState, SlurmJob
+    from runtop.simulator.primerl import Simulator
+    from runtop.sources.slurm import JobRef, SlurmSnapshot
+    from prometheus_client import generate_latest
+
+    root = str(tmp_path / "run")
+    Simulator(root, scenario="healthy", max_steps=9, stop_after=4).run()
+    engine = Engine(discover(root), processes=False, disks=False, gpus=False, vllm_url=None, publishing=False)
+    try:
+        engine.step()
+        engine.state.slurm = SlurmSnapshot(JobRef("4242", "--slurm-job"), SlurmJob("4242", JobState.RUNNING, "RUNNING",
+                                           elapsed_s=600.0, limit_s=3600.0), True, "squeue --json + sacct --json")
+        got = samples(generate_latest(registry_for([engine])).decode())
+        assert got[("runtop_slurm_time_left_seconds", (("job", "4242"), ("run", "run")))] == 3000.0
+        assert got[("runtop_slurm_job_state", (("job", "4242"), ("run", "run"), ("state", "RUNNING")))] == 1.0
+    finally:
+        engine.close()
