@@ -115,13 +115,14 @@ def test_the_alerting_rules_load_and_use_only_what_runtop_exports():
 
 def test_a_slurm_runs_job_state_and_time_left_are_exported(tmp_path):
     """Issue 17: Alertmanager can page on a job about to hit its limit before the next checkpoint."""
+    from prometheus_client import generate_latest
+
     from runtop.discovery import discover
     from runtop.engine import Engine
     from runtop.exporter import registry_for
     from runtop.parsers.slurm import JobState, SlurmJob
     from runtop.simulator.primerl import Simulator
     from runtop.sources.slurm import JobRef, SlurmSnapshot
-    from prometheus_client import generate_latest
 
     root = str(tmp_path / "run")
     Simulator(root, scenario="healthy", max_steps=9, stop_after=4).run()
