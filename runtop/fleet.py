@@ -93,8 +93,9 @@ def runs_of(paths: Sequence[str], runs_file: str | None = None) -> list[str]:
 
 def row_of(path: str, engine: Engine | None, error: str | None = None) -> RunRow:
     name = os.path.basename(os.path.normpath(path)) or path
-    if engine is None:
-        return RunRow(path, name, "?", "cannot read", error or "")
+    if engine is None or error:
+        # Never opened, or its last reading failed: a stale verdict would read as today's.
+        return RunRow(path, name, engine.state.framework if engine is not None else "?", "cannot read", error or "")
     with engine.lock:
         s, v = engine.state, engine.verdict
         writes = s.write_times()
@@ -123,8 +124,10 @@ class Fleet:
                     discover(path), interval=interval, poll=poll, thresholds=thresholds, disks=False, gpus=False,
                     vllm_url=None, publishing=False, process_period=max(interval, FLEET_PROCESS_S),
                 )
-            except (DiscoveryError, OSError) as e:
+            except DiscoveryError as e:
                 self.engines[path], self.errors[path] = None, str(e)
+            except Exception as e:  # noqa: BLE001 - one run that cannot be opened is a row saying why, never a dead table
+                self.engines[path], self.errors[path] = None, f"{type(e).__name__}: {e}"
 
     def step_due(self, now: float | None = None) -> int:
         """Step each engine whose turn has come (not the open run's); how many were stepped."""
@@ -137,6 +140,7 @@ class Fleet:
                 self._last[path] = now  # caught up: its next turn is an interval away (else: next round)
             try:
                 engine.step()
+                self.errors.pop(path, None)
             except Exception as e:  # noqa: BLE001 - one broken run never takes the fleet down
                 self.errors[path] = f"{type(e).__name__}: {e}"
             n += 1

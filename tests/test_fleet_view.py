@@ -150,3 +150,23 @@ async def test_a_second_later_only_the_changed_cells_are_redrawn_and_the_rows_st
         again = table.get_row_at(0)
         assert str(first[5]) == "42s" and str(again[5]) == "1m42s"  # last write moved on
         assert str(again[1]) == str(first[1]) and table.row_count == 20
+
+
+def test_a_run_whose_reading_fails_says_so_instead_of_its_old_verdict(tmp_path):
+    runs = make_fleet(str(tmp_path / "runs"), 2)
+    fleet = Fleet(runs, interval=0.0)
+    try:
+        fleet.step_due()
+        broken = fleet.engines[runs[0]]
+        assert broken is not None
+
+        def fail() -> bool:
+            raise OSError("Stale file handle")
+
+        broken.step = fail  # type: ignore[method-assign]
+        fleet.step_due()
+        row = next(r for r in fleet.rows() if r.path == runs[0])
+        assert row.verdict == "cannot read" and row.cause == "OSError: Stale file handle"
+        assert next(r for r in fleet.rows() if r.path == runs[1]).verdict != "cannot read"
+    finally:
+        fleet.close()
