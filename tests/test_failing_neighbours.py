@@ -72,6 +72,17 @@ def test_a_dripping_metrics_endpoint_gives_up_on_its_total_deadline(drip_server)
     assert took < 3.0, f"the deadline is on the whole answer, not on each read ({took:.1f} s)"
 
 
+def test_a_dripping_trainer_endpoint_is_given_up_too(drip_server):
+    """Issue 17: the trainer's /metrics shares vLLM's bounded scrape (`sources.prometheus_text`)."""
+    from runtop.probe import Unavailable
+    from runtop.sources.trainer_metrics import fetch as fetch_trainer
+
+    t0 = time.monotonic()
+    with pytest.raises(Unavailable, match="slow: gave up after 2 s"):
+        fetch_trainer(drip_server, timeout=0.5)
+    assert time.monotonic() - t0 < 4.0
+
+
 async def test_the_tui_keeps_advancing_while_metrics_drip(tmp_path, drip_server):
     """The engine reads steps while vLLM's /metrics answers a byte at a time; the inference
     pane says the endpoint is slow instead of sitting at Unknown."""
