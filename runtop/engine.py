@@ -34,6 +34,7 @@ from runtop.live import LiveRun
 from runtop.parsers.events import VllmStats
 from runtop.probe import Probe, Unavailable
 from runtop.publish import Publisher
+from runtop.queues import drain
 from runtop.rules import Facts
 from runtop.rules_hang import GpuIdleTracker
 from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
@@ -326,15 +327,12 @@ class Engine:
         return True
 
     def _take_forensics(self) -> bool:
-        got = False
-        while True:
-            try:
-                result = self._forensics_done.get_nowait()
-            except queue.Empty:
-                return got
-            self.last_forensics, got = result, True
+        results = drain(self._forensics_done)
+        for result in results:
+            self.last_forensics = result
             if self.alerting is not None:
                 self.alerting.forensics(result)
+        return bool(results)
 
     def facts(self) -> Facts:
         procs = self.system.procs
@@ -349,12 +347,7 @@ class Engine:
 
     def take_new_findings(self) -> list[Finding]:
         """Findings that began since the last call (the app toasts the critical ones); any thread."""
-        out = []
-        while True:
-            try:
-                out.append(self._new_findings.get_nowait())
-            except queue.Empty:
-                return out
+        return drain(self._new_findings)
 
     def _store(self, name: str, value: object, error: str | None) -> None:
         if name == "gpu" and error is None and isinstance(value, GpuSnapshot):

@@ -21,6 +21,7 @@ from runtop.config import Thresholds
 from runtop.discovery import RunLayout
 from runtop.log_tail import LogTail
 from runtop.parsers.hygiene import public
+from runtop.queues import drain
 from runtop.snapshot import look_at_processes
 from runtop.sources.run_reader import RunReader
 from runtop.sources.watch import ChangeWaiter
@@ -137,13 +138,8 @@ class LiveRun:
             if not keys:
                 return False  # nothing to place them below yet: they wait in the queue
             self._tail_first = keys[0]
-        got = False
-        while True:
-            try:
-                rows = self._history.get_nowait()
-            except queue.Empty:
-                return got
-            got |= state.merge_history([r for r in rows if r.step < self._tail_first])
+        below = self._tail_first
+        return state.merge_history([r for rows in drain(self._history) for r in rows if r.step < below])
 
     def wait(self, timeout: float) -> bool:
         return self.waiter.wait(timeout)
