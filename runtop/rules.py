@@ -184,7 +184,12 @@ def stalled(f: Facts) -> list[Finding]:
         # reclaimed pod) or alive and hung (an NCCL hang): Down either way (issue 14: a
         # critical stall under a "Degraded" verdict read as a contradiction).
         alive_but = "; its processes are alive but silent: hung?" if alive and not nobody else ""
-        msg = f"no log write anywhere for {duration(quiet)}" + ("; no run process alive: the pod or job may be gone" if nobody else (f"; {waiting}" if waiting else alive_but))
+        gone = "; no run process alive: the pod or job may be gone"
+        job = f.slurm.job if f.slurm is not None else None
+        if job is not None and job.state.alive:
+            # The scheduler still runs it: its processes are on nodes this machine cannot see.
+            gone = f"; SLURM job {job.job_id} is still {job.state_text} on {job.nodes or 'its nodes'}: hung?"
+        msg = f"no log write anywhere for {duration(quiet)}" + (gone if nobody else (f"; {waiting}" if waiting else alive_but))
         # Since the last write: when the silence began, not when runtop noticed it (issue 14).
         evidence = f"newest write {duration(quiet)} ago" + (f"; stacks: {f.forensics}" if f.forensics else "")
         if live is not None and live.last_step_ts is not None:

@@ -9,6 +9,7 @@ import json
 import os
 import stat
 import sys
+import time
 
 import pytest
 
@@ -287,3 +288,18 @@ def test_the_band_says_how_a_slurm_run_resumes(tmp_path, slurm):
     state, verdict = read_and_judge(root, processes=False, disks=False)
     advice = advise(state, verdict)
     assert advice is not None and advice.text == "resubmit its batch script from step 6 (last complete)" and advice.action == "resume"
+
+
+def test_a_silent_run_whose_job_still_runs_is_called_hung_not_gone(tmp_path, capsys, slurm):
+    """Seen in tmux on a login node: "no run process alive: the pod or job may be gone" beside
+    a SLURM job squeue calls RUNNING. The processes are on the job's nodes, not here."""
+    root = slurm_run(tmp_path)
+    old = time.time() - 3600
+    for d, _, names in os.walk(root):
+        for n in names:
+            os.utime(os.path.join(d, n), (old, old))
+    slurm("23.11", state="RUNNING", elapsed=4000, limit_min=1440)
+    code, out = check(root, capsys)
+    first = out.splitlines()[0]
+    assert code == 2 and "no log write anywhere for 1h00m; SLURM job 4242 is still RUNNING on gpu-[01-04]: hung?" in first, first
+    assert "the pod or job may be gone" not in first

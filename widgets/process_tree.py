@@ -81,7 +81,8 @@ def slurm_line(view: View) -> Text | None:
     snap = view.state.slurm
     if snap is None:
         return None
-    line = Text("SLURM ", "bold")
+    line = Text()
+    line.append("SLURM ", "bold")  # the word alone: a Text's own style would make the whole line bold
     job = snap.job
     if job is None:
         line.append(f"job {snap.ref.job_id}: {'; '.join(snap.notes) or 'no reading'}", "grey62")
@@ -107,7 +108,8 @@ def ray_line(view: View) -> Text | None:
         error = view.system.errors.get("ray")
         return Text(f"Ray: {error}", "grey62") if error else None
     lost = len(snap.lost_nodes())
-    line = Text("Ray ", "bold")
+    line = Text()
+    line.append("Ray ", "bold")
     line.append(f"{len(snap.nodes)} node{'s' if len(snap.nodes) != 1 else ''}")
     if lost:
         line.append(f" ({lost} lost)", "bold red")
