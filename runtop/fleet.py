@@ -106,7 +106,9 @@ def row_of(path: str, engine: Engine | None, error: str | None = None) -> RunRow
 
 
 class Fleet:
-    """The runs and their engines; `rows()` from any thread."""
+    """The runs and their engines; `rows()` from any thread. Each run's row is made on the
+    fleet's thread after its engine stepped: the table's refresh reads finished rows and never
+    waits on an engine's lock while it reads a slice."""
 
     def __init__(self, paths: Sequence[str], *, interval: float = FLEET_INTERVAL_S, thresholds: Thresholds | None = None,
                  poll: bool = True, make: Callable[[str], Engine] | None = None) -> None:
@@ -128,6 +130,13 @@ class Fleet:
                 self.engines[path], self.errors[path] = None, str(e)
             except Exception as e:  # noqa: BLE001 - one run that cannot be opened is a row saying why, never a dead table
                 self.engines[path], self.errors[path] = None, f"{type(e).__name__}: {e}"
+        self._rows: dict[str, RunRow] = {}
+        self.refresh_rows()
+
+    def refresh_rows(self) -> None:
+        """Make every run's row again from its engine (on the thread that steps them)."""
+        for path, engine in self.engines.items():
+            self._rows[path] = row_of(path, engine, self.errors.get(path))
 
     def step_due(self, now: float | None = None) -> int:
         """Step each engine whose turn has come (not the open run's); how many were stepped."""
@@ -143,13 +152,14 @@ class Fleet:
                 self.errors.pop(path, None)
             except Exception as e:  # noqa: BLE001 - one broken run never takes the fleet down
                 self.errors[path] = f"{type(e).__name__}: {e}"
+            self._rows[path] = row_of(path, engine, self.errors.get(path))
             n += 1
             if self._stop.is_set():
                 break
         return n
 
     def rows(self) -> list[RunRow]:
-        rows = [row_of(p, e, self.errors.get(p)) for p, e in self.engines.items()]
+        rows = list(self._rows.values())
         rows.sort(key=lambda r: (r.trouble, -(r.last_write or 0.0), r.name))
         return rows
 

@@ -33,6 +33,7 @@ def read_fleet(root: str, n: int = 20) -> Fleet:
         while not e.live.reader.done():
             e.step()
         e.probe_all()
+    fleet.refresh_rows()  # stepped here, not by the fleet's thread
     return fleet
 
 
