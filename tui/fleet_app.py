@@ -96,14 +96,14 @@ class FleetApp(App[str | None]):
     """
     BINDINGS = [("enter", "open_run", "Open run"), ("q", "quit_fleet", "Quit"), ("r", "refresh_now", "Refresh")]
 
-    def __init__(self, fleet: Fleet, *, select: str | None = None, clock: object = time.time, refresh_s: float = 1.0,
+    def __init__(self, fleet: Fleet, *, select: str | None = None, clock: object = time.time, refresh_s: float = 2.0,
                  where: str = "") -> None:
         super().__init__()
         self.where = where  # the dir (or dirs) the runs came from, for the summary line
         self.fleet = fleet
         self.selected = select  # the run to put the cursor on first (the one just left)
         self.clock = clock
-        self.refresh_s = refresh_s
+        self.refresh_s = refresh_s  # 2 s: a fleet's ages need no finer grain, and each refresh repaints 20 rows
         self._paths: list[str] = []
         self._cols: tuple[tuple[str, int], ...] = ()
         self._drawn: dict[str, tuple[Text, ...]] = {}  # what each row shows now
