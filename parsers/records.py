@@ -286,6 +286,10 @@ class RecordAssembler:
         self.line_base = base + len(lines)
         return out
 
+    def pending(self) -> bool:
+        """True while a record is held back for its continuation lines."""
+        return self._pending is not None
+
     def flush(self) -> list[Record]:
         """Hand over the pending record (at the end of a read: the writer is idle).
 

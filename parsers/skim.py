@@ -17,6 +17,18 @@ DROP = (b'HTTP/1.1" 2', b"GET /metrics HTTP")
 # …unless another record is glued behind the access line (`… 200 OKCRITICAL 11-05 …
 # MQLLMEngine is already dead`, seen in vllm-project/vllm#10024): the cleaner splits it off.
 GLUE_WORDS = (b"ERROR", b"CRITICAL", b"WARNING", b"INFO ", b"SUCCESS")
+# What a grep child may drop from a long stretch before `skim` (issue 18): every latest-wins
+# line (the newest of each chunk is put back), and lines ending in an access line's reason
+# phrase, so nothing is glued behind them (uvicorn's `… "POST /v1/x HTTP/1.1" 200 OK`).
+_ACCESS_ENDS = (
+    r'HTTP/1\.[01]" 2[0-9][0-9] (OK|Created|Accepted|No Content|Partial Content)' + "\r?$",
+    r'"GET /metrics HTTP/1\.[01]" [0-9]{3} [A-Za-z ]*' + "\r?$",
+)
+BULK_DROP = _ACCESS_ENDS
+# …and what a second grep, beside it, gives back: those of them with a record glued before
+# the access line (block-buffered writers interleave anywhere), which `skim` keeps. Anchoring
+# the drop at the line's start instead cost 2.7x (the whole of every line through the DFA).
+BULK_RESCUE = tuple("(" + "|".join(w.decode("ascii") for w in GLUE_WORDS) + ").*" + end for end in _ACCESS_ENDS)
 
 
 def skim(data: bytes) -> bytes:
@@ -50,4 +62,3 @@ def skim(data: bytes) -> bytes:
         kept += [line for line in lines[newest + 1 :] if marker not in line]
         data = b"\n".join(kept)
     return data
-

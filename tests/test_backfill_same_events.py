@@ -1,7 +1,8 @@
 """The fast backfill reads the same runs as the careful one (issue 18): with the cheap first
 passes switched back to their exhaustive forms (the two-pass skim, a literal_eval of every
 logged dict), every corpus case and every simulator scenario gives the same state, field by
-field, as the fast path."""
+field, as the fast path — and as the fast path with every log read through the grep child
+(GNU grep's bulk pass, used on its own only for stretches of 32 MB and more)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import runtop.parsers.skyrl_numbers as skyrl_numbers
+import runtop.sources.bulk_grep as bulk_grep
 import runtop.sources.run_reader as run_reader
 from runtop.discovery import discover
 from runtop.frameworks import REGISTRY
@@ -34,8 +36,15 @@ def state_of(path: str) -> dict:
 
 
 def both_ways(path: str, monkeypatch) -> tuple[dict, dict]:
-    fast = state_of(path)
     with monkeypatch.context() as m:
+        m.setattr(bulk_grep, "BULK_MIN", 1 << 62)  # Python reads every byte
+        fast = state_of(path)
+    if bulk_grep.gnu_grep() is not None:
+        with monkeypatch.context() as m:
+            m.setattr(bulk_grep, "BULK_MIN", 0)  # grep drops the noise of every log first
+            assert state_of(path) == fast
+    with monkeypatch.context() as m:
+        m.setattr(bulk_grep, "BULK_MIN", 1 << 62)
         m.setattr(run_reader, "skim", reference)  # the two-pass skim: every line looked at
         m.setattr(skyrl_numbers, "NUMERIC_VALUE_RE", re.compile(r""))  # every logged dict parsed
         careful = state_of(path)

@@ -19,12 +19,15 @@ from runtop.parsers import rollouts
 from runtop.parsers.events import Event, StepMetrics, Unparsed
 from runtop.parsers.metrics_generic import parse_line as parse_generic
 from runtop.parsers.records import Record, RecordAssembler
-from runtop.parsers.skim import skim
+from runtop.parsers.skim import BULK_DROP, BULK_RESCUE, LATEST_WINS, skim
+from runtop.sources.bulk_grep import BulkNoise
 from runtop.sources.run_configs import ConfigReader
 from runtop.sources.tailer import FileTailer
 from runtop.state import RunState
 from runtop.state_parts import FileInfo, LogLine
 
+# A long stretch of a log has its noise dropped by grep before `skim` sees it (issue 18).
+BULK_NOISE = BulkNoise(LATEST_WINS, BULK_DROP, BULK_RESCUE)
 MAX_LINE = {"log": 64 * 1024, "metrics": 1 << 20, "rollouts": 32 << 20, "config": 1 << 20}
 
 
@@ -48,7 +51,8 @@ class _Followed:
         self.framework = framework
         is_log = tracked.kind == "log"
         self.tailer = FileTailer(
-            tracked.path, max_line=MAX_LINE[tracked.kind], clean=is_log, prefilter=skim if is_log else None
+            tracked.path, max_line=MAX_LINE[tracked.kind], clean=is_log, prefilter=skim if is_log else None,
+            bulk=BULK_NOISE if is_log else None,
         )
         self.last_metric_step: dict[str, int] = {}
         self.last_time: str | None = None
@@ -221,6 +225,12 @@ class RunReader:
                     # A metrics file started over (verl's file logger opens it `wb`): a relaunch.
                     self.state.new_attempt(f"{os.path.basename(f.tracked.path)} was {res.restarted}")
         if not res.lines:
+            if res.eof and f.tracked.kind == "log" and f.assembler.pending():
+                # The end reached with nothing new to hand on (the last chunk was all noise): the
+                # record held back for continuation lines is complete (the newest vLLM stat line
+                # was lost this way when the log ended in access lines).
+                self._fold_records(f, f.assembler.flush())
+                return True
             return bool(res.restarted) or bool(res.drained)
         self._fold_lines(f, res.lines, res.first_line, eof=res.eof)
         return True

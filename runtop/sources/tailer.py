@@ -18,11 +18,14 @@
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections.abc import Callable
 
 from runtop.parsers.hygiene import UNSAFE_RE
 from runtop.parsers.text import clean_bytes
+from runtop.sources import bulk_grep
+from runtop.sources.bulk_grep import BulkGrep, BulkNoise, newest_line
 from runtop.sources.tailer_rotation import Rotated, RotationFollower, TailRead
 
 DEFAULT_MAX_LINE = 64 * 1024
@@ -40,12 +43,18 @@ class FileTailer(RotationFollower):
         chunk_size: int = DEFAULT_CHUNK,
         clean: bool = True,
         prefilter: Callable[[bytes], bytes] | None = None,
+        bulk: BulkNoise | None = None,
     ) -> None:
         self.path = path
         self.max_line = max_line
         self.chunk_size = chunk_size
         self.clean = clean
         self.prefilter = prefilter
+        # A long unread stretch has its noise dropped by a grep child first (issue 18).
+        self.bulk = bulk
+        self._bulk: BulkGrep | None = None
+        self._bulk_off = False  # grep is missing or failed here once: the bytes are read in Python
+        self._capped_before_bulk = 0
         self.offset = 0
         self.size = 0
         self.mtime: float | None = None
@@ -78,6 +87,7 @@ class FileTailer(RotationFollower):
         self._skipping = False
 
     def _restart(self) -> None:
+        self._end_bulk()
         self.offset = self.start_offset = self.lines = 0
         self._partial = b""
         self._skipping = False
@@ -130,8 +140,11 @@ class FileTailer(RotationFollower):
                 self._head = os.pread(fd, HEAD_BYTES, 0)
             if st.st_size == self.offset:
                 return out
-            os.lseek(fd, self.offset, os.SEEK_SET)
             budget = max_bytes if max_bytes is not None else st.st_size - self.offset
+            if self.bulk is not None and self._bulk_read(fd, st.st_size, budget, out):
+                out.eof = self.offset >= st.st_size
+                return out
+            os.lseek(fd, self.offset, os.SEEK_SET)
             while budget > 0:
                 chunk = os.read(fd, min(self.chunk_size, budget))
                 if not chunk:
@@ -147,6 +160,60 @@ class FileTailer(RotationFollower):
         finally:
             os.close(fd)
         return out
+
+    def _bulk_read(self, fd: int, size: int, budget: int, out: TailRead) -> bool:
+        """Read up to `budget` bytes of a long stretch through the grep child; False when the
+        bytes are to be read here instead (short stretch, mid-line, no GNU grep, grep failed)."""
+        assert self.bulk is not None and self.ident is not None
+        b = self._bulk
+        if b is not None and (b.ident != self.ident or b.pos != self.offset):
+            self._end_bulk()  # the file was replaced or started over under us
+            b = None
+        if b is None:
+            if self._bulk_off or self._partial or self._skipping or self._skip_first:
+                return False
+            if size - self.offset < bulk_grep.BULK_MIN:
+                return False
+            # Whole lines only: the stretch ends after the last newline there is now.
+            end = bulk_grep.last_line_end(fd, self.offset, size)
+            if end - self.offset < max(bulk_grep.BULK_MIN, 1):
+                return False
+            try:
+                b = self._bulk = BulkGrep(self.path, self.ident, self.offset, end, self.bulk, self.max_line)
+                self._capped_before_bulk = self.capped
+            except OSError:
+                self._bulk_off = True
+                return False
+        stop = min(self.offset + budget, b.end)
+        if stop < b.end:
+            stop = bulk_grep.line_end(fd, stop - 1, b.end) + 1
+        kept = b.take(stop)
+        if kept is None:
+            self._end_bulk()
+            self._bulk_off = True
+            return False
+        seen = {off for off, _ in kept}
+        for marker in self.bulk.latest_wins:
+            newest = newest_line(fd, self.offset, stop, marker)
+            if newest is not None and newest[0] not in seen:
+                seen.add(newest[0])
+                bisect.insort(kept, newest)
+        self.capped = self._capped_before_bulk + b.capped
+        out.bytes += stop - self.offset
+        self._seen_tail = os.pread(fd, min(TAIL_BYTES, stop - self.offset), stop - min(TAIL_BYTES, stop - self.offset))
+        self.offset = stop
+        data = b"\n".join(line for _, line in kept) + b"\n" if kept else b""
+        out.skimmed += 1  # lines were left out: line numbers from here are near, not exact
+        if data:
+            self._emit(data, out)
+        if stop >= b.end:
+            self._end_bulk()
+        return True
+
+    def _end_bulk(self) -> None:
+        if self._bulk is not None:
+            self._bulk.close()
+            self._bulk = None
 
     def _feed(self, chunk: bytes, out: TailRead) -> None:
         if self._skip_first:

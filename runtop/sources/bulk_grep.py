@@ -1,0 +1,242 @@
+"""A long stretch of a log read with its noise dropped in C: a GNU `grep -v` child (issue 18).
+
+A week-old log is mostly lines runtop keeps one of or none of (progress lines, 2xx access
+lines). Splitting a GB into lines in Python to throw them away costs seconds; `grep` drops
+them at memory speed and hands on only the rest, each line with its byte offset, so the
+tailer can cut the stretch into chunks and put back, in place, the newest progress line of
+each chunk (found by reading backwards: it is near the end).
+
+This is only ever a shortcut: what it hands on still goes through the Python filter
+(`parsers.skim`), the patterns drop only lines that filter drops, and where `grep` is
+missing, is not GNU's, or fails, the tailer reads the bytes itself. Nothing is lost: a chunk
+is taken only once `grep` has written every kept line of it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from functools import cache
+from typing import IO
+
+# Below this many unread bytes the Python path is as quick (a child costs a few ms).
+BULK_MIN = 32 << 20
+# grep's stdout is read in blocks; a line longer than the tailer's cap is cut there.
+PIPE_BUF = 1 << 20
+
+
+@dataclass(frozen=True)
+class BulkNoise:
+    """What a bulk pass may drop: lines holding a latest-wins marker (the newest of each
+    chunk is put back) and lines matching one of `drop`, less those matching one of `rescue`
+    (POSIX extended regexes, C locale), which a second grep hands back."""
+
+    latest_wins: tuple[bytes, ...]
+    drop: tuple[str, ...]
+    rescue: tuple[str, ...] = ()
+
+    def drop_args(self) -> list[str]:
+        return _e([_ere_literal(m) for m in self.latest_wins] + list(self.drop))
+
+    def rescue_args(self) -> list[str]:
+        return _e(list(self.rescue))
+
+
+def _e(patterns: list[str]) -> list[str]:
+    return [a for p in patterns for a in ("-e", p)]
+
+
+def _ere_literal(marker: bytes) -> str:
+    text = marker.decode("ascii")
+    return "".join("\\" + c if c in r".[]()*+?{}|^$\\" else c for c in text)
+
+
+@cache
+def gnu_grep() -> str | None:
+    """The path of GNU grep, or None (BSD and busybox greps differ in `-b`; not used)."""
+    path = shutil.which("grep")
+    if path is None:
+        return None
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, timeout=5, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return path if b"GNU grep" in out else None
+
+
+class _Grep:
+    """One grep child over the file from `origin`, its `OFFSET:line` output read in order."""
+
+    def __init__(self, grep: str, path: str, ident: tuple[int, int], origin: int, args: list[str], max_line: int) -> None:
+        self.origin, self.max_line = origin, max_line
+        self.capped = 0
+        self.bad = False  # grep wrote a line that is not `OFFSET:text`
+        self._pending: tuple[int, bytes] | None = None
+        self._eof = False
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != ident:
+                raise OSError("the file was replaced")
+            os.lseek(fd, origin, os.SEEK_SET)  # grep reads its stdin from here
+            env = dict(os.environ, LC_ALL="C")
+            env.pop("GREP_OPTIONS", None)
+            self.proc = subprocess.Popen(
+                [grep, "-a", "-b", "--color=never", "-E", *args],
+                stdin=fd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                bufsize=PIPE_BUF,
+            )
+        finally:
+            os.close(fd)
+        self._out: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
+
+    def take(self, stop: int, into: list[tuple[int, bytes]]) -> bool:
+        """Append the lines that start before `stop`; False when grep failed."""
+        while True:
+            item = self._pending or self._next()
+            self._pending = None
+            if item is None:
+                return not self._failed()
+            if item[0] >= stop:
+                self._pending = item
+                return True
+            into.append(item)
+
+    def _next(self) -> tuple[int, bytes] | None:
+        if self._eof:
+            return None
+        raw = self._out.readline(self.max_line + 24)
+        if not raw:
+            self._eof = True
+            return None
+        if not raw.endswith(b"\n"):
+            # Longer than the cap: keep its head, as the tailer does, and skip to its end.
+            self.capped += 1
+            while True:
+                more = self._out.readline(PIPE_BUF)
+                if not more or more.endswith(b"\n"):
+                    break
+        colon = raw.find(b":")
+        if colon <= 0 or not raw[:colon].isdigit():
+            self._eof = self.bad = True
+            return None
+        return self.origin + int(raw[:colon]), raw[colon + 1 :].rstrip(b"\n")[: self.max_line]
+
+    def _failed(self) -> bool:
+        if self.bad:
+            return True
+        try:
+            rc = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            return True
+        return rc not in (0, 1)  # 1: no line selected
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+class BulkGrep:
+    """[start, end) of one file through `grep -v` (and the rescue grep beside it, on another
+    core); `take(stop)` hands the kept lines that start before `stop`, as (offset, line
+    without its newline), in order."""
+
+    def __init__(self, path: str, ident: tuple[int, int], start: int, end: int, noise: BulkNoise, max_line: int) -> None:
+        self.ident, self.pos, self.end = ident, start, end
+        grep = gnu_grep()
+        if grep is None:
+            raise OSError("no GNU grep")
+        self._greps = [_Grep(grep, path, ident, start, ["-v", *noise.drop_args()], max_line)]
+        try:
+            if noise.rescue:
+                self._greps.append(_Grep(grep, path, ident, start, noise.rescue_args(), max_line))
+        except OSError:
+            self.close()
+            raise
+
+    @property
+    def capped(self) -> int:
+        return sum(g.capped for g in self._greps)
+
+    def take(self, stop: int) -> list[tuple[int, bytes]] | None:
+        """The kept lines of [pos, stop); None when a grep failed (the caller reads the bytes)."""
+        got: list[tuple[int, bytes]] = []
+        for g in self._greps:
+            if not g.take(stop, got):
+                return None
+        if len(self._greps) > 1:
+            got.sort()  # the rescued lines go back in place (the two sets are disjoint)
+        self.pos = stop
+        return got
+
+    def close(self) -> None:
+        for g in self._greps:
+            g.close()
+
+
+def newest_line(fd: int, lo: int, hi: int, marker: bytes, block: int = 1 << 20) -> tuple[int, bytes] | None:
+    """The last line of [lo, hi) (whole lines) that holds `marker`: read backwards in blocks,
+    so a progress line near the end costs one block."""
+    pos = hi
+    while pos > lo:
+        start = max(lo, pos - block)
+        buf = os.pread(fd, pos - start, start)
+        i = buf.rfind(marker)
+        if i >= 0:
+            at = start + i
+            line_start = _line_start(fd, lo, at)
+            nl = buf.find(b"\n", i)
+            stop = start + nl if nl >= 0 else line_end(fd, start + len(buf), hi)
+            return line_start, os.pread(fd, stop - line_start, line_start)
+        if start == lo:
+            return None
+        pos = start + len(marker) - 1  # a marker across the block's edge is found in the next
+    return None
+
+
+def _line_start(fd: int, lo: int, at: int) -> int:
+    pos = at
+    while pos > lo:
+        start = max(lo, pos - 65536)
+        buf = os.pread(fd, pos - start, start)
+        i = buf.rfind(b"\n")
+        if i >= 0:
+            return start + i + 1
+        pos = start
+    return lo
+
+
+def line_end(fd: int, at: int, hi: int) -> int:
+    """The offset of the first newline at or after `at` (`hi` when none before it)."""
+    pos = at
+    while pos < hi:
+        buf = os.pread(fd, min(65536, hi - pos), pos)
+        i = buf.find(b"\n")
+        if i >= 0:
+            return pos + i
+        pos += len(buf)
+    return hi
+
+
+def last_line_end(fd: int, lo: int, hi: int) -> int:
+    """The offset just after the last newline in [lo, hi) (`lo` when none)."""
+    start = max(lo, hi - 65536)
+    while True:
+        buf = os.pread(fd, hi - start, start)
+        i = buf.rfind(b"\n")
+        if i >= 0:
+            return start + i + 1
+        if start == lo:
+            return lo
+        hi, start = start, max(lo, start - 65536)
