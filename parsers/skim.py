@@ -10,6 +10,8 @@ decoding) before the per-line Python work is what keeps a GB backfill in seconds
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 # Lines whose newest instance is all that matters (the state keeps only the latest).
 LATEST_WINS = (b"Train batch ", b"Avg prompt throughput")
 # Lines that carry nothing runtop reports: successful HTTP requests, metric scrapes.
@@ -29,6 +31,39 @@ BULK_DROP = _ACCESS_ENDS
 # the access line (block-buffered writers interleave anywhere), which `skim` keeps. Anchoring
 # the drop at the line's start instead cost 2.7x (the whole of every line through the DFA).
 BULK_RESCUE = tuple("(" + "|".join(w.decode("ascii") for w in GLUE_WORDS) + ").*" + end for end in _ACCESS_ENDS)
+
+
+@dataclass(frozen=True)
+class BulkNoise:
+    """What a bulk pass may drop: lines holding a latest-wins marker (the newest of each
+    chunk is put back) and lines matching one of `drop`, less those matching one of `rescue`
+    (POSIX extended regexes, C locale), which a second grep hands back."""
+
+    latest_wins: tuple[bytes, ...]
+    drop: tuple[str, ...]
+    rescue: tuple[str, ...] = ()
+
+    def drop_args(self) -> list[str]:
+        return _e([_ere_literal(m) for m in self.latest_wins] + list(self.drop))
+
+    def rescue_args(self) -> list[str]:
+        return _e(list(self.rescue))
+
+
+def _e(patterns: list[str]) -> list[str]:
+    return [a for p in patterns for a in ("-e", p)]
+
+
+def _ere_literal(marker: bytes) -> str:
+    text = marker.decode("ascii")
+    return "".join("\\" + c if c in r".[]()*+?{}|^$\\" else c for c in text)
+
+
+# A plug-in names, per log, which of them its lines carry (`Framework.bulk_noise`): a marker
+# that never comes costs a backwards read of every chunk to prove it absent.
+ALL_NOISE = BulkNoise(LATEST_WINS, BULK_DROP, BULK_RESCUE)
+PROGRESS_NOISE = BulkNoise((LATEST_WINS[0],), ())
+VLLM_NOISE = BulkNoise((LATEST_WINS[1],), BULK_DROP, BULK_RESCUE)
 
 
 def skim(data: bytes) -> bytes:

@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 
 import runtop.sources.bulk_grep as bulk_grep
 from runtop.discovery import discover
+from runtop.parsers.skim import ALL_NOISE as BULK_NOISE
 from runtop.parsers.skim import skim
 from runtop.snapshot import read_all
-from runtop.sources.run_reader import BULK_NOISE, RunReader
+from runtop.sources.run_reader import RunReader
 from runtop.sources.tailer import FileTailer
 from tests.test_skim import LINES
 
@@ -153,10 +154,11 @@ def test_without_gnu_grep_the_bytes_are_read_in_python(tmp_path, bulk_always, mo
 
 def test_a_log_replaced_during_the_backfill_starts_over(tmp_path, bulk_always):
     path = tmp_path / "orchestrator.log"
-    path.write_bytes(b"".join(b"14:00:01 SUCCESS Step %d | 31.0s\n" % i for i in range(5000)))
+    noise = b"14:00:01 INFO Train batch 1/128 (+16 buffered)\n" * 10
+    path.write_bytes(b"".join(b"14:00:01 SUCCESS Step %d | 31.0s\n" % i + noise for i in range(5000)))
     t = FileTailer(str(path), prefilter=skim, bulk=BULK_NOISE)
     first = t.read(16 << 10)
-    assert first.lines[0] == "14:00:01 SUCCESS Step 0 | 31.0s" and t._bulk is not None
+    assert first.lines[0] == "14:00:01 SUCCESS Step 0 | 31.0s" and t._bulk is not None  # still on: mostly noise
     fresh = tmp_path / "new.log"
     fresh.write_bytes(b"14:10:00 SUCCESS Step 0 | 30.0s\n")
     os.replace(fresh, path)  # a relaunch writes a new file under the same name
@@ -207,3 +209,20 @@ def test_a_run_read_through_grep_matches_one_read_in_python(tmp_path, monkeypatc
     by_grep, by_python = state(0), state(1 << 62)
     assert by_grep == by_python
     assert by_grep["progress"]["rollout_step"] == 99
+
+
+def test_a_log_with_little_noise_goes_back_to_python_after_one_chunk(tmp_path, bulk_always):
+    """A SkyRL driver log is records and transcripts, not progress lines: piping every line
+    through grep costs more than it saves, so after one chunk the bytes are read here."""
+    path = tmp_path / "driver.log"
+    path.write_bytes(b"".join(b"(skyrl_entrypoint pid=4101) {'role': 'assistant', 'content': 'step %d'}\n" % i for i in range(20000)))
+    t = FileTailer(str(path), prefilter=skim, bulk=BULK_NOISE)
+    first = t.read(64 << 10)
+    assert t._bulk is None and t._bulk_off
+    lines = first.lines
+    while True:
+        res = t.read(64 << 10)
+        lines += res.lines
+        if res.eof:
+            break
+    assert lines == [f"(skyrl_entrypoint pid=4101) {{'role': 'assistant', 'content': 'step {i}'}}" for i in range(20000)]

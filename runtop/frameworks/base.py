@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from runtop.discovery import RunLayout, Tracked
     from runtop.parsers.events import Event
     from runtop.parsers.records import HeaderFn, Record
+    from runtop.parsers.skim import BulkNoise
     from runtop.state import RunState
     from runtop.state_parts import Checkpoint
 
@@ -89,6 +90,14 @@ class Framework:
 
     def split_lines(self, lines: list[str]) -> list[str]:
         return lines
+
+    def bulk_noise(self, tracked: Tracked) -> BulkNoise | None:
+        """What a grep child may drop from a long stretch of this log before the Python filter
+        (issue 18); None: read it all in Python. The default is every kind the filter knows;
+        a plug-in that knows its logs names the kinds each one carries."""
+        from runtop.parsers.skim import ALL_NOISE
+
+        return ALL_NOISE
 
     def metrics_line(self, line: str, source: str) -> list[Event]:
         """One row of a structured metrics file: `{"step": N, …}` or `{"step": N, "data": {…}}`

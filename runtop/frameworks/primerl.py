@@ -21,6 +21,7 @@ from runtop.discovery import (
 )
 from runtop.frameworks.base import Framework, drop_flags
 from runtop.parsers.events import Event
+from runtop.parsers.skim import PROGRESS_NOISE, VLLM_NOISE, BulkNoise
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 
@@ -288,6 +289,11 @@ class PrimeRL(Framework):
         # Keep what only the first look could know (which of several runs was picked).
         fresh.notes = [n for n in layout.notes if " runs in " in n] + fresh.notes
         return fresh
+
+    def bulk_noise(self, tracked: Tracked) -> BulkNoise | None:
+        # The orchestrator's noise is its `Train batch` progress, the inference log's vLLM's stat
+        # and access lines; the trainer's and the envs' logs have none worth a grep child.
+        return {"orchestrator": PROGRESS_NOISE, "inference": VLLM_NOISE}.get(tracked.role)
 
     def scan_checkpoints(self, layout: RunLayout, ckpt_dir: str | None) -> dict[int, Checkpoint]:
         from runtop.sources.checkpoints import scan_primerl

@@ -17,40 +17,17 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 from functools import cache
 from typing import IO
 
+from runtop.parsers.skim import BulkNoise
+
 # Below this many unread bytes the Python path is as quick (a child costs a few ms).
 BULK_MIN = 32 << 20
+# Where grep keeps more than this share of a chunk's bytes, the pipe costs more than it saves.
+WORTH_IT = 0.5
 # grep's stdout is read in blocks; a line longer than the tailer's cap is cut there.
 PIPE_BUF = 1 << 20
-
-
-@dataclass(frozen=True)
-class BulkNoise:
-    """What a bulk pass may drop: lines holding a latest-wins marker (the newest of each
-    chunk is put back) and lines matching one of `drop`, less those matching one of `rescue`
-    (POSIX extended regexes, C locale), which a second grep hands back."""
-
-    latest_wins: tuple[bytes, ...]
-    drop: tuple[str, ...]
-    rescue: tuple[str, ...] = ()
-
-    def drop_args(self) -> list[str]:
-        return _e([_ere_literal(m) for m in self.latest_wins] + list(self.drop))
-
-    def rescue_args(self) -> list[str]:
-        return _e(list(self.rescue))
-
-
-def _e(patterns: list[str]) -> list[str]:
-    return [a for p in patterns for a in ("-e", p)]
-
-
-def _ere_literal(marker: bytes) -> str:
-    text = marker.decode("ascii")
-    return "".join("\\" + c if c in r".[]()*+?{}|^$\\" else c for c in text)
 
 
 @cache
@@ -185,10 +162,10 @@ class BulkGrep:
             g.close()
 
 
-def newest_line(fd: int, lo: int, hi: int, marker: bytes, block: int = 1 << 20) -> tuple[int, bytes] | None:
-    """The last line of [lo, hi) (whole lines) that holds `marker`: read backwards in blocks,
-    so a progress line near the end costs one block."""
-    pos = hi
+def newest_line(fd: int, lo: int, hi: int, marker: bytes) -> tuple[int, bytes] | None:
+    """The last line of [lo, hi) (whole lines) that holds `marker`: read backwards in blocks
+    that grow from 64 KB to 1 MB, so a progress line near the end costs one small read."""
+    pos, block = hi, 1 << 16
     while pos > lo:
         start = max(lo, pos - block)
         buf = os.pread(fd, pos - start, start)
@@ -202,6 +179,7 @@ def newest_line(fd: int, lo: int, hi: int, marker: bytes, block: int = 1 << 20) 
         if start == lo:
             return None
         pos = start + len(marker) - 1  # a marker across the block's edge is found in the next
+        block = min(block * 2, 1 << 20)
     return None
 
 

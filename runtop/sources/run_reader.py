@@ -19,15 +19,12 @@ from runtop.parsers import rollouts
 from runtop.parsers.events import Event, StepMetrics, Unparsed
 from runtop.parsers.metrics_generic import parse_line as parse_generic
 from runtop.parsers.records import Record, RecordAssembler
-from runtop.parsers.skim import BULK_DROP, BULK_RESCUE, LATEST_WINS, skim
-from runtop.sources.bulk_grep import BulkNoise
+from runtop.parsers.skim import skim
 from runtop.sources.run_configs import ConfigReader
 from runtop.sources.tailer import FileTailer
 from runtop.state import RunState
 from runtop.state_parts import FileInfo, LogLine
 
-# A long stretch of a log has its noise dropped by grep before `skim` sees it (issue 18).
-BULK_NOISE = BulkNoise(LATEST_WINS, BULK_DROP, BULK_RESCUE)
 MAX_LINE = {"log": 64 * 1024, "metrics": 1 << 20, "rollouts": 32 << 20, "config": 1 << 20}
 
 
@@ -52,7 +49,8 @@ class _Followed:
         is_log = tracked.kind == "log"
         self.tailer = FileTailer(
             tracked.path, max_line=MAX_LINE[tracked.kind], clean=is_log, prefilter=skim if is_log else None,
-            bulk=BULK_NOISE if is_log else None,
+            # A long stretch has its noise dropped by a grep child before `skim` (issue 18).
+            bulk=framework.bulk_noise(tracked) if is_log else None,
         )
         self.last_metric_step: dict[str, int] = {}
         self.last_time: str | None = None

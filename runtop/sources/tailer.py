@@ -23,9 +23,10 @@ import os
 from collections.abc import Callable
 
 from runtop.parsers.hygiene import UNSAFE_RE
+from runtop.parsers.skim import BulkNoise
 from runtop.parsers.text import clean_bytes
 from runtop.sources import bulk_grep
-from runtop.sources.bulk_grep import BulkGrep, BulkNoise, newest_line
+from runtop.sources.bulk_grep import BulkGrep, newest_line
 from runtop.sources.tailer_rotation import Rotated, RotationFollower, TailRead
 
 DEFAULT_MAX_LINE = 64 * 1024
@@ -199,6 +200,7 @@ class FileTailer(RotationFollower):
                 seen.add(newest[0])
                 bisect.insort(kept, newest)
         self.capped = self._capped_before_bulk + b.capped
+        start = self.offset
         out.bytes += stop - self.offset
         self._seen_tail = os.pread(fd, min(TAIL_BYTES, stop - self.offset), stop - min(TAIL_BYTES, stop - self.offset))
         self.offset = stop
@@ -208,6 +210,11 @@ class FileTailer(RotationFollower):
             self._emit(data, out)
         if stop >= b.end:
             self._end_bulk()
+        elif len(data) > (stop - start) * bulk_grep.WORTH_IT:
+            # Little here is noise (a SkyRL driver log is transcripts and records): handing every
+            # line through a pipe costs more than it saves, so the rest is read here.
+            self._end_bulk()
+            self._bulk_off = True
         return True
 
     def _end_bulk(self) -> None:
