@@ -24,6 +24,7 @@ from typing import Any
 from runtop.health import Verdict
 from runtop.log_tail import LogTail
 from runtop.state import RunState
+from runtop.state_parts import own
 from runtop.view import Slice, SystemView, View
 
 # Every RunState field belongs to exactly one slice (tests/test_publish.py keeps it so).
@@ -33,7 +34,7 @@ STATE_SLICES: dict[Slice, tuple[str, ...]] = {
         "extra_logs", "finished", "processes", "process_denied", "slurm", "ray", "backfill_error", "first_time", "_plugin_new", "_plugin_reducers",
     ),
     Slice.FILES: ("files",),
-    Slice.STEPS: ("steps", "_step_keys", "_dirty_steps", "_track_rows", "lost_steps", "steps_version", "trainer_step", "rollout_step", "last_step_time"),
+    Slice.STEPS: ("steps", "_step_keys", "_dirty_steps", "_track_rows", "_origin_pool", "lost_steps", "steps_version", "trainer_step", "rollout_step", "last_step_time"),
     Slice.ROLLOUTS: (
         "batch", "waiting", "rollouts", "env", "slow_calls", "context_overflows", "plugin", "batch_rollouts",
         "rollouts_since_step", "sample_filter",
@@ -139,6 +140,7 @@ class Publisher:
             "_step_keys": list(state._step_keys),
             "_dirty_steps": set(),
             "_track_rows": False,
+            "_origin_pool": {},  # the view writes no rows
             "lost_steps": copy.copy(state.lost_steps),  # a lost row is never written again
             "steps_version": state.steps_version,
             "trainer_step": state.trainer_step,
@@ -148,8 +150,8 @@ class Publisher:
 
 
 def row_copy(row: Any) -> Any:
-    """A step row nobody else writes (its dicts copied)."""
+    """A step row nobody else writes (its dicts copied; the pooled origin dict and the shared
+    empty one are never written in place, so they are shared)."""
     return dataclasses.replace(
-        row, trainer=dict(row.trainer), rollout=dict(row.rollout), origin=dict(row.origin),
-        phases_s=dict(row.phases_s), extra=dict(row.extra),
+        row, trainer=own(row.trainer), rollout=own(row.rollout), phases_s=own(row.phases_s), extra=own(row.extra),
     )

@@ -23,15 +23,46 @@ MAX_DURATIONS = 4096
 SLOW_CALL_THRESHOLD_S = 180.0  # the seeds' "slow execution" threshold
 
 
+class _Unwritten(dict):  # type: ignore[type-arg]
+    """The one empty mapping every row starts with: a week-long run holds 200k rows, and five
+    empty dicts each were 300 bytes a row (issue 18). The writer (`StepReducers._on_step`)
+    puts a dict of the row's own in its place; a write to this one is a bug, and raises."""
+
+    def _refuse(self, *_a: object, **_k: object) -> None:
+        raise TypeError("a step row's unwritten mapping is shared: give the row a dict of its own")
+
+    __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = _refuse  # type: ignore[assignment]
+
+    def __copy__(self) -> _Unwritten:
+        return self  # still the shared one: a copied row's writer gives it its own dict
+
+    def __deepcopy__(self, memo: object) -> _Unwritten:
+        return self
+
+
+UNWRITTEN: dict = _Unwritten()  # type: ignore[type-arg]
+
+
+def _unwritten() -> dict:  # type: ignore[type-arg]
+    return UNWRITTEN
+
+
+def own(mapping: dict[str, float]) -> dict[str, float]:
+    """A copy of a row's mapping that shares nothing written (the shared empty one stays)."""
+    return mapping if mapping is UNWRITTEN else dict(mapping)
+
+
 @dataclass(slots=True)
 class StepRow:
     step: int
     attempt: int
-    trainer: dict[str, float] = field(default_factory=dict)
-    rollout: dict[str, float] = field(default_factory=dict)  # the rollout side's (orchestrator, generator)
-    origin: dict[str, str] = field(default_factory=dict)
-    phases_s: dict[str, float] = field(default_factory=dict)
-    extra: dict[str, float] = field(default_factory=dict)
+    trainer: dict[str, float] = field(default_factory=_unwritten)
+    rollout: dict[str, float] = field(default_factory=_unwritten)  # the rollout side's (orchestrator, generator)
+    # Which source gave each number; rows with the same sources share one dict (never written
+    # in place: the writer makes a new one and pools it).
+    origin: dict[str, str] = field(default_factory=_unwritten)
+    phases_s: dict[str, float] = field(default_factory=_unwritten)
+    extra: dict[str, float] = field(default_factory=_unwritten)
     superseded: bool = False
 
     def value(self, name: str) -> float | None:

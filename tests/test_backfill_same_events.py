@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -15,14 +16,17 @@ import pytest
 import runtop.parsers.skyrl_numbers as skyrl_numbers
 import runtop.sources.bulk_grep as bulk_grep
 import runtop.sources.run_reader as run_reader
+from runtop.config import Thresholds
 from runtop.discovery import discover
 from runtop.frameworks import REGISTRY
+from runtop.health import Facts, judge
 from runtop.report_json import to_json
 from runtop.snapshot import read_all
 from runtop.sources.run_reader import RunReader
 from tests.test_skim import reference
 
 CORPUS = Path(__file__).parent / "corpus"
+NOW = time.time()
 CASES = sorted(p.name for p in CORPUS.iterdir() if (p / "run").is_dir())
 SCENARIOS = [(name, sc) for name, fw in REGISTRY.items() for sc in fw.scenarios]
 
@@ -30,7 +34,9 @@ SCENARIOS = [(name, sc) for name, fw in REGISTRY.items() for sc in fw.scenarios]
 def state_of(path: str) -> dict:
     reader = RunReader(discover(path))
     read_all(reader)
-    doc = to_json(reader.state)
+    # One clock for every reading: a freshly written run's "last write 3s ago" must not tick
+    # between them.
+    doc = to_json(reader.state, judge(reader.state, Facts(reader.state, NOW, Thresholds())))
     doc.pop("generated_at")
     return doc
 
