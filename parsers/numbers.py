@@ -17,6 +17,40 @@ _INT_RE = re.compile(r"[-+]?[0-9]{1,18}", re.ASCII)
 _FLOAT_RE = re.compile(r"[-+]?(?:[0-9]{1,40}(?:\.[0-9]{0,40})?|\.[0-9]{1,40})(?:[eE][-+]?[0-9]{1,4})?|[-+]?(?:nan|inf|infinity)", re.ASCII | re.I)
 
 
+# float(text) for the step lines' numbers, one object per distinct text: a week of step lines
+# repeats the same few (`Turns 1.0`, `Error 0.0%`, `31.0s`) and each copy was 24 bytes a row of
+# a 200k-step run (issue 18). Bounded: past this many texts each number is its own again.
+MAX_SHARED_FLOATS = 4096
+_SHARED: dict[str, float] = {}
+
+
+def shared_float(text: str, percent: bool = False) -> float:
+    """`float(text)` (divided by 100 for a percentage), the same object for the same text."""
+    key = text + "%" if percent else text
+    v = _SHARED.get(key)
+    if v is None:
+        v = float(text) / 100.0 if percent else float(text)
+        if len(_SHARED) < MAX_SHARED_FLOATS:
+            _SHARED[key] = v
+    return v
+
+
+def shared(v: float) -> float:
+    """The same object for an equal number already seen (a duration's `31.0`); zero is left as
+    it is (0.0 == -0.0, and a NaN is never equal)."""
+    if not v or v != v:
+        return v
+    got = _SHARED_VALUES.get(v)
+    if got is None:
+        if len(_SHARED_VALUES) < MAX_SHARED_FLOATS:
+            _SHARED_VALUES[v] = v
+        return v
+    return got
+
+
+_SHARED_VALUES: dict[float, float] = {}
+
+
 def strict_int(text: str | None) -> int | None:
     """An ASCII integer of at most 18 digits (`-3`, `+12`), else None."""
     if text is None:

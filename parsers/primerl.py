@@ -29,7 +29,7 @@ from .events import (
     StepMetrics,
     Waiting,
 )
-from .numbers import strict_float, strict_int
+from .numbers import shared, shared_float, strict_float, strict_int
 from .records import Record
 from .text import parse_duration, split_fields, to_float
 
@@ -133,21 +133,18 @@ def _step_line(rec: Record, role_hint: str) -> list[Event]:
     if len(parts) > 1:
         d = parse_duration(parts[1]) if parts[1].strip()[:1].isdigit() else None
         if d is not None:
-            values["step_time_s"] = d
+            values["step_time_s"] = shared(d)
     for k, num_text, pct in fields:
         if k == "time":
             continue
         # FIELD_RE admits only ASCII decimal forms, which `float` always reads (no digit
         # limit, unlike `int`); the hot path of a GB backfill skips the second check.
-        num = float(num_text)
         name = table.get(k)
         if name is None:
             if k not in ("trainable", "step"):
-                extra[k] = num
+                extra[k] = shared_float(num_text)
             continue
-        if pct and name in PERCENT_FIELDS:
-            num /= 100.0
-        values[name] = num
+        values[name] = shared_float(num_text, bool(pct) and name in PERCENT_FIELDS)
     if "time" in keys:  # v0.5 names the time field: `Time: 73.77s`
         m = TIME_FIELD_RE.search(msg)
         d = parse_duration(m.group(1)) if m else None

@@ -34,7 +34,7 @@ STATE_SLICES: dict[Slice, tuple[str, ...]] = {
         "extra_logs", "finished", "processes", "process_denied", "slurm", "ray", "backfill_error", "first_time", "_plugin_new", "_plugin_reducers",
     ),
     Slice.FILES: ("files",),
-    Slice.STEPS: ("steps", "_step_keys", "_dirty_steps", "_track_rows", "_origin_pool", "lost_steps", "steps_version", "trainer_step", "rollout_step", "last_step_time"),
+    Slice.STEPS: ("steps", "_step_keys", "_dirty_steps", "_track_rows", "_shared_dicts", "lost_steps", "steps_version", "trainer_step", "rollout_step", "last_step_time"),
     Slice.ROLLOUTS: (
         "batch", "waiting", "rollouts", "env", "slow_calls", "context_overflows", "plugin", "batch_rollouts",
         "rollouts_since_step", "sample_filter",
@@ -140,7 +140,7 @@ class Publisher:
             "_step_keys": list(state._step_keys),
             "_dirty_steps": set(),
             "_track_rows": False,
-            "_origin_pool": {},  # the view writes no rows
+            "_shared_dicts": {},  # the view writes no rows
             "lost_steps": copy.copy(state.lost_steps),  # a lost row is never written again
             "steps_version": state.steps_version,
             "trainer_step": state.trainer_step,

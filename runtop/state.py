@@ -130,7 +130,7 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
     rollouts_since_step: deque[tuple[str | None, str | None, str, str]] = field(default_factory=lambda: deque(maxlen=MAX_RECENT_ROLLOUTS))
     sample_filter: SampleFilter | None = None
     _saving: dict[str, int] = field(default_factory=dict, repr=False)  # role → checkpoint step being saved
-    _origin_pool: dict[tuple[tuple[str, str], ...], dict[str, str]] = field(default_factory=dict, repr=False)  # shared origin dicts
+    _shared_dicts: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = field(default_factory=dict, repr=False)  # pooled origin/extra dicts
 
     # ---- attempts -------------------------------------------------------
     @property

@@ -9,13 +9,13 @@ import bisect
 import statistics
 import sys
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runtop.parsers.events import TRAINER, Resumed, StepMetrics
 from runtop.state_parts import ORIGIN_RANK, UNWRITTEN, Attempt, StepRow
 
-# Distinct sets of sources pooled (a run has a handful; past this each row keeps its own).
-MAX_ORIGIN_SETS = 256
+# Distinct origin and extra dicts pooled (a run has a handful; past this each row keeps its own).
+MAX_SHARED_DICTS = 256
 
 
 class StepReducers:
@@ -34,7 +34,7 @@ class StepReducers:
         last_step_time: str | None
         max_steps: int | None
         _saving: dict[str, int]
-        _origin_pool: dict[tuple[tuple[str, str], ...], dict[str, str]]
+        _shared_dicts: dict[tuple[tuple[str, Any], ...], dict[str, Any]]
         waiting: dict[str, str]
         rollouts_since_step: deque[tuple[str | None, str | None, str, str]]
 
@@ -43,17 +43,20 @@ class StepReducers:
 
         def _activity(self, source: str) -> None: ...
 
-    def _pooled_origin(self, origin: dict[str, str]) -> dict[str, str]:
-        """One shared dict per set of sources (almost every row of a run has the same few):
-        a row's own was 350 bytes of a week-long run's 200k rows (issue 18)."""
-        pool = self._origin_pool
-        key = tuple(origin.items())
+    def _pooled(self, mapping: dict[str, Any]) -> dict[str, Any]:
+        """One shared dict per content (almost every row of a run has the same sources, and
+        often the same extras): a row's own were 350 bytes each of a week-long run's 200k rows
+        (issue 18). Shared dicts are never written in place: the writer copies first."""
+        pool = self._shared_dicts
+        if 0.0 in mapping.values():
+            return mapping  # 0.0 == -0.0: a row's -0.0 must not read 0.0 from another's dict
+        key = tuple(mapping.items())
         shared = pool.get(key)
         if shared is not None:
             return shared
-        if len(pool) < MAX_ORIGIN_SETS:
-            pool[key] = origin
-        return origin
+        if len(pool) < MAX_SHARED_DICTS:
+            pool[key] = mapping
+        return mapping
 
     def _supersede_after(self, step: int) -> None:
         for s in [k for k in self._step_keys if k > step]:
@@ -125,7 +128,7 @@ class StepReducers:
                     continue
                 target[name] = value
                 origin[key] = ev.origin
-            row.origin = self._pooled_origin(origin)
+            row.origin = self._pooled(origin)
         if ev.phases_s:
             phases = dict(row.phases_s)
             for name, value in ev.phases_s.items():
@@ -134,7 +137,7 @@ class StepReducers:
                 phases[name] = value
             row.phases_s = phases
         if ev.extra:
-            row.extra = {**row.extra, **ev.extra}
+            row.extra = self._pooled({**row.extra, **ev.extra})
         if ev.time and ev.values and ev.step >= (self.current_step() or 0):
             self.last_step_time = ev.time
         saving = self._saving.get(ev.role)

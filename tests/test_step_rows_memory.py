@@ -53,3 +53,28 @@ def test_a_published_row_copy_shares_nothing_that_is_written():
     copy = row_copy(s.steps[1])
     fold(s, StepMetrics(ORCHESTRATOR, 1, {"reward": 0.9, "seq_len": 10.0}), StepMetrics(TRAINER, 1, {"loss": 0.2}))
     assert copy.rollout == {"reward": 0.5} and copy.trainer == {} and copy.origin == {"orchestrator.reward": "log"}
+
+
+def test_rows_with_the_same_extras_share_them_but_a_negative_zero_stays_its_own():
+    s = RunState()
+    fold(s, *(StepMetrics(ORCHESTRATOR, k, {"reward": 0.5}, extra={"trainable_frac": 0.875}) for k in (1, 2)))
+    assert s.steps[1].extra is s.steps[2].extra
+    fold(s, StepMetrics(TRAINER, 3, {"loss": 0.1}, extra={"pg": 0.0}), StepMetrics(TRAINER, 4, {"loss": 0.1}, extra={"pg": -0.0}))
+    assert str(s.steps[3].extra["pg"]) == "0.0" and str(s.steps[4].extra["pg"]) == "-0.0"
+
+
+def test_a_step_line_s_repeated_numbers_are_one_object_each():
+    from runtop.parsers.numbers import shared_float
+    from runtop.parsers.primerl import parse_record
+    from runtop.parsers.records import Record
+
+    def step(n: int) -> StepMetrics:
+        msg = f"Step {n} |   31.0s | Reward 0.{n:04d} | Turns 1.0 | Error 0.0% | Truncation 0.8%"
+        (ev,) = [e for e in parse_record(Record("loguru", "SUCCESS", "14:00:01", msg), ORCHESTRATOR) if isinstance(e, StepMetrics)]
+        return ev
+
+    a, b = step(1), step(2)
+    assert a.values["step_time_s"] is b.values["step_time_s"] and a.values["turns"] is b.values["turns"]
+    assert a.values["reward"] != b.values["reward"]
+    # A percentage is divided as before (0.8 / 100, not 0.8 * 0.01: they differ in the last bit).
+    assert a.values["truncated"] == 0.8 / 100.0 and shared_float("0.8", True) == 0.8 / 100.0
