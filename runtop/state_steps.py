@@ -18,6 +18,19 @@ from runtop.state_parts import ORIGIN_RANK, UNWRITTEN, Attempt, StepRow
 MAX_SHARED_DICTS = 256
 
 
+_KEYS: dict[tuple[str, str], str] = {}
+
+
+def _key(role: str, name: str) -> str:
+    """`role.name`, one string per pair: a run of 100k steps shares one copy of each key."""
+    key = _KEYS.get((role, name))
+    if key is None:
+        key = sys.intern(f"{role}.{name}")
+        if len(_KEYS) < 4096:
+            _KEYS[(role, name)] = key
+    return key
+
+
 class StepReducers:
     """Mixed into `RunState`, whose dataclass fields these are."""
 
@@ -42,6 +55,10 @@ class StepReducers:
         def attempt(self) -> int: ...
 
         def _activity(self, source: str) -> None: ...
+
+    def _fresh_origin(self, ev: StepMetrics) -> dict[str, str]:
+        """The pooled origin dict of a row whose only numbers are `ev`'s."""
+        return self._pooled({_key(ev.role, name): ev.origin for name in ev.values})
 
     def _pooled(self, mapping: dict[str, Any]) -> dict[str, Any]:
         """One shared dict per content (almost every row of a run has the same sources, and
@@ -119,16 +136,20 @@ class StepReducers:
                     row.trainer = target
                 else:
                     row.rollout = target
-            origin = dict(row.origin)
-            for name, value in ev.values.items():
-                # Interned: a run of 100k steps shares one copy of each key string.
-                key = sys.intern(f"{ev.role}.{name}")
-                old = origin.get(key)
-                if old is not None and ORIGIN_RANK.get(ev.origin, 2) < ORIGIN_RANK.get(old, 2):
-                    continue
-                target[name] = value
-                origin[key] = ev.origin
-            row.origin = self._pooled(origin)
+            if not target and row.origin is UNWRITTEN:
+                # A step's first numbers (most of a backfill): nothing to rank them against.
+                target.update(ev.values)
+                row.origin = self._fresh_origin(ev)
+            else:
+                origin = dict(row.origin)
+                for name, value in ev.values.items():
+                    key = _key(ev.role, name)
+                    old = origin.get(key)
+                    if old is not None and ORIGIN_RANK.get(ev.origin, 2) < ORIGIN_RANK.get(old, 2):
+                        continue
+                    target[name] = value
+                    origin[key] = ev.origin
+                row.origin = self._pooled(origin)
         if ev.phases_s:
             phases = dict(row.phases_s)
             for name, value in ev.phases_s.items():
