@@ -5,6 +5,8 @@
 Writes, for each log kind, a run whose one big log is SIZE MB:
 - prime-rl: orchestrator.log of colour-coded lines in the mix a long run writes (batch
   progress, a step line every 40 lines, warnings, a traceback now and then);
+- quiet: the same lines with a step every 2000 (the noise floor: progress lines the bulk
+  pass drops in C, and little else);
 - skyrl: a SkyRL driver log (Ray-prefixed loguru lines, agent transcript dumps, metric
   dicts, glued tqdm frames), step blocks in the shapes of tests/corpus/skyrl-*;
 - vllm: a prime-rl run whose inference.log is vLLM's (an access line per request, a stat
@@ -48,11 +50,23 @@ def kind_of(i: int) -> int:
     return 0 if i % 40 == 0 else 1 if i % 97 == 0 else 2 if i % 5003 == 0 else 3
 
 
+def quiet_kind_of(i: int) -> int:
+    """The noise floor: a step line every 2000 lines, a warning every 4999, progress otherwise
+    (what the bulk pass is for: bytes that carry nothing but the newest progress line)."""
+    return 0 if i % 2000 == 0 else 1 if i % 4999 == 0 else 3
+
+
 def generate(root: str, size: int) -> str:
     logs = os.path.join(root, "logs")
     os.makedirs(logs, exist_ok=True)
     # Line i's step is the number of step lines up to it: i // 40.
     return _write(os.path.join(logs, "orchestrator.log"), "", lambda _n, i: line(kind_of(i), i // 40, i), size)
+
+
+def generate_quiet(root: str, size: int) -> str:
+    logs = os.path.join(root, "logs")
+    os.makedirs(logs, exist_ok=True)
+    return _write(os.path.join(logs, "orchestrator.log"), "", lambda _n, i: line(quiet_kind_of(i), i // 2000, i), size)
 
 
 def skyrl_step(step: int, i: int) -> str:
@@ -145,6 +159,7 @@ def run_child(cmd: list[str], ok: tuple[int, ...] = (0, 1)) -> tuple[float, floa
 KINDS = {
     # kind: (generator, grep pattern, where the last step is in the status JSON)
     "prime-rl": (generate, "SUCCESS", "rollout_step"),
+    "quiet": (generate_quiet, "SUCCESS", "rollout_step"),
     "skyrl": (generate_skyrl, "Finished: 'step'", "trainer_step"),
     "vllm": (generate_vllm, "Avg prompt throughput", None),
 }

@@ -19,35 +19,29 @@ DROP = (b'HTTP/1.1" 2', b"GET /metrics HTTP")
 # …unless another record is glued behind the access line (`… 200 OKCRITICAL 11-05 …
 # MQLLMEngine is already dead`, seen in vllm-project/vllm#10024): the cleaner splits it off.
 GLUE_WORDS = (b"ERROR", b"CRITICAL", b"WARNING", b"INFO ", b"SUCCESS")
-# What a grep child may drop from a long stretch before `skim` (issue 18): every latest-wins
-# line (the newest of each chunk is put back), and lines ending in an access line's reason
-# phrase, so nothing is glued behind them (uvicorn's `… "POST /v1/x HTTP/1.1" 200 OK`).
-_ACCESS_ENDS = (
-    r'HTTP/1\.[01]" 2[0-9][0-9] (OK|Created|Accepted|No Content|Partial Content)' + "\r?$",
-    r'"GET /metrics HTTP/1\.[01]" [0-9]{3} [A-Za-z ]*' + "\r?$",
-)
-BULK_DROP = _ACCESS_ENDS
-# …and what a second grep, beside it, gives back: those of them with a record glued before
-# the access line (block-buffered writers interleave anywhere), which `skim` keeps. Anchoring
-# the drop at the line's start instead cost 2.7x (the whole of every line through the DFA).
-BULK_RESCUE = tuple("(" + "|".join(w.decode("ascii") for w in GLUE_WORDS) + ").*" + end for end in _ACCESS_ENDS)
-
-
 @dataclass(frozen=True)
 class BulkNoise:
-    """What a bulk pass may drop: lines holding a latest-wins marker (the newest of each
-    chunk is put back) and lines matching one of `drop`, less those matching one of `rescue`
-    (POSIX extended regexes, C locale), which a second grep hands back."""
+    """What a grep child may drop from a long stretch before `skim` (issue 18), in `skim`'s own
+    terms, so the two agree by construction: every line holding a latest-wins marker (the newest
+    of each chunk is put back) or a `drop` marker (fixed strings: `grep -F`, at memory speed),
+    less the `drop` lines that also hold a `glue` word, which a second grep, beside it on
+    another core, hands back."""
 
     latest_wins: tuple[bytes, ...]
-    drop: tuple[str, ...]
-    rescue: tuple[str, ...] = ()
+    drop: tuple[bytes, ...] = ()
+    glue: tuple[bytes, ...] = ()
 
     def drop_args(self) -> list[str]:
-        return _e([_ere_literal(m) for m in self.latest_wins] + list(self.drop))
+        return ["-v", "-F", *_e([m.decode("ascii") for m in self.latest_wins + self.drop])]
 
     def rescue_args(self) -> list[str]:
-        return _e(list(self.rescue))
+        """`-E` patterns of a drop marker and a glue word on one line, in either order; none
+        when nothing is dropped that could be kept."""
+        if not (self.drop and self.glue):
+            return []
+        drops = "(" + "|".join(_ere_literal(m) for m in self.drop) + ")"
+        glue = "(" + "|".join(_ere_literal(w) for w in self.glue) + ")"
+        return ["-E", *_e([f"{glue}.*{drops}", f"{drops}.*{glue}"])]
 
 
 def _e(patterns: list[str]) -> list[str]:
@@ -55,15 +49,14 @@ def _e(patterns: list[str]) -> list[str]:
 
 
 def _ere_literal(marker: bytes) -> str:
-    text = marker.decode("ascii")
-    return "".join("\\" + c if c in r".[]()*+?{}|^$\\" else c for c in text)
+    return "".join("\\" + c if c in ".[]()*+?{}|^$\\" else c for c in marker.decode("ascii"))
 
 
 # A plug-in names, per log, which of them its lines carry (`Framework.bulk_noise`): a marker
 # that never comes costs a backwards read of every chunk to prove it absent.
-ALL_NOISE = BulkNoise(LATEST_WINS, BULK_DROP, BULK_RESCUE)
-PROGRESS_NOISE = BulkNoise((LATEST_WINS[0],), ())
-VLLM_NOISE = BulkNoise((LATEST_WINS[1],), BULK_DROP, BULK_RESCUE)
+ALL_NOISE = BulkNoise(LATEST_WINS, DROP, GLUE_WORDS)
+PROGRESS_NOISE = BulkNoise((LATEST_WINS[0],))
+VLLM_NOISE = BulkNoise((LATEST_WINS[1],), DROP, GLUE_WORDS)
 
 
 def skim(data: bytes) -> bytes:

@@ -72,6 +72,7 @@ class LiveRun:
         full = RunReader(self.layout)
         self._full = full
         full.state._track_rows = True  # every row written is marked: the newly read ones are handed over
+        finished = False
         try:
             while not self._stop.is_set():
                 full.poll(max_bytes=BACKFILL_CHUNK, rescan_every=float("inf"))
@@ -80,12 +81,16 @@ class LiveRun:
                 if rows:
                     self._history.put(rows)  # copies: the worker goes on writing its own
                 if full.done():
+                    finished = True
                     break
         except OSError as e:
             self.backfill_error = f"backfill stopped: {e}"
             self._backfilling = False
-            return
-        self._ready = full
+        finally:
+            if not finished:
+                full.close()  # stopped part-way: a bulk read's grep children go with it
+        if finished:
+            self._ready = full
 
     @property
     def state(self) -> RunState:

@@ -226,3 +226,32 @@ def test_a_log_with_little_noise_goes_back_to_python_after_one_chunk(tmp_path, b
         if res.eof:
             break
     assert lines == [f"(skyrl_entrypoint pid=4101) {{'role': 'assistant', 'content': 'step {i}'}}" for i in range(20000)]
+
+
+def test_a_view_closed_during_the_backfill_leaves_no_grep_behind(tmp_path, bulk_always, monkeypatch):
+    import time
+
+    import psutil
+
+    import runtop.live as live
+
+    monkeypatch.setattr(live, "BACKFILL_CHUNK", 64 << 10)  # a long backfill, to be closed part-way
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    # A step every 10 lines: what grep keeps is MBs, more than its pipe holds, so a grep nobody
+    # reads any more would wait on the pipe for ever.
+    block = b"".join(b"14:00:01 INFO Train batch %d/128 (+16 buffered); 3 inflight episodes\n" % (i % 128) for i in range(10))
+    with open(logs / "orchestrator.log", "wb") as f:
+        f.write(b"".join(block + b"14:00:02 SUCCESS Step %d | 31.0s | Reward 0.5\n" % k for k in range(60000)))
+    me = psutil.Process()
+    run = live.LiveRun(discover(str(tmp_path)), tail_bytes=1 << 20, processes=False)
+    deadline = time.monotonic() + 20
+    greps: list[psutil.Process] = []
+    while not greps and time.monotonic() < deadline:
+        greps = [p for p in me.children() if p.name() == "grep"]
+        time.sleep(0.005)
+    assert greps, "the backfill never started a grep child"
+    run.close()
+    run._thread.join(20)
+    gone, alive = psutil.wait_procs(greps, timeout=10)
+    assert not alive and run._ready is None

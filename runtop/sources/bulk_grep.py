@@ -7,7 +7,7 @@ tailer can cut the stretch into chunks and put back, in place, the newest progre
 each chunk (found by reading backwards: it is near the end).
 
 This is only ever a shortcut: what it hands on still goes through the Python filter
-(`parsers.skim`), the patterns drop only lines that filter drops, and where `grep` is
+(`parsers.skim`), whose own markers grep is given, and where `grep` is
 missing, is not GNU's, or fails, the tailer reads the bytes itself. Nothing is lost: a chunk
 is taken only once `grep` has written every kept line of it.
 """
@@ -61,7 +61,7 @@ class _Grep:
             env = dict(os.environ, LC_ALL="C")
             env.pop("GREP_OPTIONS", None)
             self.proc = subprocess.Popen(
-                [grep, "-a", "-b", "--color=never", "-E", *args],
+                [grep, "-a", "-b", "--color=never", *args],
                 stdin=fd,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -134,10 +134,11 @@ class BulkGrep:
         grep = gnu_grep()
         if grep is None:
             raise OSError("no GNU grep")
-        self._greps = [_Grep(grep, path, ident, start, ["-v", *noise.drop_args()], max_line)]
+        self._greps = [_Grep(grep, path, ident, start, noise.drop_args(), max_line)]
         try:
-            if noise.rescue:
-                self._greps.append(_Grep(grep, path, ident, start, noise.rescue_args(), max_line))
+            rescue = noise.rescue_args()
+            if rescue:
+                self._greps.append(_Grep(grep, path, ident, start, rescue, max_line))
         except OSError:
             self.close()
             raise

@@ -175,6 +175,11 @@ class RunReader:
             self._sync_files()
         return [self._followed[p] for p in added]
 
+    def close(self) -> None:
+        """Let go of what outlives a read: a bulk read's grep children."""
+        for f in self._followed.values():
+            f.tailer.close()
+
     def done(self) -> bool:
         """True when every followed file has been read to its end."""
         return all(f.tailer.offset >= f.tailer.size for f in self._followed.values())

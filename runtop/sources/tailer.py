@@ -217,6 +217,10 @@ class FileTailer(RotationFollower):
             self._bulk_off = True
         return True
 
+    def close(self) -> None:
+        """End the grep children of a bulk read (a backfill stopped part-way)."""
+        self._end_bulk()
+
     def _end_bulk(self) -> None:
         if self._bulk is not None:
             self._bulk.close()
