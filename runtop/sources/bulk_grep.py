@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from functools import cache
 from typing import IO
 
@@ -72,8 +73,8 @@ class _Grep:
             os.close(fd)
         self._out: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
 
-    def take(self, stop: int, into: list[tuple[int, bytes]]) -> bool:
-        """Append the lines that start before `stop`; False when grep failed."""
+    def take(self, stop: int, into: list[tuple[int, bytes]], keep: Callable[[bytes], bool] | None = None) -> bool:
+        """Append the lines that start before `stop` (those `keep` takes); False when grep failed."""
         while True:
             item = self._pending or self._next()
             self._pending = None
@@ -82,7 +83,8 @@ class _Grep:
             if item[0] >= stop:
                 self._pending = item
                 return True
-            into.append(item)
+            if keep is None or keep(item[1]):
+                into.append(item)
 
     def _next(self) -> tuple[int, bytes] | None:
         if self._eof:
@@ -131,6 +133,7 @@ class BulkGrep:
 
     def __init__(self, path: str, ident: tuple[int, int], start: int, end: int, noise: BulkNoise, max_line: int) -> None:
         self.ident, self.pos, self.end = ident, start, end
+        self._noise = noise
         grep = gnu_grep()
         if grep is None:
             raise OSError("no GNU grep")
@@ -150,11 +153,11 @@ class BulkGrep:
     def take(self, stop: int) -> list[tuple[int, bytes]] | None:
         """The kept lines of [pos, stop); None when a grep failed (the caller reads the bytes)."""
         got: list[tuple[int, bytes]] = []
-        for g in self._greps:
-            if not g.take(stop, got):
+        for g, keep in zip(self._greps, (None, self._noise.rescued)):
+            if not g.take(stop, got, keep):
                 return None
         if len(self._greps) > 1:
-            got.sort()  # the rescued lines go back in place (the two sets are disjoint)
+            got.sort()  # the rescued lines go back in place (the two sets are disjoint: they hold a drop marker)
         self.pos = stop
         return got
 
