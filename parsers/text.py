@@ -17,6 +17,9 @@ from .hygiene import strip_escapes_bytes
 # twice (`[rank0]:[rank0]: …`).
 RANK_PREFIX = r"(?:\[(?:rank|[A-Za-z_]*)\d{1,6}\]: ?)+"
 TORCHRUN_PREFIX_RE_B = re.compile(b"(?m)^" + RANK_PREFIX.encode(), re.ASCII)
+# The same after a newline: a literal first byte lets the scan skip at memchr speed, where
+# `(?m)^` is tried at every byte (7.7 s a GB of a SkyRL log, whose `epoch [1/1]:` let it run).
+_PREFIX_AFTER_NL_RE_B = re.compile(b"\n" + RANK_PREFIX.encode(), re.ASCII)
 # The same prefix behind another one (a Ray worker's line), where the chunk pass cannot see it.
 RANK_PREFIX_RE = re.compile(RANK_PREFIX, re.ASCII)
 # Colour codes whose ESC byte was lost (pasted logs: `[36m(pid=12)[0m`). Stripped only in
@@ -37,6 +40,17 @@ _DURATION_PART = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*(ms|d|h|m|s)(?![a-z])"
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
+def strip_rank_prefixes(data: bytes) -> bytes:
+    """`TORCHRUN_PREFIX_RE_B.sub(b"", data)`, at the speed of a search for `\\n[`."""
+    if data.startswith(b"["):
+        m = TORCHRUN_PREFIX_RE_B.match(data)
+        if m:
+            data = data[m.end() :]
+    if b"\n[" in data:
+        data = _PREFIX_AFTER_NL_RE_B.sub(b"\n", data)
+    return data
+
+
 def clean_bytes(data: bytes) -> bytes:
     """Strip escape sequences, controls and torchrun prefixes, and turn `\\r` frames into lines.
 
@@ -50,7 +64,7 @@ def clean_bytes(data: bytes) -> bytes:
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     if b"]:" in data:
-        data = TORCHRUN_PREFIX_RE_B.sub(b"", data)
+        data = strip_rank_prefixes(data)
     if b"[0m" in data or b"[0;0m" in data:
         data = BARE_SGR_RE_B.sub(b"", data)
     if b"HTTP/" in data:
