@@ -186,6 +186,15 @@ def measure(kind: str, base: str, size_mb: int) -> tuple[str, float, float, floa
     return kind, mb, g_s, r_s, r_rss, f_s, f"grep {g_out.strip()}, first status: {first['health']['verdict']}, {seen}"
 
 
+def startup_floor(base: str) -> float:
+    """The best of three `runtop check` on a run of one line: what any figure above pays first."""
+    logs = os.path.join(base, "floor", "logs")
+    os.makedirs(logs, exist_ok=True)
+    with open(os.path.join(logs, "orchestrator.log"), "w", encoding="utf-8") as f:
+        f.write(line(0, 1, 0))
+    return min(run_child([sys.executable, "-m", "runtop", "check", os.path.dirname(logs)], ok=(0, 1, 2, 3, 4))[0] for _ in range(3))
+
+
 def main() -> int:
     if len(sys.argv) == 5 and sys.argv[1] == "--generate":
         print(KINDS[sys.argv[2]][0](sys.argv[3], int(sys.argv[4])))
@@ -203,6 +212,8 @@ def main() -> int:
         print(f"{'log':10}{'MB':>7}{'grep -c s':>11}{'runtop full s':>15}{'ratio':>8}{'peak RSS MB':>13}{'first status s':>16}  check")
         for kind, mb, g_s, r_s, r_rss, f_s, note in rows:
             print(f"{kind:10}{mb:7.0f}{g_s:11.2f}{r_s:15.2f}{r_s / g_s:7.1f}x{r_rss:13.1f}{f_s:16.2f}  {note}")
+        floor = startup_floor(base)
+        print(f"start-up floor: runtop check on a one-line run {floor:.2f} s (the interpreter and imports, in every figure above)")
         print("goals: full backfill <= 3x grep (2x the line to cross), <= 150 MB RSS, first status <= 1 s")
     finally:
         if not args.keep and not args.dir:
