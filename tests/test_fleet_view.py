@@ -171,3 +171,21 @@ def test_a_run_whose_reading_fails_says_so_instead_of_its_old_verdict(tmp_path):
         assert next(r for r in fleet.rows() if r.path == runs[1]).verdict != "cannot read"
     finally:
         fleet.close()
+
+
+@pytest.mark.parametrize(
+    ("step", "max_steps", "shown"),
+    [
+        (49391, None, "49391/?"),
+        (7, 20, "7/20"),
+        (24486, 1000000, "24486/1.0M"),  # cut by the table it read `24486/1`: a run one step long
+        (197543, 1000000, "197543/1.0M"),
+        (1234567, 9000000, "1.2M/9.0M"),
+        (1999999, 2500000, "1.9M/2.5M"),  # rounded down: never more progress than was made
+        (None, 500, "-/500"),
+    ],
+)
+def test_the_step_cell_fits_its_column_without_a_misleading_cut(step, max_steps, shown):
+    from runtop.tui.fleet_app import COLUMNS, step_text
+
+    assert step_text(step, max_steps) == shown and len(shown) <= dict(COLUMNS)["step"]

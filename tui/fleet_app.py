@@ -23,7 +23,7 @@ VERDICT_STYLE = {"Down": "bold white on red", "cannot read": "bold red", "Degrad
 # (column, width): the cause takes what the others leave (the run's own view has it whole).
 COUNT_STYLE = {"Down": "bold red", "cannot read": "bold red", "Degraded": "bold yellow", "Unknown": "grey62",
                "Healthy": "bold green", "Finished": "bold blue"}
-COLUMNS = (("verdict", 10), ("run", 26), ("framework", 9), ("step", 7), ("ETA", 6), ("last write", 10), ("att", 3), ("cause", 0))
+COLUMNS = (("verdict", 10), ("run", 26), ("framework", 9), ("step", 11), ("ETA", 6), ("last write", 10), ("att", 3), ("cause", 0))
 # Under 110 columns (an 80×24 split) the verdict, the run and the cause: the rest waits for the run's view.
 NARROW = (("verdict", 10), ("run", 22), ("cause", 0))
 NARROW_BELOW = 110
@@ -67,8 +67,27 @@ def summary(rows: list[RunRow], where: str = "") -> Text:
     return out
 
 
+def _compact(n: int) -> str:
+    """`24.4k`, `1.0M`: rounded down, so a cell never shows more progress than was made."""
+    if n < 10_000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n // 100 / 10:.1f}k" if n < 100_000 else f"{n // 1000}k"
+    return f"{n // 100_000 / 10:.1f}M"
+
+
+def step_text(step: int | None, max_steps: int | None, width: int = dict(COLUMNS)["step"]) -> str:
+    """`step/max` in `width` characters: exact where it fits, the total shortened first, then
+    both. Cut by the table instead, 24486/1000000 read `24486/1`: a run one step long."""
+    a, b = ("-" if step is None else str(step)), (str(max_steps) if max_steps else "?")
+    for text in (f"{a}/{b}", f"{a}/{_compact(max_steps) if max_steps else b}"):
+        if len(text) <= width:
+            return text
+    return f"{_compact(step) if step is not None else a}/{_compact(max_steps) if max_steps else b}"
+
+
 def cells(row: RunRow, now: float, cause_width: int = 60, cols: tuple[tuple[str, int], ...] = COLUMNS) -> tuple[Text, ...]:
-    step = f"{row.step if row.step is not None else '-'}/{row.max_steps or '?'}"
+    step = step_text(row.step, row.max_steps)
     age = duration(now - row.last_write) if row.last_write else "-"
     eta = duration(row.eta_s) if row.eta_s and row.verdict not in ("Finished", "Down") else "-"
     cause = f"reading its history ({row.read:.0%})" if row.read < 1.0 else row.cause
