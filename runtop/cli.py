@@ -97,7 +97,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interval", type=seconds, default=2.0, metavar="S", help="refresh interval in seconds (default 2)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
+    """The command line; `scenario_help=False` leaves out the demo scenarios' list, whose
+    simulators cost every `status` and `check` 25 ms of imports (issue 18)."""
     parser = _Parser(
         prog="runtop",
         description="Live monitor for RL training runs. `runtop PATH` follows a run; `runtop status PATH` reports once.",
@@ -198,7 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     de.add_argument(
         "--scenario",
         default="healthy",
-        help="; ".join(f"{fw.name}: {', '.join(fw.scenarios)}" for fw in REGISTRY.values()),
+        help="; ".join(f"{fw.name}: {', '.join(fw.scenarios)}" for fw in REGISTRY.values())
+        if scenario_help
+        else "what the simulated run goes through (runtop demo --help lists them)",
     )
     de.add_argument("--speed", type=speed, default=20.0, help="simulated seconds per real second (default 20)")
     de.add_argument("--dir", default=None, help="write the run here instead of a temp dir")
@@ -319,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     # `runtop PATH` is `runtop tui PATH` (a rolling status when stdout is not a terminal).
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         argv = ["tui", *argv]
-    parser = build_parser()
+    parser = build_parser(scenario_help=bool({"-h", "--help"} & set(argv)))
     args, extra = parser.parse_known_args(argv)
     if extra:
         code = EXIT_CANNOT_READ if args.command == "check" else EXIT_USAGE

@@ -149,3 +149,20 @@ def test_demo_keep_keeps_the_run_and_sigterm_cleans_it_up():
     p.send_signal(signal.SIGTERM)
     _out, err = p.communicate(timeout=20)
     assert "was removed from" in err and not os.path.exists(where.group(1)), err
+
+
+def test_status_and_check_do_not_load_the_demo_simulators_but_demo_help_lists_their_scenarios(tmp_path):
+    """Every `status` and `check` paid 25 ms of simulator imports for a help line it never shows."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "orchestrator.log").write_text("14:00:01 INFO Train batch 1/8\n")
+    probe = (
+        "import sys, contextlib, io\nfrom runtop import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    cli.main(['check', {str(tmp_path)!r}])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('runtop.simulator.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    shown = subprocess.run([sys.executable, "-m", "runtop", "demo", "--help"], capture_output=True, text=True, check=True).stdout
+    assert "prime-rl: healthy" in " ".join(shown.split())
