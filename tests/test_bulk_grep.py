@@ -95,12 +95,24 @@ def test_the_newest_progress_line_of_each_chunk_stays_in_place(tmp_path, bulk_al
     assert lines[-2] == "14:00:01 INFO Train batch 31/128 (+16 buffered)"  # line 3999's (3999 % 128)
 
 
-def test_an_over_long_line_is_cut_as_python_cuts_it(tmp_path, bulk_always):
+CAP = 64 << 10
+
+
+@pytest.mark.parametrize(
+    "long_line",
+    [
+        b"y" * (CAP + 5),  # just over the cap: grep hands it on whole
+        b"x" * (300 << 10),  # far over it: cut while reading grep's output
+        b"ERROR " + b"x" * (300 << 10),  # the rescue grep sees it too (a glue word), and keeps none of it
+    ],
+    ids=["just-over", "far-over", "seen-by-both-greps"],
+)
+def test_an_over_long_line_is_cut_and_counted_once_as_python_does(tmp_path, bulk_always, long_line):
     path = tmp_path / "trainer.log"
-    path.write_bytes(b"before\n" + b"x" * (300 << 10) + b"\nafter\n")
+    path.write_bytes(b"before\n" + long_line + b"\nafter\n")
     by_grep, t = tail_lines(str(path), bulk=True)
     by_python, p = tail_lines(str(path), bulk=False)
-    assert by_grep == by_python == ["before", "x" * (64 << 10), "after"]
+    assert by_grep == by_python == ["before", long_line[:CAP].decode(), "after"]
     assert t.capped == p.capped == 1
 
 

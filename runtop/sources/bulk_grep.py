@@ -49,9 +49,8 @@ class _Grep:
 
     def __init__(self, grep: str, path: str, ident: tuple[int, int], origin: int, args: list[str], max_line: int) -> None:
         self.origin, self.max_line = origin, max_line
-        self.capped = 0
         self.bad = False  # grep wrote a line that is not `OFFSET:text`
-        self._pending: tuple[int, bytes] | None = None
+        self._pending: tuple[int, bytes, bool] | None = None
         self._eof = False
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -73,29 +72,34 @@ class _Grep:
             os.close(fd)
         self._out: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
 
-    def take(self, stop: int, into: list[tuple[int, bytes]], keep: Callable[[bytes], bool] | None = None) -> bool:
-        """Append the lines that start before `stop` (those `keep` takes); False when grep failed."""
+    def take(self, stop: int, into: list[tuple[int, bytes]], keep: Callable[[bytes], bool] | None = None) -> int | None:
+        """Append the lines that start before `stop` (those `keep` takes); how many of them were
+        cut at the tailer's cap, or None when grep failed."""
+        cut = 0
         while True:
             item = self._pending or self._next()
             self._pending = None
             if item is None:
-                return not self._failed()
-            if item[0] >= stop:
+                return None if self._failed() else cut
+            off, line, was_cut = item
+            if off >= stop:
                 self._pending = item
-                return True
-            if keep is None or keep(item[1]):
-                into.append(item)
+                return cut
+            if keep is None or keep(line):
+                into.append((off, line))
+                cut += was_cut
 
-    def _next(self) -> tuple[int, bytes] | None:
+    def _next(self) -> tuple[int, bytes, bool] | None:
         if self._eof:
             return None
         raw = self._out.readline(self.max_line + 24)
         if not raw:
             self._eof = True
             return None
-        if not raw.endswith(b"\n"):
-            # Longer than the cap: keep its head, as the tailer does, and skip to its end.
-            self.capped += 1
+        whole = raw.endswith(b"\n")
+        if not whole:
+            # Longer than the cap: keep its head, as the tailer does, and skip to its end. A line
+            # that came whole is cut (and counted) where Python's lines are, in `_emit`.
             while True:
                 more = self._out.readline(PIPE_BUF)
                 if not more or more.endswith(b"\n"):
@@ -104,7 +108,8 @@ class _Grep:
         if colon <= 0 or not raw[:colon].isdigit():
             self._eof = self.bad = True
             return None
-        return self.origin + int(raw[:colon]), raw[colon + 1 :].rstrip(b"\n")[: self.max_line]
+        line = raw[colon + 1 :].rstrip(b"\n") if whole else raw[colon + 1 : colon + 1 + self.max_line]
+        return self.origin + int(raw[:colon]), line, not whole
 
     def _failed(self) -> bool:
         if self.bad:
@@ -146,20 +151,20 @@ class BulkGrep:
             self.close()
             raise
 
-    @property
-    def capped(self) -> int:
-        return sum(g.capped for g in self._greps)
-
-    def take(self, stop: int) -> list[tuple[int, bytes]] | None:
-        """The kept lines of [pos, stop); None when a grep failed (the caller reads the bytes)."""
+    def take(self, stop: int) -> tuple[list[tuple[int, bytes]], int] | None:
+        """The kept lines of [pos, stop) and how many were cut at the cap; None when a grep
+        failed (the caller reads the bytes)."""
         got: list[tuple[int, bytes]] = []
+        cut = 0
         for g, keep in zip(self._greps, (None, self._noise.rescued)):
-            if not g.take(stop, got, keep):
+            n = g.take(stop, got, keep)
+            if n is None:
                 return None
+            cut += n
         if len(self._greps) > 1:
             got.sort()  # the rescued lines go back in place (the two sets are disjoint: they hold a drop marker)
         self.pos = stop
-        return got
+        return got, cut
 
     def close(self) -> None:
         for g in self._greps:

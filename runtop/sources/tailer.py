@@ -55,7 +55,6 @@ class FileTailer(RotationFollower):
         self.bulk = bulk
         self._bulk: BulkGrep | None = None
         self._bulk_off = False  # grep is missing or failed here once: the bytes are read in Python
-        self._capped_before_bulk = 0
         self.offset = 0
         self.size = 0
         self.mtime: float | None = None
@@ -181,31 +180,35 @@ class FileTailer(RotationFollower):
                 return False
             try:
                 b = self._bulk = BulkGrep(self.path, self.ident, self.offset, end, self.bulk, self.max_line)
-                self._capped_before_bulk = self.capped
             except OSError:
                 self._bulk_off = True
                 return False
         stop = min(self.offset + budget, b.end)
         if stop < b.end:
             stop = bulk_grep.line_end(fd, stop - 1, b.end) + 1
-        kept = b.take(stop)
-        if kept is None:
+        taken = b.take(stop)
+        if taken is None:
             self._end_bulk()
             self._bulk_off = True
             return False
-        seen = {off for off, _ in kept}
-        for marker in self.bulk.latest_wins:
-            newest = newest_line(fd, self.offset, stop, marker)
-            if newest is not None and newest[0] not in seen:
-                seen.add(newest[0])
-                bisect.insort(kept, newest)
-        self.capped = self._capped_before_bulk + b.capped
+        kept, cut = taken
         start = self.offset
-        out.bytes += stop - self.offset
-        self._seen_tail = os.pread(fd, min(TAIL_BYTES, stop - self.offset), stop - min(TAIL_BYTES, stop - self.offset))
+        # The newest latest-wins line is among what grep dropped: none dropped, none to look for.
+        dropped = stop - start > sum(len(line) + 1 for _, line in kept)
+        if dropped:
+            seen = {off for off, _ in kept}
+            for marker in self.bulk.latest_wins:
+                newest = newest_line(fd, start, stop, marker)
+                if newest is not None and newest[0] not in seen:
+                    seen.add(newest[0])
+                    bisect.insort(kept, newest)
+        self.capped += cut
+        out.bytes += stop - start
+        n = min(TAIL_BYTES, stop - start)
+        self._seen_tail = os.pread(fd, n, stop - n)
         self.offset = stop
         data = b"\n".join(line for _, line in kept) + b"\n" if kept else b""
-        out.skimmed += 1  # lines were left out: line numbers from here are near, not exact
+        out.skimmed += dropped  # lines were left out: line numbers from here are near, not exact
         if data:
             self._emit(data, out)
         if stop >= b.end:
