@@ -17,38 +17,29 @@ _INT_RE = re.compile(r"[-+]?[0-9]{1,18}", re.ASCII)
 _FLOAT_RE = re.compile(r"[-+]?(?:[0-9]{1,40}(?:\.[0-9]{0,40})?|\.[0-9]{1,40})(?:[eE][-+]?[0-9]{1,4})?|[-+]?(?:nan|inf|infinity)", re.ASCII | re.I)
 
 
-# float(text) for the step lines' numbers, one object per distinct text: a week of step lines
-# repeats the same few (`Turns 1.0`, `Error 0.0%`, `31.0s`) and each copy was 24 bytes a row of
-# a 200k-step run (issue 18). Bounded: past this many texts each number is its own again.
+# The step lines' numbers, one object per distinct value: a week of step lines repeats the same
+# few (`Turns 1.0`, `Error 0.0%`, `31.0s`) and each copy was 24 bytes a row of a 200k-step run
+# (issue 18). Bounded: past this many values each number is its own again.
 MAX_SHARED_FLOATS = 4096
-_SHARED: dict[str, float] = {}
-
-
-def shared_float(text: str, percent: bool = False) -> float:
-    """`float(text)` (divided by 100 for a percentage), the same object for the same text."""
-    key = text + "%" if percent else text
-    v = _SHARED.get(key)
-    if v is None:
-        v = float(text) / 100.0 if percent else float(text)
-        if len(_SHARED) < MAX_SHARED_FLOATS:
-            _SHARED[key] = v
-    return v
+_SHARED: dict[float, float] = {}
+_ZERO, _MINUS_ZERO = 0.0, float("-0.0")  # equal as keys, so kept apart by sign
 
 
 def shared(v: float) -> float:
-    """The same object for an equal number already seen (a duration's `31.0`); zero is left as
-    it is (0.0 == -0.0, and a NaN is never equal)."""
-    if not v or v != v:
-        return v
-    got = _SHARED_VALUES.get(v)
-    if got is None:
-        if len(_SHARED_VALUES) < MAX_SHARED_FLOATS:
-            _SHARED_VALUES[v] = v
-        return v
-    return got
+    """`v`, as the same object as an equal number seen before (a NaN is never equal: itself)."""
+    if not v:
+        return _ZERO if math.copysign(1.0, v) > 0 else _MINUS_ZERO
+    got = _SHARED.get(v)
+    if got is not None:
+        return got
+    if v == v and len(_SHARED) < MAX_SHARED_FLOATS:
+        _SHARED[v] = v
+    return v
 
 
-_SHARED_VALUES: dict[float, float] = {}
+def shared_float(text: str, percent: bool = False) -> float:
+    """`float(text)` (divided by 100 for a percentage), shared."""
+    return shared(float(text) / 100.0 if percent else float(text))
 
 
 def strict_int(text: str | None) -> int | None:

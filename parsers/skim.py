@@ -19,6 +19,8 @@ DROP = (b'HTTP/1.1" 2', b"GET /metrics HTTP")
 # …unless another record is glued behind the access line (`… 200 OKCRITICAL 11-05 …
 # MQLLMEngine is already dead`, seen in vllm-project/vllm#10024): the cleaner splits it off.
 GLUE_WORDS = (b"ERROR", b"CRITICAL", b"WARNING", b"INFO ", b"SUCCESS")
+
+
 @dataclass(frozen=True)
 class BulkNoise:
     """What a grep child may drop from a long stretch before `skim` (issue 18), in `skim`'s own

@@ -76,5 +76,8 @@ def test_a_step_line_s_repeated_numbers_are_one_object_each():
     a, b = step(1), step(2)
     assert a.values["step_time_s"] is b.values["step_time_s"] and a.values["turns"] is b.values["turns"]
     assert a.values["reward"] != b.values["reward"]
+    # Zero is shared by its sign: -0.0 stays -0.0 (they are equal as dict keys).
+    assert str(shared_float("-0.0")) == "-0.0" and str(shared_float("0.0")) == "0.0"
+    assert shared_float("0.0") is shared_float("0.00")
     # A percentage is divided as before (0.8 / 100, not 0.8 * 0.01: they differ in the last bit).
     assert a.values["truncated"] == 0.8 / 100.0 and shared_float("0.8", True) == 0.8 / 100.0

@@ -93,11 +93,12 @@ class Framework:
 
     def bulk_noise(self, tracked: Tracked) -> BulkNoise | None:
         """What a grep child may drop from a long stretch of this log before the Python filter
-        (issue 18); None: read it all in Python. The default is every kind the filter knows;
-        a plug-in that knows its logs names the kinds each one carries."""
-        from runtop.parsers.skim import ALL_NOISE
+        (issue 18); None: read it all in Python. The default is vLLM's stat and access lines,
+        which any framework that runs vLLM may log; a plug-in that knows its logs names the
+        kinds each one carries (a marker that never comes costs a backwards read of each chunk)."""
+        from runtop.parsers.skim import VLLM_NOISE
 
-        return ALL_NOISE
+        return VLLM_NOISE
 
     def metrics_line(self, line: str, source: str) -> list[Event]:
         """One row of a structured metrics file: `{"step": N, …}` or `{"step": N, "data": {…}}`
