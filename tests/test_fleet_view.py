@@ -189,3 +189,21 @@ def test_the_step_cell_fits_its_column_without_a_misleading_cut(step, max_steps,
     from runtop.tui.fleet_app import COLUMNS, step_text
 
     assert step_text(step, max_steps) == shown and len(shown) <= dict(COLUMNS)["step"]
+
+
+def test_a_run_still_reading_its_history_shows_the_cause_its_tail_gave():
+    """A 1 GB SkyRL run is Down from its tail at once; its cause must not wait the minute its
+    history takes (the cell said only `reading its history (5%)`)."""
+    from runtop.fleet import RunRow
+    from runtop.tui.fleet_app import cells
+
+    def cause(row: RunRow) -> str:
+        return cells(row, NOW, cause_width=60)[-1].plain
+
+    down = RunRow("/r/a", "a", "skyrl", "Down", "no log write anywhere for 1h45m; no run process alive", read=0.05)
+    assert cause(down) == "no log write anywhere for 1h45m · history 5% read"
+    # Narrow, the cause keeps its words and the progress goes (the summary counts the runs reading).
+    assert cells(down, NOW, cause_width=35)[-1].plain == "no log write anywhere for 1h45m"
+    assert cause(RunRow("/r/b", "b", "skyrl", "Healthy", "", read=0.4)) == "reading its history (40%)"
+    assert cause(RunRow("/r/d", "d", "vllm", "Down", "engine died", read=0.999)) == "engine died · history 99% read"
+    assert cause(RunRow("/r/c", "c", "skyrl", "Down", "trainer died: torch.OutOfMemoryError")) == "trainer died: torch.OutOfMemoryError"

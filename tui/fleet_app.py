@@ -90,7 +90,19 @@ def cells(row: RunRow, now: float, cause_width: int = 60, cols: tuple[tuple[str,
     step = step_text(row.step, row.max_steps)
     age = duration(now - row.last_write) if row.last_write else "-"
     eta = duration(row.eta_s) if row.eta_s and row.verdict not in ("Finished", "Down") else "-"
-    cause = f"reading its history ({row.read:.0%})" if row.read < 1.0 else row.cause
+    # While the history is read, the verdict comes from the log's tail: its cause is still the
+    # news (a Down run whose cell said only "reading its history (5%)" hid why it was Down for
+    # the minute a 1 GB SkyRL log takes; seen in tmux).
+    if row.read >= 1.0:
+        cause = short_cause(row.cause, cause_width)
+    elif row.cause:
+        # The progress only where the cause keeps its words (the summary counts the runs reading).
+        cause = short_cause(row.cause, cause_width)
+        more = f" · history {int(row.read * 100)}% read"  # rounded down: 99.9% is not 100%
+        if len(cause) + len(more) <= cause_width and not cause.endswith("…"):
+            cause += more
+    else:
+        cause = short_cause(f"reading its history ({int(row.read * 100)}%)", cause_width)
     run_w = dict(cols).get("run", 26)
     every = {
         "verdict": Text(f" {row.verdict} ", VERDICT_STYLE.get(row.verdict, "")),
@@ -100,7 +112,7 @@ def cells(row: RunRow, now: float, cause_width: int = 60, cols: tuple[tuple[str,
         "ETA": Text(eta, justify="right"),
         "last write": Text(age, justify="right"),
         "att": Text(str(row.attempt or "-"), justify="right"),
-        "cause": Text(short_cause(cause, cause_width), "red" if row.verdict == "Down" else "italic grey62" if row.read < 1.0 else ""),
+        "cause": Text(cause, "red" if row.verdict == "Down" else "italic grey62" if row.read < 1.0 and not row.cause else ""),
     }
     return tuple(every[name] for name, _ in cols)
 
