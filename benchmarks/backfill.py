@@ -16,7 +16,7 @@ Writes, for each log kind, a run whose one big log is SIZE MB:
 - vllm: a prime-rl run whose inference.log is vLLM's (an access line per request, a stat
   line every 10 s, a warning now and then).
 Then, in one run, on the same file: `grep -c` of the step (or stat) lines (the baseline),
-runtop's full backfill (`runtop status --json --full`), the ratio, peak RSS, and the time to
+runtop's full backfill (`runtop check --full`), the ratio, peak RSS, and the time to
 the first answer (`runtop status --json`: each long log's last 8 MB, said).
 The children run with Python's bytecode cache on (in a temp dir), as an installed runtop
 has it: a sandbox's PYTHONDONTWRITEBYTECODE would add ~0.1 s of compiling to every figure.
@@ -189,13 +189,15 @@ KINDS = {
 
 
 def grep_pass(root: str, path: str) -> float | None:
-    """runtop's own grep children over `path` (the drop grep and the rescue grep beside it, as the
-    bulk pass starts them), timed alone: with the start-up, the floor of this design, however fast
-    the Python after it. None when the plug-in names no noise for this log."""
-    import threading
-
+    """runtop's own bulk pass over `path` (`BulkGrep`: the drop grep and the rescue grep beside
+    it, their kept lines taken chunk by chunk), timed alone: with the start-up, the floor of this
+    design however fast the Python after it. None where runtop makes no bulk pass: the plug-in
+    names no noise for this log, or grep keeps most of a chunk and the tailer reads on in Python."""
     from runtop.discovery import discover
     from runtop.frameworks import get
+    from runtop.snapshot import CHUNK
+    from runtop.sources.bulk_grep import WORTH_IT, BulkGrep, last_line_end
+    from runtop.sources.run_reader import MAX_LINE
 
     layout = discover(root)
     tracked = next(t for t in layout.logs if os.path.samefile(t.path, path))
@@ -203,15 +205,24 @@ def grep_pass(root: str, path: str) -> float | None:
     if noise is None:
         return None
     t0 = time.perf_counter()
-    # Read, not sent to /dev/null: GNU grep stops at the first match when its output is /dev/null.
-    procs = [subprocess.Popen(["grep", "-a", "-b", "--color=never", *args, path], stdout=subprocess.PIPE, env=dict(os.environ, LC_ALL="C"))
-             for args in (noise.drop_args(), noise.rescue_args()) if args]
-    drains = [threading.Thread(target=lambda p=p: [None for _ in iter(lambda: p.stdout.read(1 << 16), b"")]) for p in procs]
-    for d in drains:
-        d.start()
-    for d, p in zip(drains, procs):
-        d.join()
-        p.wait()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        st = os.fstat(fd)
+        end = last_line_end(fd, 0, st.st_size)
+        bulk = BulkGrep(path, (st.st_dev, st.st_ino), 0, end, noise, MAX_LINE["log"])
+        pos = 0
+        try:
+            while pos < end:
+                start, pos = pos, min(pos + CHUNK, end)
+                taken = bulk.take(pos)
+                if taken is None:
+                    raise SystemExit(f"grep failed on {path}")
+                if sum(len(line) + 1 for _, line in taken[0]) > (pos - start) * WORTH_IT:
+                    return None  # as FileTailer._bulk_read: the rest is read in Python
+        finally:
+            bulk.close()
+    finally:
+        os.close(fd)
     return time.perf_counter() - t0
 
 
@@ -278,7 +289,7 @@ def main() -> int:
             print(f"{kind:14}{mb:7.0f}{g_s:11.2f}{r_s:15.2f}{r_s / g_s:7.1f}x{r_rss:13.1f}{f_s:16.2f}{p_text}{floor_x}  {note}")
         print(f"start-up floor: runtop check on a one-line run {floor:.2f} s (the interpreter and imports, in every figure above)")
         print("grep pass: runtop's own grep children over the log, alone; floor: (start-up + grep pass) / grep -c, the ratio no\n"
-              "  Python after them can beat (SkyRL's logs go back to Python after one chunk: grep keeps most of their lines)")
+              "  Python after them can beat; '-': no bulk pass (SkyRL's logs go back to Python after one chunk: grep keeps most lines)")
         print("goals: full backfill <= 3x grep (2x the line to cross), <= 150 MB RSS, first status <= 1 s")
     finally:
         if not args.keep and not args.dir:
