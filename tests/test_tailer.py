@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runtop.parsers.hygiene import UNSAFE_RE
 from runtop.sources.tailer import FileTailer
 
 
@@ -126,3 +130,21 @@ def test_reads_are_bounded_by_max_bytes(tmp_path):
     r = t.read(max_bytes=11)
     assert r.lines == ["x" * 10] and not r.eof
     assert t.read().lines == ["y" * 10]
+
+
+# Pieces of real lines: ASCII, a tqdm bar's blocks, an em dash (prime-rl's warnings), CJK text,
+# and what must never reach the screen: C1 controls (U+009B is an 8-bit CSI) and bidi overrides.
+_PIECES = ["Step 12 | Reward 0.5", "  50%|█████     | 2/4", " — ", "训练步骤", "\u009b31m", "\u202eevil\u202c", "\u2066x\u2069", "\u200f", "°", "\ufffd"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=8).map("".join), min_size=1, max_size=40))
+def test_c1_and_bidi_are_removed_whichever_way_the_chunk_is_cleaned(tmp_path, lines):
+    """Issue 10's controls are removed line by line where few lines are non-ASCII and by one
+    regex where most are (issue 18: the regex over a whole 4 MB chunk was 4 s a GB of SkyRL
+    log): either way the lines are those of one regex over the whole decoded chunk."""
+    p = tmp_path / "trainer.log"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    got = FileTailer(str(p)).read().lines
+    assert got == UNSAFE_RE.sub("", "\n".join(lines)).split("\n")
+    assert not any(ch in line for line in got for ch in "\u009b\u202e\u2066\u200f")
