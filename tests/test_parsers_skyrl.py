@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runtop.parsers.checkpoints import judge_skyrl
 from runtop.parsers.events import (
@@ -330,3 +332,22 @@ def test_save_not_named_by_the_txt_is_incomplete():
 def test_fsdp_checkpoint():
     files = {"policy/model_world_size_8_rank_0.pt": 1 << 30, "policy/optim_world_size_8_rank_0.pt": 2 << 30, "trainer_state.pt": 1}
     assert judge_skyrl(2, files, latest=2).complete
+
+
+
+# The exact form the prefilter had: a number, or a string holding one, right after a colon.
+_EXACT_NUMERIC_VALUE = r":\s*[\"'(]?\s*[-+]?(?:[0-9]|\.[0-9]|nan|inf)"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([":", " ", "\t", "'", '"', "(", "+", "-", "0", ".", ".5", "nan", "Inf", "x"]), max_size=12).map("".join))
+def test_the_dict_prefilter_passes_all_the_exact_form_passes(text):
+    """The cheaper prefilter (one class between colon and number, issue 18) is a superset of
+    the exact form: it may parse a dict for nothing, never skip one with a number."""
+    import re
+
+    from runtop.parsers.skyrl_numbers import NUMERIC_VALUE_RE
+
+    if re.search(_EXACT_NUMERIC_VALUE, text, re.ASCII | re.I):
+        assert NUMERIC_VALUE_RE.search(text)
+
