@@ -178,6 +178,38 @@ def test_a_log_replaced_during_the_backfill_starts_over(tmp_path, bulk_always):
     assert res.restarted == "replaced" and res.lines == ["14:10:00 SUCCESS Step 0 | 30.0s"]
 
 
+
+def test_a_live_log_appended_during_the_backfill_loses_and_repeats_nothing(tmp_path, bulk_always):
+    """The run goes on writing while its history is read: lines appended past the stretch grep
+    was given, and a line half-written when the reads reached it, arrive once each, in order."""
+    path = tmp_path / "orchestrator.log"
+    noise = b"14:00:01 INFO Train batch 1/128 (+16 buffered)\n" * 10
+    path.write_bytes(b"".join(b"14:00:01 SUCCESS Step %d | 31.0s\n" % i + noise for i in range(3000)))
+    t = FileTailer(str(path), prefilter=skim, bulk=BULK_NOISE)
+    lines = t.read(64 << 10).lines
+    assert t._bulk is not None  # part-way through the stretch
+    with open(path, "ab") as f:
+        f.write(b"14:30:00 SUCCESS Step 3000 | 31.0s\n" + noise + b"14:30:31 SUCCESS Step 30")  # cut mid-write
+        f.flush()
+        while not (res := t.read(64 << 10)).eof:  # to the end of what is there: the half line held back
+            lines += res.lines
+        lines += res.lines
+        assert t._bulk is None and t.pending
+        f.write(b"01 | 31.0s\n14:31:02 WARNING Trace failed in group g1 (env)\n")
+    while True:
+        res = t.read(64 << 10)
+        lines += res.lines
+        if res.eof:
+            break
+    # Every line but the progress noise, once, in order (which progress lines stay, the newest of
+    # each read, depends on where the reads fell).
+    written = path.read_text().splitlines()
+    records = [line for line in lines if "Train batch" not in line]
+    assert records == [line for line in written if "Train batch" not in line]
+    assert set(lines) - set(records) == {"14:00:01 INFO Train batch 1/128 (+16 buffered)"}
+    assert records[-3:] == ["14:30:00 SUCCESS Step 3000 | 31.0s", "14:30:31 SUCCESS Step 3001 | 31.0s", "14:31:02 WARNING Trace failed in group g1 (env)"]
+    assert t.offset == path.stat().st_size
+
 def test_the_last_stat_line_counts_when_the_log_ends_in_access_lines(tmp_path):
     """The record held back for its continuation lines is folded at the end even when the
     last chunk was all noise (the newest vLLM stat line was lost this way)."""
