@@ -54,6 +54,11 @@ from runtop.view import SystemView, View
 SLICE_BYTES = 256 << 10
 STEP_READ_S = 1.0  # … and the most one step reads before the probes have their turn
 PUBLISH_S = 0.05  # while a step reads, a fresh view at most this often (copying has a cost)
+# What a view published part-way through the first read says: the verdict judged before it
+# ("no log lines or metrics read") beside the tail's steps would be false, and judging a half-read
+# tail could announce an incident its next lines resolve (seen in tmux: the first frame of a
+# 1 GB run said Unknown, nothing read, over step 32083).
+FIRST_READ = Verdict("Unknown", ["reading the run's files: judged once the tail is read"])
 # How long one engine step waits for the probes it started (they run in parallel).
 PROBE_WAIT_S = 0.5
 # How long a headless check-in waits for every probe at once (a hung NFS `/proc` or NVML
@@ -130,6 +135,7 @@ class Engine:
         # Who hears of an incident when no one looks at the screen (issue 15): every verdict goes there.
         self.alerting = alerting
         self.verdict: Verdict = self._judge()
+        self._judged_reads = False  # no verdict yet judges what was read
         # Samplers can be handed in (tests, snapshots): anything with the same `sample` works.
         self._procs = proc_sampler or ProcessSampler(layout.root, [t.path for t in layout.logs], get_framework(layout.framework))
         self._disks = disk_sampler or DiskSampler(run_paths(layout.root, None), core_roots(layout.framework, layout.root))
@@ -231,7 +237,7 @@ class Engine:
                 changed |= self.live.step(max_bytes=SLICE_BYTES)
                 more = not self.live.reader.done()
                 if more and changed and self.publishing and time.monotonic() - self._published_at >= PUBLISH_S:
-                    self.published = self._publish()
+                    self.published = self._publish(None if self._judged_reads else FIRST_READ)
             if not more or time.monotonic() > until:
                 break
             time.sleep(0.003)  # hand the GIL to the UI thread
@@ -254,6 +260,7 @@ class Engine:
             with self.lock:
                 self._procs_into_state()
                 self.verdict = self._judge()
+                self._judged_reads = True
                 for finding in self.verdict.new:
                     self._new_findings.put(finding)
                 if self.publishing:
@@ -286,6 +293,7 @@ class Engine:
         with self.lock:
             self._procs_into_state()
             self.verdict = self._judge()
+            self._judged_reads = True
             if self.publishing:
                 self.published = self._publish()
         return self.verdict
@@ -376,11 +384,11 @@ class Engine:
             self.published = self._publish()
             return self.published
 
-    def _publish(self) -> View:
+    def _publish(self, verdict: Verdict | None = None) -> View:
         """A frozen copy of the state and the readings, with a version per slice (under `lock`)."""
         self._published_at = time.monotonic()
         return self._publisher.view(
-            self.state, self.system, self.verdict, self.clock(), self.live.tail, self.live.backfill_progress(),
+            self.state, self.system, verdict or self.verdict, self.clock(), self.live.tail, self.live.backfill_progress(),
             interval=self.interval, checkpoint_dir=self.live.reader.checkpoint_dir(),
         )
 
