@@ -4,6 +4,7 @@ and publishes copies; a view, once handed out, never changes under the pane draw
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 
@@ -188,3 +189,67 @@ def test_the_backfilled_history_taking_over_is_published_whole(tmp_path):
         assert len(shown.state.steps) == 3000 and shown.state.steps[1].value("reward") == 0.5 and shown.backfill == 1.0
     finally:
         eng.close()
+
+
+def test_the_first_frames_of_a_big_run_never_say_nothing_was_read(tmp_path, monkeypatch):
+    """The first read of a run's tail takes several slices, and a view is published between
+    them: those frames show the steps read so far, so their verdict must not be the one judged
+    before anything was read ("nothing to judge yet: no log lines or metrics read", seen in
+    tmux over step 32083 of a 1 GB run). They say the tail is being read; once it is, the
+    verdict is the rules' own."""
+    import runtop.engine as engine_mod
+    from runtop.advice import advise
+    from runtop.live import LiveRun
+    from tests.helpers import long_orchestrator_log
+
+    monkeypatch.setattr(engine_mod, "SLICE_BYTES", 16 * 1024)  # a 256 KB tail: many slices
+    monkeypatch.setattr(engine_mod, "PUBLISH_S", 0.0)
+    root = long_orchestrator_log(tmp_path)
+    layout = discover(root)
+    eng = Engine(layout, run=LiveRun(layout, tail_bytes=256 * 1024, poll=True), gpu=RecordedProbe([H100]), vllm_url=None, processes=False, disks=False)
+    frames, advised = [], []
+    publish = eng._publish
+
+    def recorded(verdict=None):
+        view = publish(verdict)
+        frames.append((len(view.state.steps), view.verdict.verdict, view.verdict.reasons))
+        advised.append(advise(view.state, view.verdict))
+        return view
+
+    monkeypatch.setattr(eng, "_publish", recorded)
+    try:
+        eng.step()
+        shown = [f for f in frames if f[0]]
+        assert len(shown) >= 2  # a frame was published part-way, with steps on it
+        assert not any("no log lines or metrics read" in " ".join(reasons) for _, _, reasons in shown), shown
+        assert all(reasons == ["reading the run's files: judged once the tail is read"] for _, _, reasons in shown[:-1])
+        assert shown[-1][1] == "Healthy"
+        assert not any(a is not None and "nothing read yet" in a.text for a in advised), advised  # the band's "next:"
+        # Later bursts are read in slices too: their frames keep the verdict already judged.
+        frames.clear()
+        with open(os.path.join(root, "logs", "orchestrator.log"), "a") as f:
+            for step in range(3001, 4001):
+                f.write(f"14:30:00 SUCCESS Step {step} |   31.0s | Reward 0.5 | Trainable 1/2 (50.0%)\n")
+        eng.step()
+    finally:
+        eng.close()
+    assert len(frames) >= 2 and all(verdict == "Healthy" for _, verdict, _ in frames), frames
+
+
+def test_the_band_asks_about_the_directory_only_when_nothing_was_read(tmp_path):
+    """`next: nothing read yet: is this the run's output directory?` is for a directory with
+    nothing to read; a run whose logs were read but that has no step yet (an inference log
+    only, a run starting up) is Unknown for that reason, and the question would be false."""
+    from runtop.advice import Advice, advise
+    from runtop.snapshot import read_and_judge
+
+    logs = tmp_path / "run" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "orchestrator.log").write_text("")
+    _state, verdict = read_and_judge(str(tmp_path / "run"), processes=False, disks=False)
+    assert verdict.verdict == "Unknown"
+    assert advise(_state, verdict) == Advice("nothing read yet: is this the run's output directory?")
+    (logs / "orchestrator.log").write_text("14:00:01    INFO Train batch 1/8 (12.5%)\n")
+    state, verdict = read_and_judge(str(tmp_path / "run"), processes=False, disks=False)
+    assert verdict.verdict == "Unknown" and verdict.reasons == ["no step finished yet (starting up?)"]
+    assert advise(state, verdict) is None
