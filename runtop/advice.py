@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtop.health import Verdict
+from runtop.health import READING, Verdict
 from runtop.state import RunState
 
 
@@ -39,8 +39,8 @@ def advise(state: RunState, verdict: Verdict) -> Advice | None:
         return Advice("read the logs", pane="logs")
     if verdict.verdict == "Degraded":
         return Advice("read the alerts", pane="alerts")
-    if verdict.verdict == "Unknown" and not any(info.bytes_read for info in state.files.values()):
-        # Only where nothing was read: beside a run starting up, or one whose tail is being
-        # read, the question was false (seen in tmux over step 32091 of a 1 GB run).
+    if verdict.verdict == "Unknown" and verdict != READING and not any(info.bytes_read for info in state.files.values()):
+        # Only where nothing was read once it was all read: beside a run starting up, or one
+        # whose tail is being read, the question was false (seen in tmux over step 32091 of a 1 GB run).
         return Advice("nothing read yet: is this the run's output directory?")
     return None

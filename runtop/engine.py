@@ -29,7 +29,7 @@ from runtop.discovery import RunLayout
 from runtop.findings import Finding
 from runtop.forensics import Forensics, collect
 from runtop.frameworks import get as get_framework
-from runtop.health import HealthTracker, Verdict
+from runtop.health import READING, HealthTracker, Verdict
 from runtop.live import LiveRun
 from runtop.parsers.events import VllmStats
 from runtop.probe import Probe, Unavailable
@@ -54,11 +54,6 @@ from runtop.view import SystemView, View
 SLICE_BYTES = 256 << 10
 STEP_READ_S = 1.0  # … and the most one step reads before the probes have their turn
 PUBLISH_S = 0.05  # while a step reads, a fresh view at most this often (copying has a cost)
-# What a view published part-way through the first read says: the verdict judged before it
-# ("no log lines or metrics read") beside the tail's steps would be false, and judging a half-read
-# tail could announce an incident its next lines resolve (seen in tmux: the first frame of a
-# 1 GB run said Unknown, nothing read, over step 32083).
-FIRST_READ = Verdict("Unknown", ["reading the run's files: judged once the tail is read"])
 # How long one engine step waits for the probes it started (they run in parallel).
 PROBE_WAIT_S = 0.5
 # How long a headless check-in waits for every probe at once (a hung NFS `/proc` or NVML
@@ -177,7 +172,7 @@ class Engine:
         self.probes.append(Probe("slurm", max(interval, slurm_period), self._sample_slurm, deadline=25.0))
         if launcher is not None:
             self.probes.append(Probe("launcher", max(interval, 5.0), launcher, idle_period=idle, unavailable=(TmuxError, ActionError)))
-        self.published: View | None = self._publish() if self.publishing else None
+        self.published: View | None = self._publish(READING) if self.publishing else None
 
     @property
     def state(self) -> RunState:
@@ -237,7 +232,7 @@ class Engine:
                 changed |= self.live.step(max_bytes=SLICE_BYTES)
                 more = not self.live.reader.done()
                 if more and changed and self.publishing and time.monotonic() - self._published_at >= PUBLISH_S:
-                    self.published = self._publish(None if self._judged_reads else FIRST_READ)
+                    self.published = self._publish(None if self._judged_reads else READING)
             if not more or time.monotonic() > until:
                 break
             time.sleep(0.003)  # hand the GIL to the UI thread
@@ -256,7 +251,7 @@ class Engine:
                 self._store(probe.name, value, error)
             changed = True
         changed |= self._take_forensics()
-        if changed:
+        if changed or not self._judged_reads:  # the first step is judged even with nothing read (an empty dir)
             with self.lock:
                 self._procs_into_state()
                 self.verdict = self._judge()

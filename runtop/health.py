@@ -35,6 +35,13 @@ class Verdict:
     new: list[Finding] = field(default_factory=list)  # findings that began with this evaluation
 
 
+# The verdict a screen shows before the engine has judged what it read: its first read of the
+# tails takes several slices, and the verdict judged before them ("nothing to judge yet: no log
+# lines or metrics read") beside the steps they show would be false (seen in tmux over step
+# 32083 of a 1 GB run); judging a half-read tail could announce an incident its next lines resolve.
+READING = Verdict("Unknown", ["reading the run's files: judged once the tail is read"])
+
+
 class HealthTracker:
     """Evaluates the rules and remembers, across evaluations, when each finding began."""
 

@@ -253,3 +253,25 @@ def test_the_band_asks_about_the_directory_only_when_nothing_was_read(tmp_path):
     state, verdict = read_and_judge(str(tmp_path / "run"), processes=False, disks=False)
     assert verdict.verdict == "Unknown" and verdict.reasons == ["no step finished yet (starting up?)"]
     assert advise(state, verdict) is None
+
+
+def test_a_run_with_nothing_written_is_not_left_reading(tmp_path):
+    """The screen starts on "reading the run's files" and the first step judges what it read,
+    even when that is nothing: a run whose logs are still empty is then asked about, not left
+    reading."""
+    from runtop.advice import advise
+    from runtop.health import READING
+
+    (tmp_path / "run" / "logs").mkdir(parents=True)
+    (tmp_path / "run" / "logs" / "orchestrator.log").write_text("")
+    eng = Engine(discover(str(tmp_path / "run")), gpus=False, vllm_url=None, processes=False, disks=False)
+    eng.probes = []  # no probe news either: nothing at all changes in the first step
+    try:
+        assert eng.published is not None and eng.published.verdict == READING and advise(eng.published.state, READING) is None
+        eng.step()
+        shown = eng.published
+    finally:
+        eng.close()
+    assert shown.verdict.reasons == ["nothing to judge yet: no log lines or metrics read"]
+    advice = advise(shown.state, shown.verdict)
+    assert advice is not None and advice.text == "nothing read yet: is this the run's output directory?"
