@@ -172,11 +172,16 @@ class Engine:
         self.probes.append(Probe("slurm", max(interval, slurm_period), self._sample_slurm, deadline=25.0))
         if launcher is not None:
             self.probes.append(Probe("launcher", max(interval, 5.0), launcher, idle_period=idle, unavailable=(TmuxError, ActionError)))
-        self.published: View | None = self._publish(READING) if self.publishing else None
+        self.published: View | None = self._publish() if self.publishing else None
 
     @property
     def state(self) -> RunState:
         return self.live.state
+
+    @property
+    def shown_verdict(self) -> Verdict:
+        """The verdict a screen shows: `READING` until the engine has judged what it read."""
+        return self.verdict if self._judged_reads else READING
 
     # ---- probes (worker thread) -------------------------------------------
     def _sample_procs(self) -> ProcessSnapshot:
@@ -232,7 +237,7 @@ class Engine:
                 changed |= self.live.step(max_bytes=SLICE_BYTES)
                 more = not self.live.reader.done()
                 if more and changed and self.publishing and time.monotonic() - self._published_at >= PUBLISH_S:
-                    self.published = self._publish(None if self._judged_reads else READING)
+                    self.published = self._publish()
             if not more or time.monotonic() > until:
                 break
             time.sleep(0.003)  # hand the GIL to the UI thread
@@ -379,11 +384,11 @@ class Engine:
             self.published = self._publish()
             return self.published
 
-    def _publish(self, verdict: Verdict | None = None) -> View:
+    def _publish(self) -> View:
         """A frozen copy of the state and the readings, with a version per slice (under `lock`)."""
         self._published_at = time.monotonic()
         return self._publisher.view(
-            self.state, self.system, verdict or self.verdict, self.clock(), self.live.tail, self.live.backfill_progress(),
+            self.state, self.system, self.shown_verdict, self.clock(), self.live.tail, self.live.backfill_progress(),
             interval=self.interval, checkpoint_dir=self.live.reader.checkpoint_dir(),
         )
 

@@ -97,7 +97,7 @@ def row_of(path: str, engine: Engine | None, error: str | None = None) -> RunRow
         # Never opened, or its last reading failed: a stale verdict would read as today's.
         return RunRow(path, name, engine.state.framework if engine is not None else "?", "cannot read", error or "")
     with engine.lock:
-        s, v = engine.state, engine.verdict
+        s, v = engine.state, engine.shown_verdict  # "reading" until its first read is judged, not "nothing read"
         writes = s.write_times()
         return RunRow(
             path, name, s.framework, v.verdict, v.reasons[0] if v.reasons else "", s.current_step(), s.max_steps,

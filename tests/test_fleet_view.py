@@ -207,3 +207,25 @@ def test_a_run_still_reading_its_history_shows_the_cause_its_tail_gave():
     assert cause(RunRow("/r/b", "b", "skyrl", "Healthy", "", read=0.4)) == "reading its history (40%)"
     assert cause(RunRow("/r/d", "d", "vllm", "Down", "engine died", read=0.999)) == "engine died · history 99% read"
     assert cause(RunRow("/r/c", "c", "skyrl", "Down", "trainer died: torch.OutOfMemoryError")) == "trainer died: torch.OutOfMemoryError"
+
+
+def test_a_run_not_yet_read_is_reading_in_the_table_not_empty(tmp_path):
+    """Before a run's engine has read and judged its files, its row says it is being read; it
+    said "nothing to judge yet: no log lines or metrics read" of a 1 GB run for two seconds
+    (seen in tmux), as if its logs were empty. After its first step it is the rules' verdict."""
+    from runtop.fleet import row_of
+    from runtop.sources.gpu import RecordedProbe
+    from tests.tui_helpers import H100
+
+    logs = tmp_path / "run" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "orchestrator.log").write_text("14:00:00 SUCCESS Step 1 |   31.0s | Reward 0.5 | Trainable 1/2 (50.0%)\n")
+    eng = Engine(discover(str(tmp_path / "run")), gpu=RecordedProbe([H100]), vllm_url=None, processes=False, disks=False)
+    try:
+        before = row_of(str(tmp_path / "run"), eng)
+        eng.step()
+        after = row_of(str(tmp_path / "run"), eng)
+    finally:
+        eng.close()
+    assert (before.verdict, before.cause) == ("Unknown", "reading the run's files: judged once the tail is read")
+    assert after.verdict == "Healthy" and after.step == 1

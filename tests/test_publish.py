@@ -210,8 +210,8 @@ def test_the_first_frames_of_a_big_run_never_say_nothing_was_read(tmp_path, monk
     frames, advised = [], []
     publish = eng._publish
 
-    def recorded(verdict=None):
-        view = publish(verdict)
+    def recorded():
+        view = publish()
         frames.append((len(view.state.steps), view.verdict.verdict, view.verdict.reasons))
         advised.append(advise(view.state, view.verdict))
         return view
