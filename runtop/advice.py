@@ -40,7 +40,7 @@ def advise(state: RunState, verdict: Verdict) -> Advice | None:
     if verdict.verdict == "Degraded":
         return Advice("read the alerts", pane="alerts")
     if verdict.verdict == "Unknown" and verdict != READING and not any(info.bytes_read for info in state.files.values()):
-        # Only where nothing was read once it was all read: beside a run starting up, or one
-        # whose tail is being read, the question was false (seen in tmux over step 32091 of a 1 GB run).
+        # Only of a run judged with nothing read: beside a run starting up, or one whose tail is
+        # still being read, the question was false (seen in tmux over step 32091 of a 1 GB run).
         return Advice("nothing read yet: is this the run's output directory?")
     return None

@@ -256,7 +256,7 @@ class Engine:
                 self._store(probe.name, value, error)
             changed = True
         changed |= self._take_forensics()
-        if changed or not self._judged_reads:  # the first step is judged even with nothing read (an empty dir)
+        if changed or not self._judged_reads:  # the first step is judged even when nothing came (logs still empty)
             with self.lock:
                 self._procs_into_state()
                 self.verdict = self._judge()
