@@ -30,7 +30,7 @@ from runtop.findings import Finding
 from runtop.forensics import Forensics, collect
 from runtop.frameworks import get as get_framework
 from runtop.health import READING, HealthTracker, Verdict
-from runtop.live import LiveRun
+from runtop.live import LiveRun, OnceRun
 from runtop.parsers.events import VllmStats
 from runtop.probe import Probe, Unavailable
 from runtop.publish import Publisher
@@ -41,7 +41,6 @@ from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot
 from runtop.sources.ray_state import RAY_PERIOD_S, RayClient, RaySnapshot, address_of
-from runtop.sources.run_reader import RunReader
 from runtop.sources.slurm import SLURM_PERIOD_S, SlurmClient, SlurmSnapshot, find_job
 from runtop.sources.tmux import TmuxError
 from runtop.sources.trainer_metrics import TrainerLive
@@ -59,30 +58,6 @@ PROBE_WAIT_S = 0.5
 # How long a headless check-in waits for every probe at once (a hung NFS `/proc` or NVML
 # call is judged without, and says so).
 PROBE_ALL_S = 10.0
-
-
-class OnceRun:
-    """A run read by the caller (headless commands), in the shape the engine steps."""
-
-    def __init__(self, reader: RunReader) -> None:
-        self.reader = reader
-        self.tail = reader.tail
-
-    def backfill_progress(self) -> float:
-        return 1.0  # read to the end by the caller
-
-    @property
-    def state(self) -> RunState:
-        return self.reader.state
-
-    def step(self, max_bytes: int | None = None) -> bool:
-        return False
-
-    def wait(self, timeout: float) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass
 
 
 class Engine:

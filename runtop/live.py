@@ -5,7 +5,8 @@ starts `TAIL_BYTES` before the end of each log while a second reader reads every
 file from the top in a worker thread into its own, private state. When it has
 caught up, the live view swaps to it; from then on one reader follows the files.
 Each state has one writer at a time: the worker owns the backfill state until the
-hand-over, the caller owns the live one.
+hand-over, the caller owns the live one. `OnceRun` is the headless counterpart: a run
+the caller read to its end, in the shape the engine steps.
 """
 
 from __future__ import annotations
@@ -220,3 +221,27 @@ def follow(
     finally:
         live.close()
     return 0
+
+
+class OnceRun:
+    """A run read by the caller (headless commands), in the shape the engine steps."""
+
+    def __init__(self, reader: RunReader) -> None:
+        self.reader = reader
+        self.tail = reader.tail
+
+    def backfill_progress(self) -> float:
+        return 1.0  # read to the end by the caller
+
+    @property
+    def state(self) -> RunState:
+        return self.reader.state
+
+    def step(self, max_bytes: int | None = None) -> bool:
+        return False
+
+    def wait(self, timeout: float) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass

@@ -44,7 +44,8 @@ class RunJudge:
 
     def __init__(self, reader: RunReader, cfg: Thresholds | None = None, *, disks: bool = True, processes: bool = True,
                  **probes: Any) -> None:
-        from runtop.engine import Engine, OnceRun
+        from runtop.engine import Engine
+        from runtop.live import OnceRun
 
         self.reader = reader
         # No vLLM `/metrics` probe here: no rule reads it, and a check must not wait on a port.
