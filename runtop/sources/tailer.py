@@ -281,18 +281,18 @@ class FileTailer(RotationFollower):
         if self.clean:
             complete = clean_bytes(complete)
         text = complete.decode("utf-8", "replace")
+        # C1 controls and bidi overrides (issue 10). Line by line where few lines are non-ASCII:
+        # one regex over a 4 MB chunk holding a tqdm bar's `█` or an em dash cost 13-18 ms (4 s
+        # a GB of SkyRL log), and `isascii` passes the other lines at memory speed. Where most
+        # are (more UTF-8 bytes beyond one a character than lines: CJK text), one regex over
+        # the whole is cheaper than a call a line.
+        mixed = self.clean and not text.isascii()
+        if mixed and len(complete) - len(text) > complete.count(b"\n"):
+            text, mixed = UNSAFE_RE.sub("", text), False
         new = text.split("\n")
         new.pop()  # the text ends with a newline: the last piece is empty
-        if self.clean and not text.isascii():
-            # C1 controls and bidi overrides (issue 10). Line by line where few lines are
-            # non-ASCII: one regex over a 4 MB chunk holding a tqdm bar's `█` or an em dash
-            # cost 13-18 ms (4 s a GB of SkyRL log), and `isascii` passes the other lines at
-            # memory speed. Where most are (more UTF-8 bytes beyond one a character than lines:
-            # CJK text), one regex over the whole is cheaper than a call a line.
-            if len(complete) - len(text) > len(new):
-                new = UNSAFE_RE.sub("", text).split("\n")[:-1]
-            else:
-                new = [s if s.isascii() else UNSAFE_RE.sub("", s) for s in new]
+        if mixed:
+            new = [s if s.isascii() else UNSAFE_RE.sub("", s) for s in new]
         cap = self.max_line
         if len(text) > cap and max(map(len, new), default=0) > cap:
             self.capped += sum(1 for s in new if len(s) > cap)
