@@ -37,6 +37,10 @@ VLLM_RE = re.compile(
 # `[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught …`, and the
 # older `[E ProcessGroupNCCL.cpp:737] …` (LlamaFactory#6269, OFA#271).
 C10_RE = re.compile(r"\[([IWEF])(?:\d{3,4} (\d{2}:\d{2}:\d{2})\.\d+(?: \d+)?)? ?([\w./-]+:\d+)\]\s?(.*)", re.S | re.ASCII)
+# DeepSpeed's logger (and others' bracketed stamps): `[2025-01-18 21:04:10,118] [INFO] [logging.py:128:log_dist] …`.
+BRACKET_STAMP_RE = re.compile(
+    r"\[\d{4}-\d{2}-\d{2}[ T](\d{2}:\d{2}:\d{2})(?:[.,]\d+)?\]\s*\[?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]?\s?(.*)", re.S | re.ASCII
+)
 # uvicorn inside vLLM: `INFO:     127.0.0.1:41722 - "GET /health HTTP/1.1" 200 OK`
 UVICORN_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+(.*)", re.S | re.ASCII)
 # stdlib logging (v0.6 env router) and the Rust vllm-router:
@@ -156,6 +160,10 @@ def match_header(line: str) -> Record | None:
         if m:
             level = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}[m.group(1)]
             return Record("c10", m.group(2), level, m.group(4), where=m.group(3))
+    if c == "[" and line[1:2].isdigit():
+        m = BRACKET_STAMP_RE.match(line)
+        if m:
+            return Record("stdlib", m.group(1), "WARNING" if m.group(2) == "WARN" else m.group(2), m.group(3))
     return None
 
 

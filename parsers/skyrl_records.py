@@ -86,6 +86,8 @@ def _body_header(body: str, agent_block: bool) -> Record | None:
         m = WRAPPER_RE.match(body)
         if m:
             return Record("wrapper", m.group(1), "INFO", m.group(2))
+        if body[1:2].isdigit():
+            return generic_header(body)  # DeepSpeed's `[2025-01-18 21:04:10,118] [INFO] …` under a Ray prefix
     elif c == "+":
         stripped = body.lstrip("+")
         if stripped.startswith(" "):

@@ -92,7 +92,7 @@ def parse_record(rec: Record, role: str = INFERENCE) -> list[Event]:
         # The record's own traceback names the cause (EngineCore's TypeError); a line that
         # only says the engine is dead is a death all the same, whatever its level.
         notice = error_notice(rec, INFERENCE, traceback_is_fatal=False)
-        if notice is not None and dead and not notice.fatal:
+        if notice is not None and dead and not (notice.fatal and notice.certain):
             notice = replace(notice, fatal=True, certain=True)
         return [notice] if notice else []
     if level == "WARNING":

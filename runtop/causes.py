@@ -35,11 +35,18 @@ def root_cause(death: list[ErrorEntry]) -> ErrorEntry:
         # at the cause: that process's own dump, whichever order Ray printed them in.
         named = [e for e in causes if any(_same_process(w, e) for w in wrappers)]
         pool = named or causes
-        chosen = min(pool, key=lambda e: e.rank)  # min keeps log order among equals
+        # The most specific; among equals the one that names its process (the driver's copy of
+        # Ray's OOM text names the actor, the raylet's summary does not); min keeps log order.
+        chosen = min(pool, key=lambda e: (e.rank, e.actor is None and e.pid is None))
     phase = chosen.phase or (wrapper.phase if wrapper else None)
+    # A cause that names no process (the raylet's OOM summary) takes the one its wrapper names
+    # (`name=CriticModelRayActor.__init__, pid=3984`): which actor died is half the answer.
+    named_by = wrapper if wrapper is not None and wrapper is not chosen and chosen.actor is None and chosen.pid is None else None
     return replace(
         chosen,
         phase=phase,
+        actor=named_by.actor if named_by else chosen.actor,
+        pid=named_by.pid if named_by else chosen.pid,
         wrapped_by=_short_kind(wrapper.kind) if wrapper is not None and wrapper is not chosen else None,
         hint=hint_for(chosen.signature or chosen.kind, phase),
     )

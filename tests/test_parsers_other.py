@@ -94,7 +94,8 @@ def test_vllm_engine_death_across_prefixed_traceback_lines():
         "inference",
     )
     # EngineCore's own exception is the cause; the API server's EngineDeadError wraps it.
-    assert [e.kind for e in evs] == ["RuntimeError", "EngineDeadError"]
+    # A RuntimeError says nothing of how EngineCore died; the sticky CUDA error in its words does.
+    assert [e.kind for e in evs] == ["CUDAIllegalMemoryAccess", "EngineDeadError"]
     assert all(e.fatal and e.certain for e in evs)
     assert [e.wrapper for e in evs] == [False, True]
     assert "illegal memory access" in evs[0].message

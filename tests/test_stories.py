@@ -32,7 +32,7 @@ def test_the_inference_engine_dies_while_the_trainer_waits_runtop_says_down_nami
     state, v = verdict(simulated("inference-death", max_steps=20, fail_step=4))
     assert v.verdict == "Down"
     # EngineCore's own exception is named; the API server's EngineDeadError only reported it.
-    assert v.reasons[0].startswith("inference server (vLLM) died: RuntimeError (CUDA error: an illegal memory access")
+    assert v.reasons[0].startswith("inference server (vLLM) died: CUDAIllegalMemoryAccess (RuntimeError: CUDA error: an illegal memory access")
     assert "in EngineCore_DP0" in v.reasons[0]
     assert "reported as EngineDeadError" in v.reasons[0]
     assert state.warnings["inference_unreachable"] >= 3

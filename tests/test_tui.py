@@ -56,7 +56,7 @@ async def test_the_inference_engine_dies_while_the_trainer_waits(simulated):
     async with app.run_test(size=BIG) as pilot:
         await settle(pilot)
         head = pane(app, "header")
-        assert "Down" in head and "inference server (vLLM) died: RuntimeError" in head
+        assert "Down" in head and "inference server (vLLM) died: CUDAIllegalMemoryAccess" in head
         assert "inference missing" in pane(app, "procs")
 
 
