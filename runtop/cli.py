@@ -1,10 +1,11 @@
 """`runtop` command line. Headless paths never import Textual.
 
-Exit codes: 0 ok; 2 a path runtop cannot read or write (one line on stderr, never a
-traceback); 130 interrupted; 70 an internal error (one line; RUNTOP_DEBUG=1 shows
-the traceback). `runtop check` has its own: 0 Healthy or Finished, 1 Degraded, 2 Down,
-3 cannot read the run or the config, 4 Unknown (nothing to judge yet). `runtop send`
-exits 4 in read-only mode (nothing sent).
+Exit codes: 0 ok; 2 a bad argument or a file runtop cannot write (one line on stderr, never
+a traceback); 3 a path runtop cannot read (no such path, not a text log), the same for every
+command; 130 interrupted; 70 an internal error (one line; RUNTOP_DEBUG=1 shows the
+traceback). `runtop check` has its own: 0 Healthy or Finished, 1 Degraded, 2 Down, 3 cannot
+read the run or the config, 4 Unknown (nothing to judge yet). `runtop send` exits 4 in
+read-only mode (nothing sent).
 """
 
 from __future__ import annotations
@@ -193,14 +194,14 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     _common(fo)
 
     de = sub.add_parser("demo", help="simulate a live prime-rl or SkyRL run in a temp dir and follow it")
-    from runtop.frameworks import REGISTRY
+    from runtop.frameworks import simulated
 
-    names = tuple(REGISTRY)
+    names = tuple(fw.name for fw in simulated())
     de.add_argument("--framework", choices=names, default=names[0], help="which framework's files to simulate")
     de.add_argument(
         "--scenario",
         default="healthy",
-        help="; ".join(f"{fw.name}: {', '.join(fw.scenarios)}" for fw in REGISTRY.values())
+        help="; ".join(f"{fw.name}: {', '.join(fw.scenarios)}" for fw in simulated())
         if scenario_help
         else "what the simulated run goes through (runtop demo --help lists them)",
     )
@@ -240,6 +241,14 @@ def _ckpt_dir(p: argparse.ArgumentParser) -> None:
                    help="the run's Ray cluster for the state API (default: RAY_ADDRESS of its processes, or their local cluster)")
     p.add_argument("--slurm-job", type=slurm_job_id, default=None, metavar="ID",
                    help="the run's SLURM job (default: the newest job_<id>.log or slurm-<id>.out in the run dir, else SLURM_JOB_ID of its processes)")
+    p.add_argument("--framework", default=None, metavar="NAME", choices=framework_names(),
+                   help="read the run as this framework's (default: the one its files' evidence names; `generic` for none)")
+
+
+def framework_names() -> list[str]:
+    from runtop.frameworks import REGISTRY
+
+    return list(REGISTRY)
 
 
 def files(args: argparse.Namespace) -> dict[str, Any]:
@@ -247,7 +256,8 @@ def files(args: argparse.Namespace) -> dict[str, Any]:
     from runtop.config import load_metrics_map
 
     metrics = getattr(args, "metrics", None)
-    return {"ckpt_dir": args.ckpt_dir, "metrics": metrics, "metrics_map": load_metrics_map(getattr(args, "config", None)) if metrics else None}
+    return {"ckpt_dir": args.ckpt_dir, "metrics": metrics, "metrics_map": load_metrics_map(getattr(args, "config", None)) if metrics else None,
+            "framework": getattr(args, "framework", None)}
 
 
 def print(*parts: object, **kw: Any) -> None:  # noqa: A001 - shadows the builtin on purpose
@@ -310,7 +320,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         write_json(state, sys.stdout, verdict)
     else:
-        reasons = f" — {'; '.join(verdict.reasons)}" if verdict.reasons else ""
+        said = list(verdict.reasons)
+        if verdict.verdict == "Healthy":
+            from runtop.health import progress_text
+
+            said.insert(0, progress_text(state))  # what a healthy run's one line is for: where it is
+        reasons = f" — {'; '.join(r for r in said if r)}" if any(said) else ""
         print(f"{verdict.verdict}: {state.run_name or state.path}{reasons}")
         for a in verdict.alerts:
             where = f"  [{a.evidence}]" if a.evidence else ""
@@ -346,7 +361,10 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return handlers[args.command](args)
-    except (DiscoveryError, ConfigError) as e:
+    except DiscoveryError as e:
+        _err(str(e))
+        return EXIT_CANNOT_READ  # `status --json` and `check` agree: 3 is a run runtop cannot read
+    except ConfigError as e:
         _err(str(e))
         return EXIT_CANNOT_READ if args.command == "check" else EXIT_USAGE
     except KeyboardInterrupt:

@@ -21,7 +21,7 @@ def layout_of(args: argparse.Namespace) -> RunLayout:
     from runtop.discovery import with_metrics
 
     f = files(args)
-    return with_metrics(with_ckpt_dir(discover(args.path), f["ckpt_dir"]), f["metrics"], f["metrics_map"])
+    return with_metrics(with_ckpt_dir(discover(args.path, f["framework"]), f["ckpt_dir"]), f["metrics"], f["metrics_map"])
 
 
 def notify_config(args: argparse.Namespace) -> NotifyConfig:

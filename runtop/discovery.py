@@ -12,6 +12,10 @@ import glob
 import os
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runtop.frameworks.base import Framework
 
 _STEP_DIR_RE = re.compile(r"step_(\d{1,12})\Z", re.ASCII)
 
@@ -48,6 +52,8 @@ class RunLayout:
     ckpt_dir: str | None = None
     # `--metrics FILE`'s keys → runtop's metric names (`[metrics]` in the config).
     metrics_map: dict[str, str] = field(default_factory=dict)
+    # Why runtop reads it as this framework: the signs it saw, or why it was not recognised.
+    detection: str = ""
 
     def files(self) -> list[Tracked]:
         return [*self.configs, *self.metrics, *self.logs, *self.rollouts]
@@ -97,31 +103,80 @@ def resolve(path: str, root: str, *, want_dir: bool = True) -> str | None:
 def expected() -> str:
     from runtop.frameworks import all_frameworks
 
-    return "expected " + ", ".join(fw.expects for fw in all_frameworks() if fw.expects) + ", or a single log file"
+    return "expected " + ", ".join(fw.expects for fw in all_frameworks() if fw.expects) + ", or any text log"
 
 
-def _single_file(path: str) -> RunLayout:
+# Bytes no text log holds: a file with them in its head is binary (a checkpoint shard, a core).
+_BINARY = ("\x00",)
+
+
+def _is_text(text: str) -> bool:
+    head = text[:8192]
+    return not any(b in head for b in _BINARY) and head.count("\ufffd") <= len(head) // 10
+
+
+def detect(text: str) -> tuple[Framework | None, str]:
+    """The framework whose evidence in `text` (a log's head and tail) is strongest, and why;
+    (None, why) when no plug-in's evidence decides (docs/reading.md, "Detection")."""
     from runtop.frameworks import all_frameworks
+    from runtop.frameworks.evidence import best
+
+    scores = [fw.claims(text) for fw in all_frameworks()]
+    chosen = best(scores)
+    if chosen is None:
+        weak = max(scores, key=lambda s: s.points)
+        seen = f" (only weak signs: {weak.reason()})" if weak.points else ""
+        return None, f"framework not recognised: read generically{seen}"
+    from runtop.frameworks import get
+
+    return get(chosen.framework), chosen.reason()
+
+
+def _single_file(path: str, forced: Framework | None = None) -> RunLayout:
+    from runtop.frameworks import all_frameworks
+    from runtop.frameworks.generic import GENERIC
 
     text = sniff(path)
     if not text.strip():
         raise DiscoveryError(f"{path} is empty: {expected()}")
-    for fw in sorted(all_frameworks(), key=lambda fw: fw.file_priority):
-        lay = fw.file_layout(path, text)
-        if lay is not None:
-            return lay
-    raise DiscoveryError(f"nothing runtop recognises in {path}: {expected()}")
+    if not _is_text(text):
+        raise DiscoveryError(f"{path} is not a text log (binary data): {expected()}")
+    if forced is not None:
+        lay = forced.structured_file(path, text) or forced.file_layout(path, text)
+        lay.detection = f"{forced.name}: given with --framework"
+        return lay
+    for plug in all_frameworks():
+        structured = plug.structured_file(path, text)  # a metrics file known by its name or rows
+        if structured is not None:
+            structured.detection = structured.detection or f"{plug.name}: its metrics file"
+            return structured
+    fw, why = detect(text)
+    lay = (fw or GENERIC).file_layout(path, text)
+    lay.detection = why
+    return lay
 
 
-def discover(path: str) -> RunLayout:
-    """The layout of `path`, or `DiscoveryError` with a one-line reason."""
-    from runtop.frameworks import all_frameworks
+def discover(path: str, framework: str | None = None, *, generic: bool = True) -> RunLayout:
+    """The layout of `path`, or `DiscoveryError` with a one-line reason. `framework` names the
+    plug-in to read it with (`--framework`); `generic=False` refuses what only the generic
+    reader would read (the runs table looking for runs among directories)."""
+    from runtop.frameworks import REGISTRY
+    from runtop.frameworks import get as get_framework
+    from runtop.frameworks.generic import GENERIC
 
+    forced = None
+    if framework is not None:
+        forced = REGISTRY.get(framework)
+        if forced is None:
+            raise DiscoveryError(f"--framework {framework}: not one runtop knows ({', '.join(REGISTRY)})")
     if not os.path.exists(path):
         raise DiscoveryError(f"no such file or directory: {path} ({expected()})")
     path = os.path.abspath(path)
     if os.path.isfile(path):
-        return _single_file(path)
+        lay = _single_file(path, forced)
+        if not generic and get_framework(lay.framework) is GENERIC:
+            raise DiscoveryError(f"no framework's signs in {path}")
+        return lay
     if not os.path.isdir(path):
         raise DiscoveryError(f"{path} is not a regular file or directory ({expected()})")
     try:
@@ -130,25 +185,85 @@ def discover(path: str) -> RunLayout:
         raise DiscoveryError(f"cannot list {path}: {e.strerror or e}") from None
     if not entries:
         raise DiscoveryError(f"{path} is empty: {expected()}")
-    frameworks = all_frameworks()
+    lay = _in_dir(path, entries, forced, generic)
+    return with_job_logs(lay)
+
+
+def _in_dir(path: str, entries: list[str], forced: Framework | None, generic: bool) -> RunLayout:
+    from runtop.frameworks import all_frameworks
+    from runtop.frameworks.generic import GENERIC, text_logs
+
+    frameworks = [forced] if forced is not None else all_frameworks()
     for fw in frameworks:
         if fw.looks_like_run(path):
-            return fw.run_layout(path)
-    for fw in frameworks:
-        lay = fw.newest_run(path, entries)
-        if lay is not None:
+            lay = fw.run_layout(path)
+            lay.detection = lay.detection or (f"{fw.name}: given with --framework" if forced else f"{fw.name}: its run directory layout")
             return lay
-    logs = [os.path.join(path, e) for e in entries if e.endswith(".log") and os.path.isfile(os.path.join(path, e))]
+    for fw in frameworks:
+        newest = fw.newest_run(path, entries)
+        if newest is not None:
+            newest.detection = newest.detection or f"{fw.name}: an output directory of its runs"
+            return newest
+    candidates = [os.path.join(path, e) for e in entries]
     sub = os.path.join(path, "logs")
     if os.path.isdir(sub):
-        logs += sorted(glob.glob(os.path.join(sub, "*.log")))
+        candidates += sorted(glob.glob(os.path.join(sub, "*")))
+    logs = text_logs(candidates)
+    # Each log's framework by its own evidence; the framework with the strongest log wins.
+    claimed: dict[str, list[tuple[str, str]]] = {}
+    for log in logs:
+        try:
+            text = sniff(log, 16384)
+        except DiscoveryError:
+            continue
+        if forced is not None:
+            claimed.setdefault(forced.name, []).append((log, f"{forced.name}: given with --framework"))
+            continue
+        named, why = detect(text)
+        if named is not None:
+            claimed.setdefault(named.name, []).append((log, why))
+    order = sorted(claimed, key=lambda name: -len(claimed[name]))
+    from runtop.frameworks import get
+
+    for name in order:
+        plug = forced if forced is not None else get(name)
+        mine = claimed[name]
+        found = plug.logs_in_dir(path, [log for log, _ in mine]) or _single_file(mine[-1][0], plug)
+        found.detection = next((why for log, why in mine if found.logs and log == found.logs[0].path), mine[-1][1])
+        return found
     for fw in frameworks:
-        lay = fw.logs_in_dir(path, logs)
-        if lay is not None:
-            return lay
-    if len(logs) == 1:
-        return _single_file(logs[0])
+        other = fw.logs_in_dir(path, [])  # runs known by other files than logs (verl's file-logger JSONL)
+        if other is not None:
+            other.detection = other.detection or f"{fw.name}: its files"
+            return other
+    if generic and logs:
+        read = GENERIC.logs_in_dir(path, logs)
+        if read is not None:
+            read.detection = "framework not recognised: read generically"
+            return read
     raise DiscoveryError(f"nothing runtop recognises in {path}: {expected()}")
+
+
+# A SLURM job's own output beside the run (sbatch's `slurm-<id>.out`, prime-rl's `job_<id>.log`,
+# newest prime-rl's `launcher/logs/`): slurmstepd's and srun's last words are read as evidence
+# of how the run ended, whatever the framework, with or without SLURM's clients here.
+JOB_LOG_RE = re.compile(r"(?:job_|slurm-)\d{1,12}(?:_\d+)?\.(?:log|out|err)\Z", re.ASCII)
+JOB = "job"  # the role of a SLURM job's output file
+
+
+def with_job_logs(layout: RunLayout) -> RunLayout:
+    tracked = {t.path for t in layout.logs}
+    found: list[str] = []
+    for base in (layout.root, os.path.join(layout.root, "launcher", "logs")):
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        found += [os.path.join(base, n) for n in names if JOB_LOG_RE.match(n) and os.path.isfile(os.path.join(base, n))]
+    for p in sorted(found, key=os.path.getmtime)[-2:]:
+        if p not in tracked:
+            layout.logs.append(Tracked(p, JOB, "log"))
+    return layout
 
 
 def with_ckpt_dir(layout: RunLayout, ckpt_dir: str | None) -> RunLayout:
@@ -187,4 +302,6 @@ def rescan(layout: RunLayout) -> RunLayout:
     """The same run listed again: new attempts, env logs, rollout steps, configs."""
     from runtop.frameworks import get
 
-    return get(layout.framework).rescan(layout)
+    fresh = get(layout.framework).rescan(layout)
+    fresh.detection = fresh.detection or layout.detection
+    return fresh if fresh.single_file else with_job_logs(fresh)

@@ -51,7 +51,9 @@ def runs_in(path: str) -> list[str]:
     """The runs under `path`: `path` itself when it is one run; else each subdirectory runtop
     recognises (an output dir of runs)."""
     try:
-        single = os.path.abspath(discover(path).root) == os.path.abspath(path)
+        # A run by a framework's evidence: a directory of runs that also holds a stray text file
+        # (notes, a README) is not itself one generically read run.
+        single = os.path.abspath(discover(path, generic=False).root) == os.path.abspath(path)
     except DiscoveryError:
         single = False  # not a run itself: perhaps a directory of them
     if single:
@@ -63,7 +65,7 @@ def runs_in(path: str) -> list[str]:
     found = []
     for sub in subs:
         try:
-            discover(sub)
+            discover(sub, generic=False)
         except DiscoveryError:
             continue
         found.append(sub)

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from runtop.config import Thresholds
+from runtop.frameworks import get as get_framework
 from runtop.parsers.events import Kind
 from runtop.rules import RULES, Facts, Finding, seconds_in, waiting_on
 from runtop.state import RunState
@@ -63,7 +64,13 @@ class HealthTracker:
         findings.extend(self._new_error_kinds(state))
         out, new = self.track(findings, facts.now, state)
         out.sort(key=lambda f: (not f.down, SEVERITY_ORDER.get(f.severity, 3)))
-        return Verdict(_verdict(state, out), _reasons(state, out), out, new)
+        reasons = _reasons(state, out)
+        note = get_framework(state.framework).read_note
+        if note:
+            # Every face says how it read the run: a verdict from the generic reader alone is
+            # worth knowing (`Down: … CUDAOutOfMemory … (framework not recognised: read generically)`).
+            reasons = [f"{reasons[0]} ({note})", *reasons[1:]] if reasons else [note]
+        return Verdict(_verdict(state, out), reasons, out, new)
 
     def track(self, findings: list[Finding], now: float, state: RunState | None = None) -> tuple[list[Finding], list[Finding]]:
         """(the findings with their `since`, those that are news). An incident is its key
@@ -160,6 +167,16 @@ def finished_text(state: RunState) -> str:
     )
     who = ", ".join(sorted(state.finished))
     return f"{parts[0]} ({who} said so); {parts[1]}"
+
+
+def progress_text(state: RunState) -> str:
+    """`step 14/58, ETA 4h 36m` (the trainer's step where it has one)."""
+    step = state.trainer_step if state.trainer_step is not None else state.rollout_step
+    if step is None:
+        return ""
+    text = f"step {step}" + (f"/{state.max_steps}" if state.max_steps else "")
+    eta = state.eta_s()
+    return text + (f", ETA {duration(eta, ' ')}" if eta else "")
 
 
 def booting_text(state: RunState) -> str | None:

@@ -121,6 +121,8 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
     out.append(f"**Step**: {step if step is not None else 'n/a'} / {state.max_steps if state.max_steps is not None else 'n/a'}")
     health = v.verdict + (f" — {'; '.join(v.reasons)}" if v.reasons else "")
     out.append(f"**Health**: {health}")
+    if state.detection:
+        out.append(f"**Read as**: {state.detection}")
     phase = state.current_phase()
     if phase:
         out.append(f"**Phase**: {phase}")

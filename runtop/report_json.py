@@ -130,6 +130,7 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "framework": state.framework,
         "layout": state.layout,
+        "detection": state.detection,
         "path": state.path,
         "run_name": state.run_name,
         "notes": list(state.notes),

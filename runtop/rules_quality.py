@@ -12,6 +12,7 @@ from runtop.findings import Facts, Finding, _short, _where
 from runtop.parsers.checkpoints import Problem
 from runtop.parsers.events import Kind
 from runtop.state import RunState
+from runtop.state_parts import StepRow
 from runtop.units import duration, human_bytes
 
 
@@ -125,7 +126,59 @@ def training_signal(f: Facts) -> list[Finding]:
         st, v = rew[-1]
         if best > 0 and v < cfg.reward_collapse * best:
             out.append(Finding("training_signal", "warning", f"reward collapsed to {v:.4g} at step {st} from a best of {best:.4g}", f"step {st}"))
+    out.extend(_no_signal(s))
     return out
+
+
+# Steps in a row with nothing to learn from before it is said: one such batch happens.
+NO_SIGNAL_STEPS = 3
+_ZERO = 1e-9
+
+
+def _first(d: dict[str, float], *keys: str) -> float | None:
+    return next((d[k] for k in keys if k in d), None)
+
+
+def no_signal_in(row: StepRow) -> str | None:
+    """Why a step carried no learning signal, in the run's own keys, or None: every advantage 0
+    (verl's `critic/advantages/max` = `min` = 0), every sample scored the same (`critic/score/max`
+    = `min`), or every group's rewards identical (TRL's `reward_std` 0, `frac_reward_zero_std` 1).
+    Group-relative methods (GRPO, RLOO) learn nothing from such a batch."""
+    ex = row.extra
+    amax = _first(ex, "critic/advantages/max", "advantages/max", "advantage/max")
+    amin = _first(ex, "critic/advantages/min", "advantages/min", "advantage/min")
+    if amax is not None and amin is not None and abs(amax) < _ZERO and abs(amin) < _ZERO:
+        return "every advantage is 0"
+    smax, smin = _first(ex, "critic/score/max", "reward/max", "rewards/max"), _first(ex, "critic/score/min", "reward/min", "rewards/min")
+    if smax is not None and smin is not None and abs(smax - smin) < _ZERO:
+        return f"every sample scored {smax:g} (reward has zero spread)"
+    std = _first(ex, "reward_std", "rewards/std", "reward/std")
+    if std is not None and abs(std) < _ZERO:
+        return "reward has zero spread across the batch (reward_std 0)"
+    frac = ex.get("frac_reward_zero_std")
+    if frac is not None and frac >= 1 - _ZERO:
+        return "every group's rewards are identical (frac_reward_zero_std 1)"
+    return None
+
+
+def _no_signal(s: RunState) -> list[Finding]:
+    rows = [r for r in s.rows(NO_SIGNAL_STEPS) if r.attempt == s.attempt]
+    if len(rows) < NO_SIGNAL_STEPS:
+        return []
+    why = [no_signal_in(r) for r in rows]
+    if not all(why):
+        return []
+    first, last = rows[0].step, rows[-1].step
+    trunc = last_row_truncated(rows[-1])
+    msg = f"no learning signal for {len(rows)} steps ({first}-{last}): {why[-1]}" + (f"; {trunc}" if trunc else "")
+    return [Finding("training_signal", "warning", msg, f"steps {first}-{last}", subject="no signal")]
+
+
+def last_row_truncated(row: StepRow) -> str | None:
+    """`every response truncated at the length limit` when the step says so: the usual reason
+    every sample scores the same (a format penalty for a cut answer)."""
+    t = row.value("truncated")
+    return "every response truncated at the length limit" if t is not None and t >= 0.999 else None
 
 
 # ---- rollout quality ------------------------------------------------------------------------

@@ -26,11 +26,11 @@ def read_run(path: str, *, processes: bool = True, ckpt_dir: str | None = None, 
 
 def read_and_judge(path: str, *, ckpt_dir: str | None = None, cfg: Thresholds | None = None, processes: bool = True,
                    disks: bool = True, metrics: list[str] | None = None, metrics_map: dict[str, str] | None = None,
-                   tail: int | None = None, **probes: Any) -> tuple[RunState, Verdict]:
+                   tail: int | None = None, framework: str | None = None, **probes: Any) -> tuple[RunState, Verdict]:
     """The run read once and judged with every rule and every probe the TUI has (one disk
     sample: no growth rate yet). `probes` go to the `Engine` (gpu, proc_sampler, …). `tail`:
     read only each log's last `tail` bytes (said in the state's notes)."""
-    reader = _read(path, processes=False, ckpt_dir=ckpt_dir, metrics=metrics, metrics_map=metrics_map, tail=tail)
+    reader = _read(path, processes=False, ckpt_dir=ckpt_dir, metrics=metrics, metrics_map=metrics_map, tail=tail, framework=framework)
     return reader.state, RunJudge(reader, cfg, disks=disks, processes=processes, **probes).verdict()
 
 
@@ -106,8 +106,8 @@ def look_at_processes(reader: RunReader) -> None:
 
 
 def _read(path: str, *, processes: bool, ckpt_dir: str | None, metrics: list[str] | None = None,
-          metrics_map: dict[str, str] | None = None, tail: int | None = None) -> RunReader:
-    reader = RunReader(with_metrics(with_ckpt_dir(discover(path), ckpt_dir), metrics, metrics_map))
+          metrics_map: dict[str, str] | None = None, tail: int | None = None, framework: str | None = None) -> RunReader:
+    reader = RunReader(with_metrics(with_ckpt_dir(discover(path, framework), ckpt_dir), metrics, metrics_map))
     if tail is not None:
         bound_to_tail(reader, tail)
     read_all(reader)

@@ -66,6 +66,7 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
     path: str = ""
     framework: str = "unknown"
     layout: str = "unknown"
+    detection: str = ""  # why runtop reads it as this framework (the signs it saw)
     run_name: str | None = None
     notes: list[str] = field(default_factory=list)
     files: dict[str, FileInfo] = field(default_factory=dict)

@@ -14,17 +14,22 @@ def runtop(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "runtop", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
 
 
-@pytest.mark.parametrize("setup", ["missing", "empty", "junk"])
-def test_bad_paths_exit_2_with_one_line_and_no_traceback(tmp_path, setup):
+@pytest.mark.parametrize("setup", ["missing", "empty", "junk", "binary"])
+@pytest.mark.parametrize("command", ["status", "check"])
+def test_a_path_runtop_cannot_read_exits_3_with_one_line_and_no_traceback(tmp_path, setup, command):
+    """`status --json` and `check` agree: 3 is a run runtop cannot read, whichever asks."""
     path = tmp_path / "x"
     if setup != "missing":
         path.mkdir()
     if setup == "junk":
         (path / "readme.txt").write_text("hello")
-    r = runtop("status", str(path))
-    assert r.returncode == 2 and r.stdout == ""
+    if setup == "binary":
+        path = path / "shard.log"
+        path.write_bytes(b"\x00\x01PK\x03\x04" * 200)
+    r = runtop(command, *(["--json"] if command == "status" else []), str(path))
+    assert r.returncode == 3 and r.stdout == ""
     assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("runtop: ")
-    assert "Traceback" not in r.stderr and "expected a prime-rl run directory" in r.stderr
+    assert "Traceback" not in r.stderr and ("expected a prime-rl run directory" in r.stderr)
 
 
 def test_status_json_of_a_simulated_crash(simulated):
@@ -49,7 +54,7 @@ def test_runtop_path_follows_and_demo_rejects_unknown_scenarios(tmp_path):
     r = runtop("demo", "--scenario", "meteor")
     assert r.returncode == 2 and "unknown scenario" in r.stderr
     r = runtop(str(tmp_path / "nope"))
-    assert r.returncode == 2 and "no such file or directory" in r.stderr
+    assert r.returncode == 3 and "no such file or directory" in r.stderr
 
 
 def test_demo_runs_a_live_simulated_run_headless():

@@ -96,8 +96,8 @@ def test_a_single_log_file(tmp_path):
         (lambda p: str(p / "nope"), "no such file or directory"),
         (lambda p: str(p), "is empty"),
         (lambda p: touch(p, "notes.txt", "hello") and str(p), "nothing runtop recognises"),
-        (lambda p: touch(p, "x.log", "just words\n"), "nothing runtop recognises"),
         (lambda p: touch(p, "e.log", ""), "is empty"),
+        (lambda p: touch(p, "shard.log", "\x00\x01\x02PK" * 300), "is not a text log"),
     ],
 )
 def test_unreadable_paths_get_one_clear_line(tmp_path, make, words):
@@ -105,3 +105,36 @@ def test_unreadable_paths_get_one_clear_line(tmp_path, make, words):
         discover(make(tmp_path))
     msg = str(e.value)
     assert words in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("where", ["file", "dir"])
+def test_a_text_log_no_framework_claims_is_read_generically_and_says_so(tmp_path, where):
+    """Never refuse a text file: what no plug-in's evidence claims, the generic reader reads."""
+    log = touch(tmp_path, "train.log", "2025-01-01 10:00:00 INFO step=1 loss=0.5\n")
+    lay = discover(log if where == "file" else str(tmp_path))
+    assert (lay.framework, lay.layout) == ("generic", "text log") and lay.logs[0].path == log
+    assert lay.detection.startswith("framework not recognised: read generically")
+
+
+def test_a_timestamp_with_a_level_never_decides_the_framework(tmp_path):
+    """vLLM's and DeepSpeed's lines beside a TRL run are nobody's sign (prime-rl's was too broad)."""
+    lines = [
+        "INFO 08-21 14:01:27 [loggers.py:257] Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 20.0 tokens/s",
+        "[2025-08-21 14:01:28,000] [INFO] [real_accelerator.py:219:get_accelerator] Setting ds_accelerator to cuda (auto detect)",
+        "14:01:29    INFO launching",
+        "{'loss': 0.01, 'grad_norm': 0.4, 'learning_rate': 1e-06, 'reward': 0.61, 'reward_std': 0.32, 'frac_reward_zero_std': 0.25}",
+    ]
+    lay = discover(touch(tmp_path, "grpo.log", "\n".join(lines) + "\n"))
+    assert lay.framework == "trl", lay.detection
+    assert discover(touch(tmp_path, "v.log", "\n".join(lines[:3]) + "\n")).framework == "generic"
+
+
+def test_framework_flag_overrides_the_evidence_and_a_weak_score_is_said(tmp_path):
+    log = touch(tmp_path, "run.log", "(TaskRunner pid=7) Training Progress:   6%|▌ | 12/200 [17:38<4:36:12, 88.2s/it]\n")
+    lay = discover(log)
+    assert lay.framework == "verl" and lay.detection.startswith("verl: ")
+    assert discover(log, "generic").framework == "generic"
+    with pytest.raises(DiscoveryError, match="--framework nope: not one runtop knows"):
+        discover(log, "nope")
+    weak = discover(touch(tmp_path, "w.log", "Training Progress:   6%|▌ | 12/200 [17:38<4:36:12, 88.2s/it]\nglobal_step_12\n"))
+    assert weak.framework == "verl" and weak.detection.startswith("probably verl: ")

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from runtop.frameworks import REGISTRY, UNKNOWN, get
+from runtop.frameworks import GENERIC, REGISTRY, UNKNOWN, get, simulated
 from runtop.frameworks.base import Framework
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -47,7 +47,7 @@ def test_the_guard_would_catch_a_branch(tmp_path):
     assert not NAME_RE.search("fw = get_framework(state.framework)")
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", sorted(fw.name for fw in simulated()))
 def test_each_plug_in_provides_the_whole_contract(name):
     fw = REGISTRY[name]
     assert isinstance(fw, Framework) and fw.name == name and get(name) is fw
@@ -58,6 +58,19 @@ def test_each_plug_in_provides_the_whole_contract(name):
     sim = fw.simulator(None, fw.scenarios[0])
     assert hasattr(sim, "run")
     sim.stop()  # its temp dir goes
+
+
+def test_the_generic_reader_is_a_plug_in_that_reads_and_says_so_but_acts_on_nothing():
+    """It claims no evidence (it reads what nothing else claims), says how it read a run, and has
+    no checkpoints, resume or simulator: it knows no framework's."""
+    fw = REGISTRY["generic"]
+    assert get("generic") is fw and fw is GENERIC and list(REGISTRY)[-1] == "generic"
+    assert fw.evidence == () and fw.read_note and fw.expected_roles == ("trainer",)
+    assert fw not in simulated() and fw.scenarios == ()
+    with pytest.raises(NotImplementedError):
+        fw.resume_words(None, [], 1, "/x")  # type: ignore[arg-type]
+    for other in simulated():
+        assert other.evidence and all(s.weight in (1, 2, 3) for s in other.evidence), other.name
 
 
 def test_an_unknown_framework_gets_a_plug_in_that_knows_nothing():

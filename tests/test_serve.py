@@ -115,5 +115,5 @@ def test_actions_are_refused_on_an_address_other_machines_reach(run_dir, capsys)
 
 
 def test_a_path_that_is_no_run_fails_before_serving(tmp_path, capsys):
-    assert main(["serve", str(tmp_path / "nothing")]) == 2
+    assert main(["serve", str(tmp_path / "nothing")]) == 3
     assert capsys.readouterr().err.startswith("runtop: ")

@@ -128,7 +128,7 @@ def test_ckpt_dir_flag_and_a_dir_not_on_this_machine(skyrl_run, tmp_path):
     with pytest.raises(DiscoveryError, match="no such directory"):
         with_ckpt_dir(discover(root), os.path.join(tmp_path, "nope"))
     r = runtop("status", root, "--ckpt-dir", os.path.join(tmp_path, "nope"))
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert r.returncode == 3 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
 
 
 def test_a_live_log_read_as_it_is_written(tmp_path):

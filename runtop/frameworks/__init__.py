@@ -7,6 +7,7 @@ asks `get(state.framework)`.
 from __future__ import annotations
 
 from runtop.frameworks.base import Framework
+from runtop.frameworks.generic import GENERIC
 from runtop.frameworks.nemo_rl import NEMO_RL
 from runtop.frameworks.openrlhf import OPENRLHF
 from runtop.frameworks.primerl import PRIME_RL
@@ -14,7 +15,8 @@ from runtop.frameworks.skyrl import SKYRL
 from runtop.frameworks.trl import TRL
 from runtop.frameworks.verl import VERL
 
-REGISTRY: dict[str, Framework] = {fw.name: fw for fw in (PRIME_RL, SKYRL, VERL, TRL, OPENRLHF, NEMO_RL)}
+# The generic reader last: it claims only what no other plug-in's evidence claims.
+REGISTRY: dict[str, Framework] = {fw.name: fw for fw in (PRIME_RL, SKYRL, VERL, TRL, OPENRLHF, NEMO_RL, GENERIC)}
 UNKNOWN = Framework()
 
 
@@ -27,4 +29,9 @@ def all_frameworks() -> list[Framework]:
     return list(REGISTRY.values())
 
 
-__all__ = ["REGISTRY", "UNKNOWN", "Framework", "all_frameworks", "get"]
+def simulated() -> list[Framework]:
+    """The plug-ins with a simulator (`runtop demo --framework`)."""
+    return [fw for fw in REGISTRY.values() if fw.simulates]
+
+
+__all__ = ["GENERIC", "REGISTRY", "UNKNOWN", "Framework", "all_frameworks", "get", "simulated"]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from runtop.discovery import RunLayout, Tracked
+    from runtop.frameworks.evidence import Score, Sign
     from runtop.parsers.events import Event
     from runtop.parsers.records import HeaderFn, Record
     from runtop.parsers.skim import BulkNoise
@@ -46,12 +47,21 @@ class Framework:
     # The batch is the agent's finished trajectories (shown with the agent's numbers).
     batch_is_agent_layer = False
     scenarios: tuple[str, ...] = ()
+    simulates = True  # it has a simulator (`runtop demo --framework`): asked without importing it
     # (title or command prefix, role) of the processes it runs (`setproctitle` titles).
     process_titles: tuple[tuple[str, str], ...] = ()
-    # Which framework's file signs are asked first for a single file (lower first).
-    file_priority = 5
     # What runtop accepts of it, for the one-line "expected …" of a path it cannot read.
     expects = ""
+    # Said beside every verdict on a run it reads (the generic reader: "framework not recognised").
+    read_note = ""
+    # The signs of its logs, weighed (`runtop.frameworks.evidence`): what names it as a log's writer.
+    evidence: tuple[Sign, ...] = ()
+
+    def claims(self, text: str) -> Score:
+        """How strongly a log's head and tail say this framework wrote it."""
+        from runtop.frameworks.evidence import score
+
+        return score(self.name, self.evidence, text)
 
     # ---- discovery ------------------------------------------------------------
     def looks_like_run(self, path: str) -> bool:
@@ -66,11 +76,18 @@ class Framework:
         return None
 
     def logs_in_dir(self, path: str, logs: list[str]) -> RunLayout | None:
-        """A run given by the directory holding its log files (SkyRL's `logs/`)."""
+        """A run given by the directory holding its log files (SkyRL's `logs/`): `logs` are
+        the ones whose evidence names this framework, oldest first (maybe none)."""
         return None
 
-    def file_layout(self, path: str, text: str) -> RunLayout | None:
-        """A single file (head and tail in `text`) this framework wrote, or None."""
+    def file_layout(self, path: str, text: str) -> RunLayout:
+        """The layout of a single file (head and tail in `text`) its evidence names this
+        framework's (or `--framework` says is)."""
+        raise NotImplementedError(f"runtop does not read single {self.name} files")
+
+    def structured_file(self, path: str, text: str) -> RunLayout | None:
+        """A file known by its name or its rows' shape, not by a log's words (prime-rl's
+        `metrics.jsonl`, verl's file-logger JSONL), or None."""
         return None
 
     def rescan(self, layout: RunLayout) -> RunLayout:

@@ -20,7 +20,6 @@ from runtop.state_parts import Checkpoint
 
 
 class DriverLogFramework(Framework):
-    signs: re.Pattern[str] = re.compile(r"(?!)")  # words only this framework's log has
     layout_name = "driver log"
     expected_roles = ("trainer",)  # the driver: its death is the run's
     rollout_role = "rollout"
@@ -32,16 +31,8 @@ class DriverLogFramework(Framework):
         lay.logs = [Tracked(path, "trainer", "log")]
         return lay
 
-    def _is_mine(self, path: str) -> bool:
-        from runtop.discovery import DiscoveryError, sniff
-
-        try:
-            return bool(self.signs.search(sniff(path, 16384)))
-        except DiscoveryError:
-            return False
-
     def logs_in_dir(self, path: str, logs: list[str]) -> RunLayout | None:
-        found = sorted((f for f in logs if self._is_mine(f)), key=os.path.getmtime)
+        found = sorted(logs, key=os.path.getmtime)
         if not found:
             return None
         lay = self._layout(found[-1])
@@ -50,8 +41,8 @@ class DriverLogFramework(Framework):
             lay.notes.insert(0, f"{len(found)} {self.name} logs in {path}; showing the newest, {os.path.basename(found[-1])}")
         return lay
 
-    def file_layout(self, path: str, text: str) -> RunLayout | None:
-        return self._layout(path) if self.signs.search(text) else None
+    def file_layout(self, path: str, text: str) -> RunLayout:
+        return self._layout(path)
 
     def default_run_name(self, layout: RunLayout) -> str:
         if layout.logs:

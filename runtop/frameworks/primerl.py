@@ -20,6 +20,7 @@ from runtop.discovery import (
     _step_of,
 )
 from runtop.frameworks.base import Framework, drop_flags
+from runtop.frameworks.evidence import sign
 from runtop.parsers.events import Event
 from runtop.parsers.skim import PROGRESS_NOISE, VLLM_NOISE, BulkNoise
 from runtop.state import RunState
@@ -208,20 +209,33 @@ def _primerl_layout(root: str) -> RunLayout:
     return lay
 
 
-_PRIME_SIGNS = re.compile(
-    r"\d{2}:\d{2}:\d{2}\S*\s+\S*\s*(?:SUCCESS|INFO|WARNING|ERROR)\S*\s|\[trainer\d+\]:|\(APIServer pid=|"
-    r"Starting orchestrator|rollout (?:start|done): id=|Train batch \d+/\d+", re.ASCII
+# Its processes and modules, its step lines (plain or with a bracketed level), its batch line,
+# its launch and end lines, its env servers. A timestamp with a level is everybody's (vLLM's,
+# DeepSpeed's, loguru's): it is no sign, and `(APIServer pid=…)` is vLLM's, not prime-rl's.
+EVIDENCE = (
+    sign(r"PRIME-RL::|prime_rl[./]|prime-rl/|\bprime-rl\b|uv run (?:rl|trainer|orchestrator|inference|sft)\b", 3, "prime-rl's processes and modules"),
+    sign(r"Step \d+ \|\s*\S+ \| (?:Reward|Loss) ", 3, "`Step N | … | Reward/Loss …`"),
+    sign(r"\| Trainable \d+/\d+|\| Max Off-Policy \d|\| Mismatch KL ", 3, "its step-line fields"),
+    sign(r"Train batch \d+/\d+ \(", 3, "`Train batch a/b (…)`"),
+    sign(r"Starting orchestrator|Orchestrator finished|RL trainer finished|SFT trainer finished|Starting training loop \(max_steps=", 3, "its loop lines"),
+    sign(r"rollout (?:start|done): id=|EnvServerPool", 3, "its env servers"),
+    sign(r"inflight (?:episodes|rollouts)|Orchestrator paused|Updating policy in-flight", 2, "its back-pressure lines"),
+    sign(r"^\[trainer\d+\]:", 2, "`[trainer0]:`", re.M),
+    sign(r"^\d{2}:\d{2}:\d{2}\s+SUCCESS |^\[SUCCESS\] ", 1, "loguru's SUCCESS", re.M),
 )
 
 
-def _file_layout(path: str, text: str) -> RunLayout | None:
+def _metrics_file(path: str) -> RunLayout | None:
     name = os.path.basename(path)
     if name == "metrics.jsonl" or name.endswith("metrics.jsonl"):
         lay = RunLayout(os.path.dirname(os.path.abspath(path)), PrimeRL.name, "single-file", single_file=True)
         lay.metrics = [Tracked(path, "metrics", "metrics")]
         return lay
-    if not _PRIME_SIGNS.search(text):
-        return None
+    return None
+
+
+def _file_layout(path: str, text: str) -> RunLayout:
+    name = os.path.basename(path)
     role = ROLE_OF_LOG.get(name)
     if role is None:
         if "[trainer" in text or "Loss " in text:
@@ -254,12 +268,12 @@ class PrimeRL(Framework):
         ("PRIME-RL::EnvServer", "env"),
         ("Verifiers::", "env"),
     )
-    file_priority = 1  # its signs (`HH:MM:SS INFO`) are the most generic: asked last
     expects = (
         "a prime-rl run directory (logs/attempt_N/, logs/latest or logs/{orchestrator,trainer}.log, "
         "metrics.jsonl), an output directory holding runs"
     )
     gauge_label = "batch"
+    evidence = EVIDENCE
 
     def looks_like_run(self, path: str) -> bool:
         return _looks_like_primerl_run(path)
@@ -279,8 +293,11 @@ class PrimeRL(Framework):
             lay.notes.insert(0, f"{len(runs)} runs in {path}; showing the newest, {os.path.basename(runs[-1])} (others: {others})")
         return lay
 
-    def file_layout(self, path: str, text: str) -> RunLayout | None:
+    def file_layout(self, path: str, text: str) -> RunLayout:
         return _file_layout(path, text)
+
+    def structured_file(self, path: str, text: str) -> RunLayout | None:
+        return _metrics_file(path)
 
     def rescan(self, layout: RunLayout) -> RunLayout:
         if layout.single_file:

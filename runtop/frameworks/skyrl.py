@@ -7,17 +7,27 @@ dir), so the reader follows them as they are named; `--ckpt-dir` overrides the d
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from runtop.discovery import RunLayout, Tracked, resolve
 from runtop.frameworks import skyrl_agent as agent
 from runtop.frameworks.base import Framework, Parse
+from runtop.frameworks.evidence import sign
 from runtop.parsers.records import HeaderFn
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 
-_SKYRL_SIGNS = re.compile(r"skyrl_train|skyrl_entrypoint|skyrl-agent|skyrl_agent|Training Batches Processed|global_step: \d", re.ASCII)
+# Its modules (old `skyrl_train`, new `skyrl.train`), its entrypoint actor, its timer lines
+# and bars, its crash line.
+EVIDENCE = (
+    sign(r"skyrl_train|skyrl\.train|skyrl_entrypoint|skyrl-agent|skyrl_agent|skyrl_gym|\bSkyRL\b", 3, "SkyRL's modules"),
+    sign(r"Training Batches Processed", 3, "its `Training Batches Processed` bar"),
+    sign(r"Started: '(?:step|generate|policy_train|sync_weights|fwd_logprobs_values_reward)'", 3, "its timer lines"),
+    sign(r"Training failed at step \d+", 3, "`Training failed at step N`"),
+    sign(r"Finished: '\w+', time cost: ", 2, "`Finished: '…', time cost`"),
+    sign(r"global_step: \d|avg_final_rewards|Policy Train epoch", 2, "its step prints"),
+    sign(r"\((?:MegatronPolicyWorkerBase|FSDPPolicyWorkerBase|AsyncVLLMInferenceEngine)\w* pid=", 2, "its workers"),
+)
 
 
 def _layout(path: str) -> RunLayout:
@@ -29,13 +39,6 @@ def _layout(path: str) -> RunLayout:
     return lay
 
 
-def _is_skyrl_log(path: str) -> bool:
-    from runtop.discovery import DiscoveryError, sniff
-
-    try:
-        return bool(_SKYRL_SIGNS.search(sniff(path, 16384)))
-    except DiscoveryError:
-        return False
 
 
 
@@ -58,12 +61,12 @@ class SkyRL(Framework):
     checkpoints_in_run_dir = False  # `trainer.ckpt_path` is anywhere (often another disk)
     batch_words = "rewards this batch"
     batch_is_agent_layer = True
-    file_priority = 0
     expects = "a SkyRL driver log or a directory holding one"
+    evidence = EVIDENCE
     gauge_label = "rewards in"
 
     def logs_in_dir(self, path: str, logs: list[str]) -> RunLayout | None:
-        found = [f for f in logs if not os.path.basename(f).startswith("infra-") and _is_skyrl_log(f)]
+        found = [f for f in logs if not os.path.basename(f).startswith("infra-")]
         if not found:
             return None
         found.sort(key=lambda f: os.path.getmtime(f))
@@ -73,8 +76,8 @@ class SkyRL(Framework):
             lay.notes.insert(0, f"{len(found)} SkyRL logs in {path}; showing the newest, {os.path.basename(found[-1])} (others: {others})")
         return lay
 
-    def file_layout(self, path: str, text: str) -> RunLayout | None:
-        return _layout(path) if _SKYRL_SIGNS.search(text) else None
+    def file_layout(self, path: str, text: str) -> RunLayout:
+        return _layout(path)
 
     def header(self, tracked: Tracked) -> HeaderFn | None:
         from runtop.parsers.skyrl_records import header

@@ -14,6 +14,7 @@ import time
 
 from runtop.discovery import CUSTOM, RunLayout, Tracked, rescan, resolve
 from runtop.frameworks import Framework, get
+from runtop.frameworks.generic.under import reading
 from runtop.log_tail import LogTail, pane_lines
 from runtop.parsers import rollouts
 from runtop.parsers.events import Event, StepMetrics, Unparsed
@@ -60,9 +61,8 @@ class _Followed:
     def reset(self, batch_rollouts: int | None = None) -> None:
         """Forget the record and step context (the file started over): the framework's
         record header and a fresh parser."""
-        fw = self.framework
-        self.assembler = RecordAssembler(fw.header(self.tracked))
-        self.parse = fw.parser(self.tracked, batch_rollouts)
+        head, self.parse = reading(self.framework, self.tracked, batch_rollouts)
+        self.assembler = RecordAssembler(head)
         self.last_metric_step.clear()
 
 
@@ -74,7 +74,7 @@ class RunReader:
         self.framework = get(layout.framework)
         self.state = state or RunState()
         s = self.state
-        s.path, s.framework, s.layout = layout.root, layout.framework, layout.layout
+        s.path, s.framework, s.layout, s.detection = layout.root, layout.framework, layout.layout, layout.detection
         s.notes = list(layout.notes)
         if s.plugin is None:
             s.use_plugin(self.framework.new_state, self.framework.reducers)

@@ -10,10 +10,20 @@ import re
 
 from runtop.discovery import RunLayout
 from runtop.frameworks.driver_log import DriverLogFramework, scan_renamed
+from runtop.frameworks.evidence import sign
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 
-SIGNS = re.compile(r"={10,} Step \d+/\d+ ={10,}|nemo_rl\.|examples/run_grpo\w*\.py|📊 Training Results:|DTensorPolicyWorker|VllmGenerationWorker")
+# Its modules and examples, its step block and bullets, its workers.
+EVIDENCE = (
+    sign(r"nemo_rl[./]|NeMo[- ]RL", 3, "NeMo-RL's modules"),
+    sign(r"examples/run_(?:grpo|sft|dpo|rm|eval)\w*\.py", 3, "its example entrypoints"),
+    sign(r"={10,} Step \d+/\d+ ={10,}", 3, "`==== Step i/n ====`"),
+    sign(r"📊 Training Results:", 3, "`📊 Training Results:`"),
+    sign(r"DTensorPolicyWorker|VllmGenerationWorker|MegatronPolicyWorker(?!Base)|RayWorkerGroup", 3, "its workers"),
+    sign(r"• (?:Loss|loss|Avg Reward|Total step time|Mean Generation Length):", 2, "its `• Key:` bullets"),
+    sign(r"⏱️ {1,2}Timing:", 2, "`⏱️ Timing:`"),
+)
 STEP_DIR_RE = re.compile(r"(tmp_)?step_(\d{1,9})$", re.ASCII)
 CKPT_DIR_RE = re.compile(r"""checkpoint_dir['"]?\s*[:=]\s*['"]?([^\s'",}]+)""", re.ASCII)
 
@@ -24,7 +34,7 @@ def scan(ckpt_dir: str) -> dict[int, Checkpoint]:
 
 class NemoRl(DriverLogFramework):
     name = "nemo-rl"
-    signs = SIGNS
+    evidence = EVIDENCE
     package = __name__  # its parse (header, Parser) and sim (SCENARIOS, Simulator) modules
     checkpoints_in_run_dir = False
     process_titles = (
@@ -33,7 +43,6 @@ class NemoRl(DriverLogFramework):
         ("ray::VllmGenerationWorker", "inference"),
         ("ray::", "ray"),
     )
-    file_priority = 0
     expects = "a NeMo-RL driver log or a directory holding one"
 
     def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import re
 
+from runtop.columns import BY_NAME, ROLLOUT
 from runtop.frameworks.driver_log import RecordParser, ray_led
 from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
 from runtop.parsers.numbers import strict_float
+from runtop.parsers.progress import registry_name
 from runtop.parsers.records import Record
 
 STEP_RE = re.compile(r"^=+ Step (\d{1,9})/(\d{1,9}) =+\s*$", re.ASCII)
@@ -75,7 +77,13 @@ class NemoRlParser(RecordParser):
         if b is None or (value := strict_float(b.group(2))) is None:
             return
         name = b.group(1).strip()
-        if name in ROLLOUT_BULLETS:
+        # DPO and SFT write their bullets in lower case (`• loss:`), GRPO capitalised: any key the
+        # registry knows by another spelling is that metric.
+        known = registry_name(name)
+        if name not in ROLLOUT_BULLETS and name not in TRAINER_BULLETS and known is not None:
+            side = ROLLOUT_SIDE if BY_NAME[known].owner == ROLLOUT else TRAINER
+            out.append(StepMetrics(side, self.step, {known: value}, {}, "log"))
+        elif name in ROLLOUT_BULLETS:
             out.append(StepMetrics(ROLLOUT_SIDE, self.step, {ROLLOUT_BULLETS[name]: value}, {}, "log"))
         elif name in TRAINER_BULLETS:
             out.append(StepMetrics(TRAINER, self.step, {TRAINER_BULLETS[name]: value}, {}, "log"))

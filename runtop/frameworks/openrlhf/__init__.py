@@ -10,12 +10,23 @@ import re
 
 from runtop.discovery import RunLayout
 from runtop.frameworks.driver_log import DriverLogFramework
+from runtop.frameworks.evidence import sign
 from runtop.parsers.checkpoints import Problem
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 
-SIGNS = re.compile(r"openrlhf\.cli\.train_\w+|\((?:ActorModelRayActor|LLMRayActor|PolicyModelActor) pid=\d+\)|Episode \[\d+/\d+\]:"
-                   r"|Global step \d+: \{'", re.ASCII)
+# Its modules, its Ray actors (with `ip=` on multi-node runs, under forks' names: `…ActorBOX`,
+# critic, reference and reward actors), its step line, its Episode bar, its flags.
+EVIDENCE = (
+    sign(r"openrlhf[./](?:cli|trainer|models|utils|datasets)\b|\bopenrlhf\b", 3, "OpenRLHF's modules"),
+    sign(r"\((?:ActorModel|CriticModel|ReferenceModel|RewardModel|PolicyModel)\w*(?:Ray)?Actor\w* pid=\d+|ray::(?:ActorModel|CriticModel|ReferenceModel|RewardModel)\w*RayActor",
+         3, "its Ray actors `(ActorModelRayActor pid=…)`"),
+    sign(r"\bLLMRayActor\w*\b", 2, "its `LLMRayActor` engines"),
+    sign(r"Global step \d+: \{'", 3, "`Global step N: {…}`"),
+    sign(r"Episode \[\d+/\d+\]:", 3, "its `Episode [i/n]` bar"),
+    sign(r"--(?:pretrain|reward_pretrain|critic_pretrain|micro_train_batch_size|micro_rollout_batch_size|rollout_batch_size|actor_learning_rate)\b", 2, "its flags"),
+    sign(r"_actor/global_step\d+|\bglobal_step\d+\b", 1, "`_actor/global_stepN`"),
+)
 TAG_RE = re.compile(r"global_step(\d{1,9})$", re.ASCII)
 CKPT_FLAG_RE = re.compile(r"--(?:ckpt\.path|ckpt_path)[= ](\S+)", re.ASCII)
 
@@ -53,7 +64,7 @@ def scan(ckpt_path: str) -> dict[int, Checkpoint]:
 
 class OpenRlhf(DriverLogFramework):
     name = "openrlhf"
-    signs = SIGNS
+    evidence = EVIDENCE
     package = __name__  # its parse (header, Parser) and sim (SCENARIOS, Simulator) modules
     checkpoints_in_run_dir = False
     process_titles = (
@@ -62,7 +73,6 @@ class OpenRlhf(DriverLogFramework):
         ("ray::LLMRayActor", "inference"),
         ("ray::", "ray"),
     )
-    file_priority = 0
     expects = "an OpenRLHF driver log or a directory holding one"
 
     def split_lines(self, lines: list[str]) -> list[str]:

@@ -15,6 +15,7 @@ from typing import Any
 from runtop.frameworks.driver_log import RecordParser, ray_led
 from runtop.parsers.events import TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
 from runtop.parsers.metrics_generic import events_of
+from runtop.parsers.progress import last_bar
 from runtop.parsers.records import Record
 
 EPISODE_RE = re.compile(r"Episode \[(\d{1,6})/(\d{1,6})\]:.{0,80}?(?<!\d)(\d{1,9})/(\d{1,9}) \[", re.ASCII)
@@ -45,6 +46,23 @@ header = ray_led(_own)
 class OpenRlhfParser(RecordParser):
     def __init__(self) -> None:
         self.max_steps: int | None = None
+        # What one tick of the Episode bar is: a step (v0.5-v0.8), or a prompt (v0.9 counts
+        # `rollout_batch_size` prompts a step: 128/7500, 256/7500, …). Known from a step dict
+        # printed before the bar, or from the bar moving by more than one; a step until then.
+        self.per_tick: int | None = None
+        self.last_n: int | None = None
+        self.last_global: int | None = None
+
+    def _ticks(self, n: int) -> int | None:
+        """Items the bar counts per step, as far as the log shows it."""
+        if self.last_global and n > 1.5 * self.last_global:
+            self.per_tick = max(1, round(n / self.last_global))
+        elif self.last_n is not None and n > self.last_n and (n - self.last_n) > 1 and n % (n - self.last_n) == 0:
+            self.per_tick = n - self.last_n
+        elif self.per_tick is None:
+            self.per_tick = 1
+        self.last_n = n
+        return self.per_tick
 
     def _record(self, rec: Record, role: str, out: list[Event]) -> None:
         if rec.fmt == "ray-prefix":
@@ -53,17 +71,27 @@ class OpenRlhfParser(RecordParser):
             m = EPISODE_RE.search(rec.message)
             if m:
                 episode, episodes, n, per = (int(g) for g in m.groups())
-                total = episodes * per
+                tick = (self._ticks(n) if n else self.per_tick) or 1
+                total = episodes * (per // tick)
                 if total != self.max_steps:
                     self.max_steps = total
-                    out.append(MaxSteps(total, "the Episode bar"))
-                # One tick per global step: progress, before (or without) the step's numbers.
-                out.append(StepMetrics(TRAINER, (episode - 1) * per + n, {}, {}, "log"))
+                    out.append(MaxSteps(total, "the Episode bar" if tick == 1 else f"the Episode bar ({tick} prompts a step)"))
+                if n == 0:
+                    return
+                # One step per `tick`: progress, and the step's numbers in the bar's postfix
+                # (`reward=0.219, kl=0.0027, policy_loss=…`) where no step dict prints them.
+                bar = last_bar(rec.message)
+                post = dict(bar.postfix) if bar is not None else {}
+                step = ((episode - 1) * per + n) // tick
+                out.extend(events_of(step, post, KEYS, PHASE, origin="bar") if post else [StepMetrics(TRAINER, step, {}, {}, "log")])
+                if episode == episodes and n == per:
+                    out.append(RoleFinished(TRAINER, rec.time))  # the last episode's bar at N/N: training is done
             return
         if rec.fmt == "orlhf-step":
             m = GLOBAL_STEP_RE.match(rec.message)
             data = _dict(m.group(2)) if m else None
             if m and data is not None:
+                self.last_global = int(m.group(1))
                 out.extend(events_of(int(m.group(1)), data, KEYS, PHASE, origin="log"))
             return
         if rec.fmt == "orlhf-done":

@@ -10,12 +10,20 @@ import re
 from runtop.discovery import RunLayout
 from runtop.frameworks.base import drop_flags
 from runtop.frameworks.driver_log import DriverLogFramework, scan_renamed
+from runtop.frameworks.evidence import sign
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 
-# A Trainer's logged dict with GRPO's own keys, or TRL by name.
-SIGNS = re.compile(r"\{'loss': [^}]{0,400}'(?:reward|completions/mean_length|completion_length|frac_reward_zero_std)'"
-                   r"|GRPOTrainer|trl\.trainer", re.ASCII)
+# TRL by name, its trainers and configs, a logged dict with its own keys wherever they fall in
+# the dict; a dict with `'loss'` or a `train_runtime` summary is any transformers Trainer's.
+EVIDENCE = (
+    sign(r"\b(?:GRPO|PPO|RLOO|DPO|SFT|Online DPO|GKD|ORPO|KTO)(?:Trainer|Config)\b|\btrl[./](?:trainer|models|scripts)\b|from trl import|\btrl==", 3, "TRL's trainers"),
+    sign(r"'(?:completions/mean_length|completions/clipped_ratio|frac_reward_zero_std|completion_length|reward_std|rewards/[\w/.-]+|clip_ratio/region_mean)': ",
+         3, "its logged keys (`'reward_std'`, `'completions/…'`)"),
+    sign(r"\{'loss': ", 1, "a Trainer's `{'loss': …}`"),
+    sign(r"\{'train_runtime': ", 1, "a Trainer's `train_runtime` summary"),
+    sign(r"\bcheckpoint-\d+\b", 1, "`checkpoint-N`"),
+)
 CKPT_RE = re.compile(r"(tmp-)?checkpoint-(\d{1,9})$", re.ASCII)
 
 
@@ -25,13 +33,12 @@ def scan(output_dir: str) -> dict[int, Checkpoint]:
 
 class Trl(DriverLogFramework):
     name = "trl"
-    signs = SIGNS
+    evidence = EVIDENCE
     package = __name__  # its parse (header, Parser) and sim (SCENARIOS, Simulator) modules
     layout_name = "console log"
     # No titles of its own: `accelerate launch …` (the script's name is the process's), or
     # torchrun's ranks (which every framework shares), tied to the run by their cwd or log.
     process_titles = (("accelerate", "trainer"),)
-    file_priority = 2
     expects = "a TRL GRPOTrainer console log or a directory holding one"
 
     def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:

@@ -10,13 +10,25 @@ import re
 
 from runtop.discovery import RunLayout, Tracked, resolve
 from runtop.frameworks.driver_log import DriverLogFramework
+from runtop.frameworks.evidence import sign
 from runtop.parsers.events import Event
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 
-# The words only a verl driver log has: its entrypoints, its step line, its bar, its checkpoints.
-SIGNS = re.compile(r"verl\.trainer\.main_\w+|\bstep:\d+ - (?:global_seqlen|actor/|critic/|val-)|Training Progress:"
-                   r"|latest_checkpointed_iteration|ray::TaskRunner|\(TaskRunner pid=", re.ASCII)
+# What a verl driver log carries (forks and recipes included: verl-agent, DAPO): its module
+# paths, its Ray driver and workers under their old and new names, its step line whatever key
+# comes first, its keys, its bar, its checkpoints (docs/reading.md, "Detection").
+EVIDENCE = (
+    sign(r"verl\.trainer\.\w+|verl/trainer/\w+\.py|verl\.(?:workers|single_controller|utils|protocol)\b|verl/(?:workers|single_controller|utils)/", 3, "verl's modules"),
+    sign(r"\bstep:\d+ - [\w/@.\-]+:[-+\d.]", 3, "`step:N - key:value`"),
+    sign(r"\((?:TaskRunner|main_task) pid=\d+|ray::TaskRunner|ray::main_task", 3, "its driver `(TaskRunner pid=…)`"),
+    sign(r"\(WorkerDict pid=\d+|ray::WorkerDict|create_colocated_worker_cls|actor_rollout_(?:init_model|generate_sequences|compute_log_prob)", 3, "its `WorkerDict` workers"),
+    sign(r"actor_rollout_ref\.(?:actor|rollout|model)\.|trainer\.default_local_dir|algorithm\.adv_estimator", 3, "its config keys"),
+    sign(r"latest_checkpointed_iteration", 3, "`latest_checkpointed_iteration`"),
+    sign(r"critic/score/mean|response_length/mean|timing_s/\w+|actor/pg_clipfrac|val-core/", 2, "its metric keys"),
+    sign(r"Training Progress:", 2, "its `Training Progress` bar"),
+    sign(r"global_step_\d+", 1, "`global_step_N`"),
+)
 JSONL_SIGNS = re.compile(r'^\{"step": ?\d+, ?"data": ?\{"(?:actor|critic|val-core|val-aux|training|timing_s|response_length)/', re.ASCII | re.M)
 
 
@@ -47,7 +59,7 @@ def _file_logger_rows(path: str) -> bool:
 
 class Verl(DriverLogFramework):
     name = "verl"
-    signs = SIGNS
+    evidence = EVIDENCE
     package = __name__  # its parse (header, Parser) and sim (SCENARIOS, Simulator) modules
     checkpoints_in_run_dir = False  # `trainer.default_local_dir` is relative to where it was launched, or anywhere
     process_titles = (
@@ -57,7 +69,6 @@ class Verl(DriverLogFramework):
         ("ray::vLLMHttpServer", "inference"),
         ("ray::", "ray"),
     )
-    file_priority = 0
     expects = "a verl driver log or a directory holding one"
 
     def logs_in_dir(self, path: str, logs: list[str]) -> RunLayout | None:
@@ -75,12 +86,13 @@ class Verl(DriverLogFramework):
             lay.metrics = [Tracked(r, "trainer", "metrics") for r in rows[-1:]]
         return lay
 
-    def file_layout(self, path: str, text: str) -> RunLayout | None:
+    def structured_file(self, path: str, text: str) -> RunLayout | None:
         if JSONL_SIGNS.search(text):
             lay = RunLayout(os.path.dirname(os.path.abspath(path)), self.name, "file logger")
             lay.metrics = [Tracked(os.path.abspath(path), "trainer", "metrics")]
+            lay.detection = "verl: its file logger's rows"
             return lay
-        return super().file_layout(path, text)
+        return None
 
     def metrics_line(self, line: str, source: str) -> list[Event]:
         from runtop.frameworks.verl.parse import metrics_line

@@ -28,6 +28,7 @@ from runtop.parsers.records import Record
 
 STEP_RE = re.compile(r"step:(\d{1,9}) - ", re.ASCII)
 PAIR_RE = re.compile(r"([\w/@.\-]+):([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf)(?= - |\s*$)", re.ASCII)
+TOTAL_RE = re.compile(r"Total training steps: (\d{1,9})", re.ASCII)
 BAR_RE = re.compile(r"Training Progress:.{0,80}?(?<!\d)(\d{1,9})/(\d{1,9}) \[", re.ASCII)
 CKPT_DIR_RE = re.compile(r"""(?:trainer\.default_local_dir=|'default_local_dir': ')([^\s',\]]+)""", re.ASCII)
 SAVED_RE = re.compile(r"(?:local_global_step_folder: |[Ss]aved? (?:checkpoint|model) to:? )(\S+?)/global_step_\d+", re.ASCII)
@@ -45,7 +46,7 @@ TRAINER_KEYS = {
 }
 PHASE = "timing_s/"
 # verl's own lines that begin a record even right after another line of the same Ray process.
-OWN_STARTS = ("Training Progress", "Final validation metrics", "local_global_step_folder")
+OWN_STARTS = ("Training Progress", "Final validation metrics", "local_global_step_folder", "Total training steps")
 
 
 def _own(body: str) -> Record | None:
@@ -103,6 +104,9 @@ class VerlParser(RecordParser):
         if msg.startswith("Final validation metrics"):
             # `fit()` prints it after the last step, then returns: the run ended normally.
             out.append(RoleFinished(TRAINER, rec.time or self.last_time))
+            return
+        if msg.startswith("Total training steps") and (total := TOTAL_RE.match(msg)) is not None:
+            out.append(MaxSteps(int(total.group(1)), "the log's `Total training steps`"))
             return
         if "Training Progress" in msg and (bar := BAR_RE.search(msg)) is not None:
             out.append(MaxSteps(int(bar.group(2)), "the Training Progress bar"))

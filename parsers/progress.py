@@ -1,0 +1,277 @@
+"""Progress in words any training script uses, whatever its framework (docs/reading.md,
+"Progress without a framework"): tqdm bars, step headers (`Step 12/500`, `step=12`,
+`global_step: 12`, `[Iteration 12]`), `key: value` / `key=value` / `Key value` metric pairs,
+logged Python dicts and JSON lines, and the registry names their keys stand for.
+
+Pure and total: text in, values out, never an exception.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from dataclasses import dataclass
+
+from .numbers import strict_float
+
+# ---- tqdm bars ---------------------------------------------------------------------------
+# `Training Progress:  6%|▌   | 12/200 [17:38<4:36:12, 88.2s/it, loss=0.3]`; without a
+# description (`  3%|▎ | 3/1562 [18:48<164:33:29, 379.99s/it]`); rate in s/it or it/s, or `?it/s`
+# before the first tick. tqdm writes `n/total` as plain integers (or k/M with unit_scale).
+BAR_RE = re.compile(
+    r"(?:(?P<desc>[^|\r\n]{0,100}?):?\s*)?(?P<pct>\d{1,3})%\|[^|\r\n]{0,200}\|\s*(?P<n>\d{1,12})/(?P<total>\d{1,12})"
+    r"\s*\[(?P<elapsed>[\d:]{1,12})<(?P<eta>[\d:?]{1,12}),\s*(?P<rate>[\d.]{1,12}|\?)\s?(?P<unit>s/it|it/s|[\w.]{1,12}/s|s/[\w.]{1,12})?"
+    r"(?P<post>[^\]\r\n]{0,400})\]",
+    re.ASCII,
+)
+# A bar that counts something other than optimiser steps: model loading, data maps, vLLM's
+# prompts, evaluation, generation, CUDA graphs.
+NOT_TRAINING_RE = re.compile(
+    r"load|shard|download|fetch|map\b|filter|token|process(?:ed|ing)? (?:prompts|requests)|prompts|request|generat|eval"
+    r"|valid|test|sampl|captur|compil|warm|adding|render|preprocess|sav|convert|upload|writ|read|merg|infer|predict"
+    r"|completion|rollout|batches of|examples|resolv|build",
+    re.ASCII | re.I,
+)
+TRAINING_DESC_RE = re.compile(r"train|step|iter|episode|progress|update|optimi|batch|grpo|ppo|dpo|sft|\brl\b|global", re.ASCII | re.I)
+POSTFIX_PAIR_RE = re.compile(r"([A-Za-z_][\w./-]{0,60})=([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", re.ASCII)
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    desc: str
+    n: int
+    total: int
+    eta_s: float | None
+    seconds_per_it: float | None
+    postfix: dict[str, float]
+
+    @property
+    def training(self) -> bool:
+        """A bar of training steps: no description (the Trainer's), or one that says so."""
+        d = self.desc.strip().strip("[]():").strip()
+        if not d:
+            return True
+        if d.lower().startswith("epoch"):
+            return False  # batches within an epoch, not the run's steps
+        return bool(TRAINING_DESC_RE.search(d)) and not NOT_TRAINING_RE.search(d)
+
+
+def clock_seconds(text: str) -> float | None:
+    """`4:36:12` / `17:38` / `1:02:03:04` → seconds; None for `?` or garbage."""
+    parts = text.split(":")
+    if not parts or len(parts) > 4 or not all(p.isdigit() for p in parts):
+        return None
+    secs = 0.0
+    for p in parts:
+        secs = secs * 60 + int(p)
+    if len(parts) == 4:  # d:h:m:s is written as h:mm:ss by tqdm past a day; keep the plain sum
+        return None
+    return secs
+
+
+def last_bar(text: str) -> Bar | None:
+    """The last tqdm frame in `text` (a line of `\\r`-separated frames), or None."""
+    if "%|" not in text:
+        return None
+    found = None
+    for m in BAR_RE.finditer(text):
+        found = m
+    if found is None:
+        return None
+    n, total = int(found["n"]), int(found["total"])
+    if total <= 0 or n > total:
+        return None
+    rate = strict_float(found["rate"]) if found["rate"] != "?" else None
+    unit = found["unit"] or ""
+    spi: float | None = None
+    if rate is not None and rate > 0:
+        if unit.startswith("s/"):
+            spi = rate
+        elif unit.endswith("/s") and unit.startswith("it"):
+            spi = 1.0 / rate
+    post = {k: v for k, raw in POSTFIX_PAIR_RE.findall(found["post"] or "") if (v := strict_float(raw)) is not None}
+    desc = (found["desc"] or "").split("\r")[-1]
+    return Bar(desc, n, total, clock_seconds(found["eta"]), spi, post)
+
+
+# ---- step headers ------------------------------------------------------------------------
+# `Step 12/500`, `step: 12`, `step=12`, `[Step 12]`, `global_step 12`, `Iteration 12/500`, `iter 12`.
+STEP_RE = re.compile(
+    r"(?<![\w/.-])(?:global[_ ]step|train/global_step|step|iteration|iter)\s*(?:[:=#]\s*|\s)\[?\s*(\d{1,12})(?:\s*/\s*(\d{1,12}))?\]?(?![\w.%/]|:\d)",
+    re.ASCII | re.I,
+)
+# A line that only mentions a step (a save, a resume, a load) is no progress.
+NOT_PROGRESS_RE = re.compile(r"checkpoint|sav(?:e|ing|ed)\b|resum|load|restor|skip|warm|from step|at step|until step|every", re.ASCII | re.I)
+# `Step 12/500` opening a block of bullets (NeMo-RL's `==== Step 12/500 ====`), alone on its line.
+BLOCK_RE = re.compile(r"^[\W_]*(?:step|iteration|iter)\s+(\d{1,12})(?:\s*/\s*(\d{1,12}))?[\W_]*$", re.ASCII | re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class StepHeader:
+    step: int
+    total: int | None
+    block: bool  # alone on its line: the lines after it hold the step's numbers
+
+
+def step_header(text: str, pairs: int) -> StepHeader | None:
+    """The step a line announces: at its start, or anywhere on a line that also carries
+    `pairs` metric pairs; never a line about saving, resuming or loading at a step."""
+    t = text.strip()
+    b = BLOCK_RE.match(t)
+    if b:
+        return StepHeader(int(b.group(1)), int(b.group(2)) if b.group(2) else None, True)
+    m = STEP_RE.search(t)
+    if m is None:
+        return None
+    lead = t[: m.start()].strip(" [(|:-•*>=")
+    if lead and not pairs:
+        return None
+    if NOT_PROGRESS_RE.search(t[: m.start()]) or (not pairs and NOT_PROGRESS_RE.search(t)):
+        return None
+    total = int(m.group(2)) if m.group(2) else None
+    return StepHeader(int(m.group(1)), total if total and total >= int(m.group(1)) else None, False)
+
+
+# ---- metric pairs ------------------------------------------------------------------------
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+# `loss=0.12`, `loss: 0.12`, `'loss': 0.12`, `"loss": "0.12"`, `• Avg Reward: 0.61`, `| Loss 0.0031 |`.
+PAIR_RE = re.compile(
+    r"(?:^|(?<=[\s,{|(\[•*-]))['\"]?([A-Za-z][\w./@-]{0,60}(?: [A-Za-z][\w./()-]{0,20}){0,3})['\"]?"
+    r"\s*(=|:|\s(?=[-+.\d]))\s*['\"]?(" + _NUM + r")['\"]?(%|\s?s\b|\s?ms\b)?(?=[\s,}|)\]]|$)",
+    re.ASCII,
+)
+# Words that name what a line is about, not a metric (`step 12`, `epoch 1`, a time of day).
+NOT_METRIC = frozenset({"step", "global step", "global_step", "iteration", "iter", "epoch", "rank", "pid", "line", "port",
+                        "version", "seed", "worker", "node", "gpu", "device", "id", "attempt", "pg id", "at", "in", "of", "to"})
+
+
+LEVELS = frozenset({"DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL", "SUCCESS", "TRACE", "FATAL", "NOTICE"})
+
+
+def pairs(text: str) -> dict[str, float]:
+    """The `key: number` pairs of one line, by the line's own key names (seconds for `12.3s`).
+    `Key value` without `=` or `:` counts only on a `|`-separated line (prime-rl's, Megatron's):
+    in prose it is any word before any number."""
+    out: dict[str, float] = {}
+    if not any(c.isdigit() for c in text):
+        return out
+    loose = " | " in text
+    for key, sep, raw, unit in PAIR_RE.findall(text):
+        k = key.strip()
+        words = k.split()
+        if words[0].upper() in LEVELS:
+            k = " ".join(words[1:])  # `INFO step=5`: the level before the key is not part of it
+        if not k or (sep not in "=:" and not loose) or k.lower() in NOT_METRIC or k.split()[-1].lower() in NOT_METRIC or k[-1:] in "/.-":
+            continue
+        v = strict_float(raw)
+        if v is None:
+            continue
+        if unit.strip() == "ms":
+            v /= 1000.0
+        out.setdefault(k, v)
+    return out
+
+
+# ---- logged dicts and JSON lines -------------------------------------------------------
+MAX_DICT = 20_000
+
+
+def logged_dict(text: str) -> dict[str, float] | None:
+    """`{'loss': 0.1, 'reward': '0.41', …}` (a Python dict repr, values plain or quoted as
+    current TRL prints them) or `{"step": 3, "loss": 0.1}` (JSON): its numbers, flattened one
+    level (`{"data": {"actor/x": 1}}` → `actor/x`). None when it is no dict of numbers."""
+    t = text.strip()
+    if not (t.startswith("{") and t.endswith("}")) or len(t) > MAX_DICT:
+        return None
+    try:
+        value = json.loads(t)
+    except ValueError:
+        try:
+            value = ast.literal_eval(t)
+        except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+            return None
+    if not isinstance(value, dict):
+        return None
+    out: dict[str, float] = {}
+    for k, v in value.items():
+        if isinstance(v, dict):
+            for k2, v2 in v.items():
+                f = _number(v2)
+                if f is not None:
+                    out[f"{k2}"] = f
+            continue
+        f = _number(v)
+        if f is not None:
+            out[str(k)] = f
+    return out or None
+
+
+def _number(v: object) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        f = float(v)
+    elif isinstance(v, str) and len(v) < 40:
+        f2 = strict_float(v.strip())
+        if f2 is None:
+            return None
+        f = f2
+    else:
+        return None
+    return f if math.isfinite(f) else None
+
+
+STEP_KEYS = ("step", "global_step", "train/global_step", "trainer/global_step", "iteration", "iter", "_step", "global_steps")
+
+
+def dict_step(d: dict[str, float]) -> int | None:
+    for k in STEP_KEYS:
+        v = d.get(k)
+        if v is not None and v >= 0 and v == int(v) and v < 10**12:
+            return int(v)
+    return None
+
+
+# ---- key names → the registry's ---------------------------------------------------------
+_PREFIXES = ("train/", "train_", "training/", "actor/", "policy/", "critic/", "rollout/", "trainer/", "metrics/", "loss/", "objective/")
+NAMES = {
+    "reward": "reward", "rewards": "reward", "reward_mean": "reward", "reward/mean": "reward", "rewards/mean": "reward",
+    "score/mean": "reward", "avg_reward": "reward", "mean_reward": "reward", "avg reward": "reward", "average reward": "reward",
+    "mean reward": "reward", "avg_final_rewards": "reward", "score": "reward",
+    "loss": "loss", "pg_loss": "loss", "policy_loss": "loss", "actor_loss": "loss",
+    "entropy": "entropy", "policy_entropy": "entropy", "entropy/mean": "entropy",
+    "kl": "kl", "ppo_kl": "kl", "kl_div": "kl", "approx_kl": "kl", "kl/mean": "kl", "mean_kl": "kl",
+    "grad_norm": "grad_norm", "grad norm": "grad_norm", "gradient_norm": "grad_norm", "raw_grad_norm": "grad_norm", "grad_norm/mean": "grad_norm",
+    "lr": "lr", "learning_rate": "lr", "learning rate": "lr", "actor_lr": "lr",
+    "response_length/mean": "seq_len", "response_length": "seq_len", "completion_length": "seq_len",
+    "completions/mean_length": "seq_len", "mean generation length": "seq_len", "avg_response_length": "seq_len",
+    "seq_len": "seq_len", "generation_length": "seq_len", "mean_generation_length": "seq_len", "response_len": "seq_len",
+    "step_time": "step_time_s", "time/step": "step_time_s", "timing_s/step": "step_time_s", "total step time": "step_time_s",
+    "step time": "step_time_s", "time_per_step": "step_time_s", "timing/step": "step_time_s", "step_time_s": "step_time_s",
+    "clip_ratio": "clip_ratio", "clipfrac": "clip_ratio", "pg_clipfrac": "clip_ratio", "clip_ratio/region_mean": "clip_ratio",
+    "completions/clipped_ratio": "truncated", "truncated": "truncated", "truncation": "truncated", "response_length/clip_ratio": "truncated",
+    "throughput": "throughput_tok_s", "tokens_per_second": "throughput_tok_s", "perf/throughput": "throughput_tok_s",
+    "total_loss": "loss", "gradnorm": "grad_norm", "resp_len": "seq_len", "average sequence length": "seq_len",
+    "avg_response_len": "seq_len", "mean_response_length": "seq_len", "response_length_mean": "seq_len",
+}
+# Keys of a printed config that give the run's length: its steps, or its epochs.
+TOTAL_KEYS = frozenset({"total_timesteps", "max_steps", "total_steps", "max_iters", "max_iterations", "num_iterations", "train_steps", "num_training_steps",
+                        "total_training_steps", "num_train_steps", "max_num_steps", "total_num_steps", "trainer.total_training_steps"})
+# The same given as a flag on a command line the log echoes (`--total-timesteps 10000000`).
+FLAG_TOTAL_RE = re.compile(r"--(total[-_]timesteps|total[-_]steps|max[-_]steps|max[-_]iters|num[-_]iterations|train[-_]steps"
+                           r"|num[-_]training[-_]steps|total[-_]training[-_]steps|max[-_]num[-_]steps)[= ](\d{1,12})\b", re.ASCII)
+EPOCH_KEYS = frozenset({"num_epochs", "num_train_epochs", "epochs", "max_epochs", "total_epochs", "trainer.total_epochs"})
+
+
+def registry_name(key: str) -> str | None:
+    """The registry's name for a log's key (`train/loss` → `loss`, `Avg Reward` → `reward`)."""
+    k = key.strip().lower()
+    if k in NAMES:
+        return NAMES[k]
+    for p in _PREFIXES:
+        if k.startswith(p) and k[len(p):] in NAMES:
+            return NAMES[k[len(p):]]
+    k2 = k.replace(" ", "_")
+    return NAMES.get(k2)

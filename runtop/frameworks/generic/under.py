@@ -1,0 +1,113 @@
+"""The generic reader under every plug-in (docs/reading.md, "Under every plug-in").
+
+A plug-in's parser reads its framework's records with precision, and passes over what it does
+not know: a death in words its framework never prints (slurmstepd's cancel, a worker's
+`*** SIGABRT received`, an illegal memory access), an end in words of another version. Each
+record that holds such words is read by the plug-in alone first; where the plug-in said nothing
+of a death (no error, no fatal notice) or of an end, the generic reader's reading of that record
+is added. The plug-in's judgement always wins: a traceback it reads as one failed request stays
+one failed request. Records without such words go to the plug-in in one batch, as before.
+"""
+
+from __future__ import annotations
+
+import re
+
+from runtop.discovery import JOB, Tracked
+from runtop.frameworks.base import Framework, Parse
+from runtop.parsers import ends
+from runtop.parsers.crashes import error_notice, has_traceback
+from runtop.parsers.events import Event, Notice, RoleFinished
+from runtop.parsers.records import HeaderFn, Record
+
+# Words worth a second look: a way to die, a traceback, a normal end. NCCL's INFO chatter and
+# vLLM's stat lines (`Engine 000: Avg …`) are left to the batch.
+LOOK_RE = re.compile(
+    r"SIG[A-Z]{2,4} received|Fatal Python error|No space left|Errno 28|out of memory|OutOfMemory|illegal memory|NCCL(?! INFO)"
+    r"|nccl[A-Z]|DistBackendError|oom[-_]kill|memory pressure|memory monitor|srun: error|CANCELLED AT|Traceback|device-side"
+    r"|Unhandled error|terminate called|exitcode|Out Of Memory|CUDA error|CUDA Error"
+    r"|[Ff]inished|[Cc]ompleted|[Ss]ucceeded|train_runtime",
+    re.ASCII,
+)
+# A death line that can hide in the continuation of another record (glued under an INFO line).
+STRONG_RE = re.compile(r"slurmstepd|srun: error|\*\*\* SIG[A-Z]{2,4} received|Fatal Python error|Traceback \(most recent", re.ASCII)
+
+
+def _text(rec: Record) -> str:
+    lines = rec.lines()
+    return "\n".join([rec.message, *lines[:20], *lines[-20:]]) if lines else rec.message
+
+
+class Under:
+    """`parse` (a plug-in's) with the generic reader's deaths and ends beneath it."""
+
+    def __init__(self, parse: Parse) -> None:
+        self.parse = parse
+
+    def __call__(self, records: list[Record], role: str) -> list[Event]:
+        out: list[Event] = []
+        batch: list[Record] = []
+        for rec in records:
+            if not LOOK_RE.search(_text(rec)):
+                batch.append(rec)
+                continue
+            if batch:
+                out.extend(self.parse(batch, role))
+                batch = []
+            said = self.parse([rec], role)
+            out.extend(said)
+            out.extend(beneath(rec, role, said))
+        if batch:
+            out.extend(self.parse(batch, role))
+        return out
+
+
+def beneath(rec: Record, role: str, said: list[Event]) -> list[Event]:
+    """What the generic reader adds to what a plug-in `said` of `rec`."""
+    out: list[Event] = []
+    judged = any(isinstance(e, Notice) and (e.fatal or e.level in ("ERROR", "CRITICAL")) for e in said)
+    if not judged:
+        notice = _death(rec, role)
+        if notice is not None:
+            out.append(notice)
+    if not any(isinstance(e, RoleFinished) for e in said) and not any(isinstance(e, Notice) for e in out):
+        if ends.QUICK_RE.search(rec.message) and ends.says_ended(rec.message):
+            out.append(RoleFinished(role, rec.time))
+    return out
+
+
+def _death(rec: Record, role: str) -> Notice | None:
+    lines = [rec.message, *rec.lines()]
+    if rec.level in ("ERROR", "CRITICAL") or rec.level is None or has_traceback(lines):
+        notice = error_notice(rec, role, traceback_is_fatal=False)
+        if notice is not None and notice.kind != "error" and notice.fatal:
+            return notice
+        return None
+    # An INFO or WARNING record with a death glued under it (slurmstepd's last word after the
+    # run's last line, a worker's dump with no prefix of its own).
+    cont = rec.lines()
+    for i, line in enumerate(cont):
+        if STRONG_RE.search(line):
+            sub = Record("orphan", rec.time, None, line, proc=rec.proc)
+            for more in cont[i + 1:]:
+                sub.add(more)
+            notice = error_notice(sub, role, traceback_is_fatal=False)
+            if notice is not None and notice.fatal:
+                return notice
+            return None
+    return None
+
+
+def reading(fw: Framework, tracked: Tracked, batch_rollouts: int | None) -> tuple[HeaderFn | None, Parse]:
+    """How one followed log is read: a SLURM job's output by the generic reader for its deaths
+    and end; the generic plug-in's logs by itself; any other plug-in's with the generic reader
+    under it."""
+    from runtop.frameworks.generic import GENERIC
+    from runtop.frameworks.generic.parse import GenericParser, header
+
+    if tracked.role == JOB:
+        return header, GenericParser(progress=False, tracebacks_fatal=False).parse
+    parse = fw.parser(tracked, batch_rollouts)
+    if fw is GENERIC or tracked.kind != "log":
+        return fw.header(tracked), parse
+    return fw.header(tracked), Under(parse)
