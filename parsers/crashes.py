@@ -167,21 +167,31 @@ def has_traceback(lines: list[str]) -> bool:
     away (a pasted tail, a record that began mid-traceback)."""
     if any(line.startswith("Traceback (most recent call last)") for line in lines):
         return True
-    return any(FRAME_RE.match(line) for line in lines) and exception_of(lines) is not None
+    return any(is_frame(line) for line in lines) and exception_of(lines) is not None
 
 
-# `  File "…/train.py", line 412, in train`: a traceback frame, whatever its indent.
-FRAME_RE = re.compile(r'\s*File "[^"]{1,500}", line \d+', re.ASCII)
-# Lines that never say what went wrong: a frame, the caret markers under it (`^^^^^^`,
-# `~~~~^^^`), torchrun's rules (`=====`), a traceback heading, nothing at all.
-_SAYS_NOTHING_RE = re.compile(r'\s*(?:$|File "|[\^~\s]+$|[=\-*]{4,}\s*$|Traceback \(most recent|During handling of|The above exception)', re.ASCII)
+def is_frame(line: str) -> bool:
+    """`  File "…/train.py", line 412, in train`: a traceback frame, whatever its indent."""
+    return line.lstrip().startswith('File "')
+
+
+_TB_WORDS = ("Traceback (most recent", "During handling of", "The above exception")
+
+
+def says_nothing(line: str) -> bool:
+    """A line that never says what went wrong: a frame, the caret markers under it (`^^^^^^`,
+    `~~~~^^^`), torchrun's rules (`=====`), a traceback heading, nothing at all."""
+    s = line.strip()
+    if not s or s.startswith('File "') or s.startswith(_TB_WORDS):
+        return True
+    return not s.strip("^~ ") or (len(s) >= 4 and not s.strip("=-*"))
 
 
 def telling(lines: list[str], default: str = "") -> str:
     """The first line that says something (`telling(["^^^^^", "  File …", "boom"])` is
     `boom`): a caret line, a frame or a blank is never a message."""
     for line in lines:
-        if not _SAYS_NOTHING_RE.match(line):
+        if not says_nothing(line):
             return line.strip()
     return default
 

@@ -35,7 +35,7 @@ from .text import parse_duration, split_fields, to_float
 
 STEP_RE = re.compile(r"Step (\d+)\s*(?:\||$)", re.ASCII)
 BATCH_RE = re.compile(
-    r"Train batch (\d+)/(\d+)(?: \([\d.]+%\))?(?: \(\+(\d+) buffered\))?(?:; (\d+) inflight)?", re.ASCII
+    r"Train batch (\d+)/(\d+)(?: \([\d.]+%\))?(?: \((?!\+)[^)]{0,200}\))?(?: \(\+(\d+) buffered\))?(?:[^;]{0,300}; (\d+) inflight)?", re.ASCII
 )
 MAX_STEPS_RE = re.compile(r"max_steps=(\d+)", re.ASCII)
 RESUME_RE = re.compile(r"Resuming (?:training )?from checkpoint (?:at )?step (\d+)", re.ASCII)
@@ -253,8 +253,8 @@ def parse_record(rec: Record, role: str) -> list[Event]:
         return [Waiting(ORCHESTRATOR, "inference", t)]
     if msg.startswith("Policy inference pool ready"):
         return [Waiting(ORCHESTRATOR, "", t)]
-    if msg.startswith(("RL trainer finished", "Orchestrator finished", "Orchestrator step loop done")):
-        return [RoleFinished(TRAINER if "trainer" in msg else ORCHESTRATOR, t)]
+    if msg.startswith(("RL trainer finished", "SFT trainer finished", "Training finished", "Orchestrator finished", "Orchestrator step loop done")):
+        return [RoleFinished(ORCHESTRATOR if msg.startswith("Orchestrator") else TRAINER, t)]
     if rec.fmt == "stdlib":
         return _env_router(rec, t)
     return []

@@ -208,6 +208,11 @@ def logged_dict(text: str) -> dict[str, float] | None:
     return out or None
 
 
+def number(v: object) -> float | None:
+    """A logged value as a finite float: a number, or a number quoted as a string."""
+    return _number(v)
+
+
 def _number(v: object) -> float | None:
     if isinstance(v, bool):
         return None

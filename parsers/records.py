@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 
 from .numbers import loads
 
-# prime-rl loguru: `14:01:58 SUCCESS Step 1 | …` (level right-aligned to 7).
+# prime-rl loguru: `14:01:58 SUCCESS Step 1 | …` (level right-aligned to 7); also printed with the
+# level in brackets and no time (`[SUCCESS] Step 2 |    9.5s | Reward 0.1972 | …`).
+PRIME_BRACKET_RE = re.compile(r"(?:(\d{2}:\d{2}:\d{2})\s+)?\[(TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\]\s(.*)", re.S | re.ASCII)
 PRIME_RE = re.compile(r"(\d{2}:\d{2}:\d{2})\s+(TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s(.*)", re.S | re.ASCII)
 # At DEBUG level loguru adds ` [file.py::123]`.
 DEBUG_SUFFIX_RE = re.compile(r"\s\[[\w./-]+\.py::\d+\]\s*$", re.ASCII)
@@ -125,6 +127,10 @@ def match_header(line: str) -> Record | None:
         return None
     c = line[0]
     if c.isdigit():
+        if "[" in line[:12]:
+            m = PRIME_BRACKET_RE.match(line)
+            if m:
+                return Record("prime", m.group(1), m.group(2), m.group(3))
         m = PRIME_RE.match(line)
         if m:
             msg = m.group(3)
@@ -160,6 +166,10 @@ def match_header(line: str) -> Record | None:
         if m:
             level = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}[m.group(1)]
             return Record("c10", m.group(2), level, m.group(4), where=m.group(3))
+    if c == "[" and line[1:2] in ("T", "D", "I", "S", "W", "E", "C"):
+        m = PRIME_BRACKET_RE.match(line)
+        if m:
+            return Record("prime", m.group(1), m.group(2), m.group(3))
     if c == "[" and line[1:2].isdigit():
         m = BRACKET_STAMP_RE.match(line)
         if m:

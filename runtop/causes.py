@@ -12,6 +12,7 @@ which wrapper reported it, what phase was open, and where to look next.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from runtop.state_parts import ErrorEntry
@@ -48,7 +49,7 @@ def root_cause(death: list[ErrorEntry]) -> ErrorEntry:
         actor=named_by.actor if named_by else chosen.actor,
         pid=named_by.pid if named_by else chosen.pid,
         wrapped_by=_short_kind(wrapper.kind) if wrapper is not None and wrapper is not chosen else None,
-        hint=hint_for(chosen.signature or chosen.kind, phase),
+        hint=hint_for(chosen.signature or chosen.kind, phase, chosen.message),
     )
 
 
@@ -62,16 +63,40 @@ def _short_kind(kind: str) -> str:
     return kind.rsplit(".", 1)[-1] if "(" not in kind else kind.split(".")[-1]
 
 
-def hint_for(kind: str, phase: str | None) -> str | None:
-    """Where an expert looks next, for the ways to die that have one answer."""
+def hint_for(kind: str, phase: str | None, message: str = "") -> str | None:
+    """Where an expert looks next, for the ways to die that have one answer (the users' run notes
+    and the frameworks' issue threads: docs/reading.md, "Known fixes")."""
     saving = phase is not None and any(w in phase.lower() for w in SAVE_WORDS)
     if kind == "SIGBUS":
-        return ("check /dev/shm: a checkpoint save that fills the tmpfs dies of SIGBUS" if saving
-                else "check /dev/shm: a full tmpfs is the usual cause of SIGBUS")
+        return ("check /dev/shm: a checkpoint save that fills the tmpfs dies of SIGBUS (give the container a larger --shm-size)" if saving
+                else "check /dev/shm: a full tmpfs is the usual cause of SIGBUS (give the container a larger --shm-size)")
     if kind == "NoSpaceLeft":
         return "a disk is full: check the checkpoint dir and /tmp (core dumps)" if saving else "a disk is full: check df -h"
     if kind.startswith("SIGKILL"):
+        if RAY_MEMORY_RE.search(message):
+            return ("host RAM ran out and Ray's memory monitor (its OOM killer) killed the worker: give the node more RAM, offload less to the CPU, "
+                    "or raise RAY_memory_usage_threshold (default 0.95)")
+        if SLURM_MEMORY_RE.search(message):
+            return "the job's memory limit ran out (host RAM, not the GPU's): raise sbatch --mem, or hold less in host memory"
         return "killed by SIGKILL: usually the kernel or Ray OOM killer (host memory); see dmesg"
+    if kind == "CUDAOutOfMemory":
+        if "cumem" in message:
+            return "vLLM's sleep/wake allocator ran out of GPU memory on waking: lower the rollout's gpu_memory_utilization or free the trainer's memory first"
+        return "GPU memory ran out: lower the micro-batch or sequence length (or vLLM's gpu_memory_utilization beside it)"
     if kind == "NCCLTimeout":
         return "a collective timed out: one rank hung or died first; look at every rank's last lines"
+    if kind == "NCCLError":
+        return "NCCL failed, usually a rank's own CUDA error or a lost peer: look at every rank's last lines (NCCL_DEBUG=INFO says more)"
+    if kind in ("CUDAIllegalMemoryAccess", "CUDADeviceAssert"):
+        return "a sticky CUDA error: the process cannot go on; rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel, resume from the last complete checkpoint"
+    if kind == "RayNodeDied":
+        return "a node stopped answering (a reclaimed spot node, a hardware or network fault): resume on healthy nodes"
+    if kind == "SLURM time limit":
+        return "the job reached its time limit: resume from the last complete checkpoint in a new job, or ask for more --time"
+    if kind == "SLURM preemption":
+        return "the scheduler preempted the job: it may be requeued; otherwise resume from the last complete checkpoint"
     return None
+
+
+RAY_MEMORY_RE = re.compile(r"memory monitor|memory pressure|running low on memory", re.ASCII)
+SLURM_MEMORY_RE = re.compile(r"oom[-_]kill|Out Of Memory", re.ASCII)

@@ -115,9 +115,9 @@ def _is_text(text: str) -> bool:
     return not any(b in head for b in _BINARY) and head.count("\ufffd") <= len(head) // 10
 
 
-def detect(text: str) -> tuple[Framework | None, str]:
-    """The framework whose evidence in `text` (a log's head and tail) is strongest, and why;
-    (None, why) when no plug-in's evidence decides (docs/reading.md, "Detection")."""
+def detect(text: str) -> tuple[Framework | None, str, int]:
+    """The framework whose evidence in `text` (a log's head and tail) is strongest, why, and its
+    points; (None, why, 0) when no plug-in's evidence decides (docs/reading.md, "Detection")."""
     from runtop.frameworks import all_frameworks
     from runtop.frameworks.evidence import best
 
@@ -126,10 +126,10 @@ def detect(text: str) -> tuple[Framework | None, str]:
     if chosen is None:
         weak = max(scores, key=lambda s: s.points)
         seen = f" (only weak signs: {weak.reason()})" if weak.points else ""
-        return None, f"framework not recognised: read generically{seen}"
+        return None, f"framework not recognised: read generically{seen}", 0
     from runtop.frameworks import get
 
-    return get(chosen.framework), chosen.reason()
+    return get(chosen.framework), chosen.reason(), chosen.points
 
 
 def _single_file(path: str, forced: Framework | None = None) -> RunLayout:
@@ -150,7 +150,7 @@ def _single_file(path: str, forced: Framework | None = None) -> RunLayout:
         if structured is not None:
             structured.detection = structured.detection or f"{plug.name}: its metrics file"
             return structured
-    fw, why = detect(text)
+    fw, why, _ = detect(text)
     lay = (fw or GENERIC).file_layout(path, text)
     lay.detection = why
     return lay
@@ -209,28 +209,33 @@ def _in_dir(path: str, entries: list[str], forced: Framework | None, generic: bo
     if os.path.isdir(sub):
         candidates += sorted(glob.glob(os.path.join(sub, "*")))
     logs = text_logs(candidates)
-    # Each log's framework by its own evidence; the framework with the strongest log wins.
-    claimed: dict[str, list[tuple[str, str]]] = {}
+    # Each log's framework by its own evidence; the framework with the strongest log wins, and
+    # of its logs the one with the most of its signs leads (its driver's, not a server beside it).
+    claimed: dict[str, list[tuple[str, str, int]]] = {}
+    servers: list[str] = []
     for log in logs:
         try:
             text = sniff(log, 16384)
         except DiscoveryError:
             continue
+        if VLLM_SERVER_RE.search(text) and not os.path.basename(log).startswith(("slurm-", "job_")):
+            servers.append(log)
         if forced is not None:
-            claimed.setdefault(forced.name, []).append((log, f"{forced.name}: given with --framework"))
+            claimed.setdefault(forced.name, []).append((log, f"{forced.name}: given with --framework", 0))
             continue
-        named, why = detect(text)
+        named, why, points = detect(text)
         if named is not None:
-            claimed.setdefault(named.name, []).append((log, why))
-    order = sorted(claimed, key=lambda name: -len(claimed[name]))
+            claimed.setdefault(named.name, []).append((log, why, points))
+    order = sorted(claimed, key=lambda name: (-max(p for _, _, p in claimed[name]), -len(claimed[name])))
     from runtop.frameworks import get
 
     for name in order:
         plug = forced if forced is not None else get(name)
-        mine = claimed[name]
-        found = plug.logs_in_dir(path, [log for log, _ in mine]) or _single_file(mine[-1][0], plug)
-        found.detection = next((why for log, why in mine if found.logs and log == found.logs[0].path), mine[-1][1])
-        return found
+        # The newest of its logs leads (an older one is an earlier run), never a server's beside it.
+        mine = sorted(claimed[name], key=lambda c: (c[0] not in servers, _mtime(c[0])))
+        found = plug.logs_in_dir(path, [log for log, _, _ in mine]) or _single_file(mine[-1][0], plug)
+        found.detection = next((why for log, why, _ in mine if found.logs and log == found.logs[0].path), mine[-1][1])
+        return with_servers(found, servers)
     for fw in frameworks:
         other = fw.logs_in_dir(path, [])  # runs known by other files than logs (verl's file-logger JSONL)
         if other is not None:
@@ -242,6 +247,32 @@ def _in_dir(path: str, entries: list[str], forced: Framework | None, generic: bo
             read.detection = "framework not recognised: read generically"
             return read
     raise DiscoveryError(f"nothing runtop recognises in {path}: {expected()}")
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.path.getmtime(path)
+    except OSError:
+        return 0.0
+
+
+# A vLLM server's own output (`trl vllm-serve`, `vllm serve`) in the run dir beside a driver log:
+# its engine's death stops the run's rollouts, so it is followed as the run's inference log.
+VLLM_SERVER_RE = re.compile(r"vllm\.entrypoints|vllm serve|vllm-serve|vllm_serve|Starting vLLM API server|\(EngineCore\w* pid=\d+\)", re.ASCII)
+
+
+def with_servers(layout: RunLayout, servers: list[str]) -> RunLayout:
+    """Follow the vLLM servers' logs beside a run whose layout leaves them out."""
+    tracked = {t.path for t in layout.logs}
+    if any(t.role == INFERENCE for t in layout.logs):
+        return layout
+    for p in servers:
+        if p not in tracked:
+            layout.logs.append(Tracked(p, INFERENCE, "log"))
+    return layout
+
+
+INFERENCE = "inference"
 
 
 # A SLURM job's own output beside the run (sbatch's `slurm-<id>.out`, prime-rl's `job_<id>.log`,

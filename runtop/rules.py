@@ -50,9 +50,10 @@ def crash(f: Facts) -> list[Finding]:
     during = f" during {first.phase}" if first.phase else ""
     cause = f"{first.kind}{during} ({_short(detail, 100)})"
     context = "".join(
-        f"; {part}" for part in (first.hint, who, f"reported as {first.wrapped_by}" if first.wrapped_by else None,
-                                 others_waiting(s, first)) if part
+        f"; {part}" for part in (who, f"reported as {first.wrapped_by}" if first.wrapped_by else None, others_waiting(s, first)) if part
     )
+    # Where to look next comes last: what died, where and who reported it come first on a narrow screen.
+    advice = f"; {first.hint}" if first.hint else ""
     alive = f.alive or {}
     running = sorted(r for r, pids in alive.items() if pids)
     if not alive.get(first.role) or first.certain:
@@ -62,9 +63,9 @@ def crash(f: Facts) -> list[Finding]:
             tail = "its process is still up but cannot recover"
         else:
             tail = "no run process alive" if not running else f"still running: {', '.join(running)}"
-        msg = f"{role} died: {cause}{context}; {tail}"
+        msg = f"{role} died: {cause}{context}; {tail}{advice}"
         return [Finding("crash", "critical", msg, _where(s, first), first.time, down=True, cause=first.kind, wrapper=first.wrapped_by, phase=first.phase)]
-    msg = f"{role} logged a fatal {first.kind} but its process is still alive ({_short(detail, 80)}){context}"
+    msg = f"{role} logged a fatal {first.kind} but its process is still alive ({_short(detail, 80)}){context}{advice}"
     return [Finding("crash", "warning", msg, _where(s, first), first.time, cause=first.kind, wrapper=first.wrapped_by, phase=first.phase)]
 
 
@@ -230,7 +231,25 @@ def rollouts_hung(f: Facts) -> list[Finding]:
     e = rejects[-1]
     at = f"{s.batch.done}/{s.batch.total}" if s.batch else "0/?"
     msg = f"rollouts hung at {at}: vLLM rejects requests: {_short(e.message, 120)}"
+    fits = max_tokens_that_fit([r.message for r in rejects])
+    if fits is not None:
+        msg += f"; fix: max_tokens ≤ {fits[0]} (context {fits[1]} minus the longest prompt seen, {fits[2]} tokens), or a longer max_model_len"
     return [Finding("rollouts_hung", "critical", msg, _where(s, e), e.time)]
+
+
+# vLLM's own arithmetic in its refusal: `(4000 > 4096 - 1297)`.
+FITS_RE = re.compile(r"\((\d+) > (\d+) - (\d+)\)", re.ASCII)
+
+
+def max_tokens_that_fit(messages: list[str]) -> tuple[int, int, int] | None:
+    """(the largest max_tokens every refused request would have fit, the context, the longest
+    prompt), from vLLM's refusals; None when they do not say."""
+    found = [(int(m.group(2)), int(m.group(3))) for msg in messages if (m := FITS_RE.search(msg))]
+    if not found:
+        return None
+    context = min(c for c, _ in found)
+    longest = max(p for _, p in found)
+    return (context - longest, context, longest) if context > longest else None
 
 
 def rollouts_failing(f: Facts) -> list[Finding]:

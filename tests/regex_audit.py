@@ -113,7 +113,7 @@ def worst(p: re.Pattern[str], small: int, large: int, quick: bool = False) -> tu
 # ---- whole parsers: hostile lines built from their patterns' alphabets ------------------
 PARSER_MODULES = (
     "text", "records", "primerl", "vllm", "skyrl", "skyrl_records", "skyrl_agent", "skyrl_numbers", "skyrl_lifecycle", "crashes",
-    "metrics_jsonl", "rollouts", "hygiene", "numbers", "checkpoints", "configs", "pyspy",
+    "metrics_jsonl", "rollouts", "hygiene", "numbers", "checkpoints", "configs", "pyspy", "progress", "ends",
 )
 
 

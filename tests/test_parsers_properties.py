@@ -98,3 +98,37 @@ def test_rank_prefixes_go_as_the_line_start_regex_takes_them(parts):
 
     data = b"".join(parts)
     assert strip_rank_prefixes(data) == TORCHRUN_PREFIX_RE_B.sub(b"", data)
+
+
+# ---- the generic reader (no framework's help) -------------------------------------------------
+GENERIC_LINES = [
+    "Training Progress:   6%|▌         | 12/200 [17:38<4:36:12, 88.2s/it, loss=0.3]",
+    "[2026-03-02 10:26:08,331][__main__][INFO] - step 7/600 loss=0.0241 reward=0.2504 kl=0.0033",
+    "{'loss': '-7.749e-07', 'grad_norm': '1.269', 'reward': '0.1146'}",
+    '{"step": 8, "loss": 0.02, "data": {"actor/pg_loss": 0.1}}',
+    "========================= Step 10/600 =========================",
+    "  • Avg Reward: 0.3300",
+    "slurmstepd: error: *** JOB 4412871 ON gpu-a07 CANCELLED AT 2025-03-02T10:00:01 DUE TO TIME LIMIT ***",
+    "(WorkerDict pid=4811, ip=10.0.0.3) *** SIGABRT received at time=1712345678 on cpu 17 ***",
+    "Traceback (most recent call last):",
+    '  File "/w/train.py", line 88, in <module>',
+    "ValueError: Expected parameter logits",
+    "Training completed. Do not forget to share your model on huggingface.co/models =)",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(GENERIC_LINES), st.text(max_size=200)), max_size=20), st.integers(min_value=0, max_value=300))
+def test_the_generic_reader_never_raises_on_cut_shuffled_or_random_lines(lines, cut):
+    from runtop.frameworks.generic.parse import GenericParser, header, split_frames
+    from runtop.parsers import ends, progress
+    from runtop.parsers.records import RecordAssembler
+
+    lines = [ln[:cut] if i % 3 == 0 else ln for i, ln in enumerate(lines)]
+    asm = RecordAssembler(header)
+    GenericParser().parse(asm.feed(split_frames(lines)) + asm.flush(), "trainer")
+    for ln in lines:
+        progress.last_bar(ln)
+        progress.step_header(ln, len(progress.pairs(ln)))
+        progress.logged_dict(ln)
+        ends.says_ended(ln)

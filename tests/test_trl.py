@@ -58,3 +58,34 @@ def test_a_run_dir_holding_the_console_is_found_and_resumed_from_a_checkpoint(tm
     words = ["accelerate", "launch", "train_grpo.py", "--resume_from_checkpoint", "old/checkpoint-2", "--bf16"]
     assert fw.resume_words(None, words, 4, "/o/checkpoint-4") == [  # type: ignore[arg-type]
         "accelerate", "launch", "train_grpo.py", "--bf16", "--resume_from_checkpoint", "/o/checkpoint-4"]
+
+
+def _steps(evs: list) -> dict[int, dict[str, float]]:
+    out: dict[int, dict[str, float]] = {}
+    for e in evs:
+        if isinstance(e, StepMetrics) and e.origin != "bar":
+            out.setdefault(e.step, {}).update(e.values)
+    return out
+
+
+def test_current_trl_quotes_every_value_and_glues_the_dict_after_the_bars_last_frame():
+    """TRL 1.16 on this machine: `100%|…| 6/6 [00:00<00:00, 20.27it/s]   {'loss': '-7.749e-07', …}`."""
+    fw = get("trl")
+    lines = fw.split_lines(["\r 83%|████████▎ | 5/6 [00:00<00:00, 19.9it/s]\r100%|██████████| 6/6 [00:00<00:00, 20.27it/s]   "
+                            "{'loss': '-7.749e-07', 'grad_norm': '1.269', 'learning_rate': '0.0001667', 'reward': '0.1146', 'reward_std': '0.006944', 'epoch': '0.09375'}"])
+    evs = events(*lines)
+    assert _steps(evs) == {6: {"loss": -7.749e-07, "grad_norm": 1.269, "lr": 0.0001667, "reward": 0.1146}}
+
+
+def test_a_dict_logged_before_its_tick_is_drawn_waits_for_the_bar_redrawn_after_it():
+    """A step faster than tqdm's mininterval: the dict of step 10 comes while the bar still shows 0,
+    and `tqdm.write` redraws the bar at 10 right after it (it was numbered step 1)."""
+    evs = events("  0%|          | 0/50 [00:00<?, ?it/s]", "{'loss': 0.5, 'reward': 0.1}", " 20%|██        | 10/50 [00:01<00:04, 9.8it/s]",
+                 "{'loss': 0.4, 'reward': 0.2}", " 40%|████      | 20/50 [00:02<00:03, 9.9it/s]")
+    assert _steps(evs) == {10: {"loss": 0.5, "reward": 0.1}, 20: {"loss": 0.4, "reward": 0.2}}
+
+
+def test_a_bar_with_no_dict_yet_is_progress_with_a_step_time():
+    evs = events("\r  0%|          | 3/1562 [18:48<164:33:29, 379.99s/it]")
+    bar = [e for e in evs if isinstance(e, StepMetrics)]
+    assert [(e.step, e.values) for e in bar] == [(3, {"step_time_s": 379.99})] and MaxSteps(1562, "the progress bar") in evs

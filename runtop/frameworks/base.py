@@ -52,6 +52,9 @@ class Framework:
     process_titles: tuple[tuple[str, str], ...] = ()
     # What runtop accepts of it, for the one-line "expected …" of a path it cannot read.
     expects = ""
+    # Its parser reads a vLLM server's log itself (prime-rl's inference.log); else a server log
+    # found beside the run is read by the shared vLLM reader.
+    reads_inference_logs = False
     # Said beside every verdict on a run it reads (the generic reader: "framework not recognised").
     read_note = ""
     # The signs of its logs, weighed (`runtop.frameworks.evidence`): what names it as a log's writer.
@@ -77,7 +80,7 @@ class Framework:
 
     def logs_in_dir(self, path: str, logs: list[str]) -> RunLayout | None:
         """A run given by the directory holding its log files (SkyRL's `logs/`): `logs` are
-        the ones whose evidence names this framework, oldest first (maybe none)."""
+        the ones whose evidence names this framework, the one to follow last (maybe none)."""
         return None
 
     def file_layout(self, path: str, text: str) -> RunLayout:

@@ -32,13 +32,13 @@ class DriverLogFramework(Framework):
         return lay
 
     def logs_in_dir(self, path: str, logs: list[str]) -> RunLayout | None:
-        found = sorted(logs, key=os.path.getmtime)
+        found = list(logs)  # discovery's order: the one to follow last
         if not found:
             return None
         lay = self._layout(found[-1])
         lay.root = path  # the run's directory (where it was launched; its checkpoints beneath)
         if len(found) > 1:
-            lay.notes.insert(0, f"{len(found)} {self.name} logs in {path}; showing the newest, {os.path.basename(found[-1])}")
+            lay.notes.insert(0, f"{len(found)} {self.name} logs in {path}; reading {os.path.basename(found[-1])}, the newest driver log")
         return lay
 
     def file_layout(self, path: str, text: str) -> RunLayout:

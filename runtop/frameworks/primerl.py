@@ -274,6 +274,7 @@ class PrimeRL(Framework):
     )
     gauge_label = "batch"
     evidence = EVIDENCE
+    reads_inference_logs = True
 
     def looks_like_run(self, path: str) -> bool:
         return _looks_like_primerl_run(path)

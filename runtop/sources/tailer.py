@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import re
 from collections.abc import Callable
 
 from runtop.parsers.hygiene import UNSAFE_RE
@@ -33,6 +34,11 @@ DEFAULT_MAX_LINE = 64 * 1024
 DEFAULT_CHUNK = 1 << 20
 HEAD_BYTES = 256
 TAIL_BYTES = 256
+
+
+# The end of a tqdm frame at the end of the bytes read: `| 3/1562 [18:48<164:33:29, 379.99s/it]`
+# (tqdm pads a shorter frame with spaces).
+FRAME_END_RE_B = re.compile(rb"\|\s?\d{1,12}/\d{1,12} \[[^\]\r\n]{1,200}\] *\Z", re.ASCII)
 
 
 class FileTailer(RotationFollower):
@@ -257,7 +263,15 @@ class FileTailer(RotationFollower):
             self._hold(rest, out)
 
     def _hold(self, data: bytes, out: TailRead) -> None:
-        """Keep a partial line, unless it is already over the cap: then emit its head now."""
+        """Keep a partial line, unless it is already over the cap: then emit its head now. A
+        tqdm frame is complete when its `]` is written: tqdm writes `\r` + the frame in one go,
+        so the bar's newest frame never ends in a newline until the bar closes (a run whose only
+        progress is `3/1562 [18:48<164:33:29, 379.99s/it]` showed step 2)."""
+        if self.clean and data[-1:] in (b"]", b" ") and b"%|" in data and FRAME_END_RE_B.search(data[-400:]):
+            self._emit(data + b"\n", out)
+            self.lines -= 1  # the newline is ours, not the file's
+            self._partial = b""
+            return
         if len(data) > self.max_line:
             self._emit(data[: self.max_line] + b"\n", out)
             self.capped += 1

@@ -17,7 +17,7 @@ from runtop.discovery import JOB, Tracked
 from runtop.frameworks.base import Framework, Parse
 from runtop.parsers import ends
 from runtop.parsers.crashes import error_notice, has_traceback
-from runtop.parsers.events import Event, Notice, RoleFinished
+from runtop.parsers.events import INFERENCE, Event, Notice, RoleFinished
 from runtop.parsers.records import HeaderFn, Record
 
 # Words worth a second look: a way to die, a traceback, a normal end. NCCL's INFO chatter and
@@ -107,6 +107,12 @@ def reading(fw: Framework, tracked: Tracked, batch_rollouts: int | None) -> tupl
 
     if tracked.role == JOB:
         return header, GenericParser(progress=False, tracebacks_fatal=False).parse
+    if tracked.role == INFERENCE and not fw.reads_inference_logs:
+        # A vLLM server's log beside the run (`trl vllm-serve`): vLLM's own reading, where one
+        # failed request's traceback is no death and the engine's is.
+        from runtop.parsers.logs import parse_records
+
+        return None, Under(parse_records)
     parse = fw.parser(tracked, batch_rollouts)
     if fw is GENERIC or tracked.kind != "log":
         return fw.header(tracked), parse

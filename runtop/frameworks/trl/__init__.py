@@ -41,6 +41,11 @@ class Trl(DriverLogFramework):
     process_titles = (("accelerate", "trainer"),)
     expects = "a TRL GRPOTrainer console log or a directory holding one"
 
+    def split_lines(self, lines: list[str]) -> list[str]:
+        from runtop.frameworks.generic.parse import split_frames
+
+        return split_frames(lines)  # a dict glued after the bar's last frame (`… 20.27it/s]   {'loss': …}`)
+
     def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:
         """`--ckpt-dir` (the output_dir), else the run dir when it holds `checkpoint-N`."""
         if layout.ckpt_dir:

@@ -20,6 +20,7 @@ from typing import Any
 
 from runtop.frameworks.driver_log import RecordParser
 from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
+from runtop.parsers.progress import last_bar, number
 from runtop.parsers.records import Record, match_header
 
 # The training bar has no description (`Loading checkpoint shards: 100%|…| 2/2` is not it).
@@ -60,20 +61,37 @@ def _dict(text: str) -> dict[str, Any] | None:
 
 
 class TrlParser(RecordParser):
+    """A logged dict has no step: it is the count of the bar frame drawn before it, when the bar
+    moved since the last dict (trl#4086: `3/1562 [18:48<…]`, a line of spaces, the dict). A step
+    faster than tqdm's `mininterval` logs its dict before its tick is drawn: that dict waits for
+    the next frame, which `tqdm.write` redraws right after it. With no bar at all
+    (`disable_tqdm`), the dicts are counted."""
+
     def __init__(self) -> None:
         self.bar_step: int | None = None
+        self.seen_bar = False
         self.dicts = 0
+        self.last_step = 0  # the step the last dict was given
         self.max_steps: int | None = None
+        self.pending: tuple[dict[str, Any], str | None] | None = None  # a dict waiting for its tick
 
     def _record(self, rec: Record, role: str, out: list[Event]) -> None:
         if rec.fmt == "trl-bar":
             m = BAR_RE.match(rec.message)
             if m:
+                self.seen_bar = True
                 self.bar_step = int(m.group(1))
                 total = int(m.group(2))
                 if total != self.max_steps:
                     self.max_steps = total
                     out.append(MaxSteps(total, "the progress bar"))
+                # The bar is progress before any dict is logged (`3/1562 [18:48<164:33:29, 379.99s/it]`):
+                # its step, and its s/it as the step time, so an ETA exists from the first tick.
+                bar = last_bar(rec.message)
+                if self.bar_step > 0 and bar is not None:
+                    out.append(StepMetrics(TRAINER, self.bar_step, {"step_time_s": bar.seconds_per_it} if bar.seconds_per_it else {}, {}, "bar"))
+                if self.pending is not None and self.bar_step > self.last_step:
+                    self._flush(self.bar_step, out)
             return
         if rec.fmt == "trl-dict":
             d = _dict(rec.message)
@@ -82,21 +100,42 @@ class TrlParser(RecordParser):
             return
         self.crash(rec, role, out, fatal_traceback=True)
 
+    def _flush(self, step: int | None, out: list[Event]) -> None:
+        """Emit the waiting dict at `step` (None: after the last one, by the dicts counted)."""
+        if self.pending is None:
+            return
+        (d, t), self.pending = self.pending, None
+        self._give(d, t, step if step is not None else max(self.last_step + 1, self.dicts + 1), out)
+
+    def _give(self, d: dict[str, Any], time: str | None, step: int, out: list[Event]) -> None:
+        self.dicts += 1
+        self.last_step = step
+        self._emit(d, time, step, out)
+
     def _logged(self, d: dict[str, Any], time: str | None, out: list[Event]) -> None:
         if "train_runtime" in d:
+            self._flush(self.bar_step if self.bar_step and self.bar_step > self.last_step else None, out)
             out.append(RoleFinished(TRAINER, time))  # the Trainer's summary after its last step
             return
         if any(k.startswith("eval_") for k in d):
             return  # an evaluation, not a training step
-        self.dicts += 1
-        step = self.bar_step if self.bar_step is not None else self.dicts
+        self._flush(None, out)  # two dicts with no new tick between
+        if self.bar_step and self.bar_step > self.last_step:
+            self._give(d, time, self.bar_step, out)
+        elif self.seen_bar or self.dicts == 0:
+            self.pending = (d, time)  # its tick is not drawn yet
+        else:
+            self._give(d, time, self.last_step + 1, out)
+
+    def _emit(self, d: dict[str, Any], time: str | None, step: int, out: list[Event]) -> None:
         rollout: dict[str, float] = {}
         trainer: dict[str, float] = {}
         extra: dict[str, float] = {}
         for key, value in d.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            # Current TRL prints every value as a quoted string (`'reward': '0.1146'`).
+            v = number(value)
+            if v is None:
                 continue
-            v = float(value)
             if key in ROLLOUT_KEYS:
                 rollout[ROLLOUT_KEYS[key]] = v
             elif key in TRAINER_KEYS:

@@ -75,7 +75,7 @@ class TrlSimulator(PacedRun):
             os.makedirs(tmp, exist_ok=True)
             with open(os.path.join(tmp, "model.safetensors"), "wb") as f:
                 f.truncate(1 << 19)
-            self.log(self._bar(step) + "\n" + "\n".join((
+            self.log(self._bar(step - 1) + "\n" + "\n".join((  # the bar counts the steps done
                 "Traceback (most recent call last):",
                 '  File "/home/user/train_grpo.py", line 88, in <module>',
                 "    trainer.train()",
