@@ -162,6 +162,21 @@ def exception_of(lines: list[str]) -> tuple[str, str] | None:
     return None
 
 
+def _unwrapped(lines: list[str], exc: tuple[str, str] | None) -> tuple[str, str] | None:
+    """A wrapper's exception (`RuntimeError: Engine core initialization failed. See root cause
+    above`) gives way to the exception printed above it in the same record (EngineCore's
+    `DistNetworkError … EADDRINUSE`, run together with it by a shared process prefix)."""
+    if exc is None or not is_wrapper(*exc):
+        return exc
+    for line in reversed(lines):
+        if not line or line[0].isspace():
+            continue
+        m = EXC_LINE_RE.match(line.rstrip())
+        if m and not is_wrapper(m.group(1), (m.group(2) or "").strip()):
+            return m.group(1), (m.group(2) or "").strip()
+    return exc
+
+
 def has_traceback(lines: list[str]) -> bool:
     """A traceback's heading, or its frames and exception line where the heading was cut
     away (a pasted tail, a record that began mid-traceback)."""
@@ -231,8 +246,18 @@ def error_notice(rec: Record, role: str, *, traceback_is_fatal: bool) -> Notice 
     # A bare exception line with no logger's header (`ValueError: Expected parameter logits …`
     # where the traceback above it was cut or never printed): Python's own last words.
     bare = rec.level is None and rec.fmt in ("orphan", "line", "print") and EXC_LINE_RE.match(rec.message.rstrip()) is not None
+    # An ERROR record whose message is an exception line: a traceback's last line cut from the
+    # rest by other processes' lines (vLLM's EngineCore prefixes every line, Ray interleaves
+    # them). It names the exception; only a way to die in it makes it a death on its own.
+    cut = (exception_of([ln.strip() if i == 0 else ln for i, ln in enumerate(lines)])
+           if sig is None and rec.level in ("ERROR", "CRITICAL") and not has_traceback(lines) else None)
+    if cut is not None:
+        kind, detail = _unwrapped(lines, cut) or cut
+        wrapper = is_wrapper(kind, detail)
+        return _notice(rec, role, rec.level or "ERROR", kind, detail or head, text, fatal=bool(sig and sig.fatal), wrapper=wrapper, sig=sig,
+                       traceback=True)
     if has_traceback(lines) or declared or bare:
-        exc = exception_of(lines)
+        exc = _unwrapped(lines, exception_of(lines))
         if exc:
             kind, detail = exc
         else:

@@ -22,6 +22,8 @@ END_RE = re.compile(
 END_ALT_RE = re.compile(r"^\W{0,4}(?:finished|completed|done with) training\b|^\W{0,4}all (?:training )?(?:steps )?(?:done|finished|complete)\b",
                         re.ASCII | re.I)
 RAY_JOB_RE = re.compile(r"Job '[\w.:-]{1,120}' succeeded", re.ASCII)
+# DeepSpeed's launcher, for each rank it started: `Process 2871140 exits successfully.`
+LAUNCHER_RE = re.compile(r"^Process \d{1,9} exits successfully\.?$", re.ASCII)
 # Not an end, though the words are near: a phase, an epoch, an evaluation, a save.
 NOT_END_RE = re.compile(r"epoch|eval|valid|sav|checkpoint|warm|phase|rollout|generat|step \d|batch|\bstage\b|\bfailed\b|\berror\b",
                         re.ASCII | re.I)
@@ -34,7 +36,7 @@ def says_ended(message: str) -> bool:
     text = message.strip()
     if not text or len(text) > MAX_END_LINE:
         return SUMMARY_RE.match(text) is not None
-    if SUMMARY_RE.match(text) or RAY_JOB_RE.search(text):
+    if SUMMARY_RE.match(text) or RAY_JOB_RE.search(text) or LAUNCHER_RE.match(text):
         return True
     if not (END_RE.match(text) or END_ALT_RE.match(text)):
         return False

@@ -12,6 +12,7 @@ from runtop.columns import BY_NAME, ROLLOUT
 
 from .events import ROLLOUT_SIDE, TRAINER, Event, StepMetrics, Unrecognised
 from .numbers import loads
+from .progress import registry_name
 
 MAX_STEP = 10**12  # a step counter past this is garbage, not a run (and would overflow whoever prints it)
 
@@ -56,6 +57,7 @@ def events_of(step: int, data: Mapping[str, object], keys: Mapping[str, str], ph
     trainer: dict[str, float] = {}
     phases: dict[str, float] = {}
     extra: dict[str, float] = {}
+    guessed: list[tuple[str, str, float]] = []
     for key, raw in data.items():
         if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
             continue
@@ -66,8 +68,18 @@ def events_of(step: int, data: Mapping[str, object], keys: Mapping[str, str], ph
             side.setdefault(name, value)
         elif phase_prefix and key.startswith(phase_prefix):
             phases[key[len(phase_prefix):]] = value
+        elif (known := registry_name(key)) is not None:
+            guessed.append((key, known, value))
         else:
             extra[key] = value
+    # A spelling every framework uses (`actor_grad_norm`, `train/loss`) fills a column the plug-in's
+    # own keys left empty: a new key of a known metric still lands in its column, never over them.
+    for key, name, value in guessed:
+        side = rollout if BY_NAME[name].owner == ROLLOUT else trainer
+        if name in side:
+            extra[key] = value
+        else:
+            side[name] = value
     out: list[Event] = []
     if rollout:
         out.append(StepMetrics(ROLLOUT_SIDE, step, rollout, {}, origin))

@@ -35,6 +35,7 @@ NOT_TRAINING_RE = re.compile(
     re.ASCII | re.I,
 )
 TRAINING_DESC_RE = re.compile(r"train|step|iter|episode|progress|update|optimi|batch|grpo|ppo|dpo|sft|\brl\b|global", re.ASCII | re.I)
+EPOCH_INDEX_RE = re.compile(r"epoch\s*\[?(\d{1,6})", re.ASCII)
 POSTFIX_PAIR_RE = re.compile(r"([A-Za-z_][\w./-]{0,60})=([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", re.ASCII)
 
 
@@ -53,9 +54,21 @@ class Bar:
         d = self.desc.strip().strip("[]():").strip()
         if not d:
             return True
-        if d.lower().startswith("epoch"):
-            return False  # batches within an epoch, not the run's steps
+        if d.lower().startswith("epoch") or self.counts_epochs:
+            return False  # batches within an epoch, or the epochs themselves, not the run's steps
         return bool(TRAINING_DESC_RE.search(d)) and not NOT_TRAINING_RE.search(d)
+
+    @property
+    def counts_epochs(self) -> bool:
+        """The outer bar of a loop of epochs (`Train epoch: 100%|…| 1/1`): at N/N the run is done."""
+        d = self.desc.lower()
+        return "epoch" in d and not EPOCH_INDEX_RE.search(d) and not re.search(r"step|batch|iter", d)
+
+    @property
+    def epoch_index(self) -> int | None:
+        """`Train step of epoch 2` → 2: the bar restarts each epoch."""
+        m = EPOCH_INDEX_RE.search(self.desc.lower())
+        return int(m.group(1)) if m else None
 
 
 def clock_seconds(text: str) -> float | None:
@@ -258,7 +271,7 @@ NAMES = {
     "clip_ratio": "clip_ratio", "clipfrac": "clip_ratio", "pg_clipfrac": "clip_ratio", "clip_ratio/region_mean": "clip_ratio",
     "completions/clipped_ratio": "truncated", "truncated": "truncated", "truncation": "truncated", "response_length/clip_ratio": "truncated",
     "throughput": "throughput_tok_s", "tokens_per_second": "throughput_tok_s", "perf/throughput": "throughput_tok_s",
-    "total_loss": "loss", "gradnorm": "grad_norm", "resp_len": "seq_len", "average sequence length": "seq_len",
+    "total_loss": "loss", "gpt_loss": "loss", "gradnorm": "grad_norm", "actor_grad_norm": "grad_norm", "policy_grad_norm": "grad_norm", "resp_len": "seq_len", "average sequence length": "seq_len",
     "avg_response_len": "seq_len", "mean_response_length": "seq_len", "response_length_mean": "seq_len",
 }
 # Keys of a printed config that give the run's length: its steps, or its epochs.

@@ -41,7 +41,8 @@ VLLM_RE = re.compile(
 C10_RE = re.compile(r"\[([IWEF])(?:\d{3,4} (\d{2}:\d{2}:\d{2})\.\d+(?: \d+)?)? ?([\w./-]+:\d+)\]\s?(.*)", re.S | re.ASCII)
 # DeepSpeed's logger (and others' bracketed stamps): `[2025-01-18 21:04:10,118] [INFO] [logging.py:128:log_dist] …`.
 BRACKET_STAMP_RE = re.compile(
-    r"\[\d{4}-\d{2}-\d{2}[ T](\d{2}:\d{2}:\d{2})(?:[.,]\d+)?\]\s*\[?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]?\s?(.*)", re.S | re.ASCII
+    r"\[\d{4}-\d{2}-\d{2}[ T](\d{2}:\d{2}:\d{2})(?:[.,]\d+)?\]\s*\[?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]?\s?(?:\[[\w./-]{1,80}:\d{1,6}:\w{1,80}\] )?(.*)",
+    re.S | re.ASCII
 )
 # uvicorn inside vLLM: `INFO:     127.0.0.1:41722 - "GET /health HTTP/1.1" 200 OK`
 UVICORN_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+(.*)", re.S | re.ASCII)

@@ -8,7 +8,6 @@ expected (from every plug-in's `expects`).
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 from dataclasses import dataclass, field
@@ -204,10 +203,7 @@ def _in_dir(path: str, entries: list[str], forced: Framework | None, generic: bo
         if newest is not None:
             newest.detection = newest.detection or f"{fw.name}: an output directory of its runs"
             return newest
-    candidates = [os.path.join(path, e) for e in entries]
-    sub = os.path.join(path, "logs")
-    if os.path.isdir(sub):
-        candidates += sorted(glob.glob(os.path.join(sub, "*")))
+    candidates = [os.path.join(path, e) for e in entries] + _one_level_down(path, entries)
     logs = text_logs(candidates)
     # Each log's framework by its own evidence; the framework with the strongest log wins, and
     # of its logs the one with the most of its signs leads (its driver's, not a server beside it).
@@ -231,8 +227,9 @@ def _in_dir(path: str, entries: list[str], forced: Framework | None, generic: bo
 
     for name in order:
         plug = forced if forced is not None else get(name)
-        # The newest of its logs leads (an older one is an earlier run), never a server's beside it.
-        mine = sorted(claimed[name], key=lambda c: (c[0] not in servers, _mtime(c[0])))
+        # The newest of its logs leads (an older one is an earlier run), never a server's beside it,
+        # nor a SLURM job's output where the driver's own log is there (`<id>-logs/ray-driver.log`).
+        mine = sorted(claimed[name], key=lambda c: (c[0] not in servers, not JOB_LOG_RE.match(os.path.basename(c[0])), _mtime(c[0])))
         found = plug.logs_in_dir(path, [log for log, _, _ in mine]) or _single_file(mine[-1][0], plug)
         found.detection = next((why for log, why, _ in mine if found.logs and log == found.logs[0].path), mine[-1][1])
         return with_servers(found, servers)
@@ -247,6 +244,27 @@ def _in_dir(path: str, entries: list[str], forced: Framework | None, generic: bo
             read.detection = "framework not recognised: read generically"
             return read
     raise DiscoveryError(f"nothing runtop recognises in {path}: {expected()}")
+
+
+# Where a launch script puts its logs one directory down (`logs/`, NeMo-RL's `<job id>-logs/`,
+# `outputs/`): looked into, boundedly, for the run's driver log.
+MAX_SUBDIRS = 40
+MAX_SUBDIR_ENTRIES = 400
+
+
+def _one_level_down(path: str, entries: list[str]) -> list[str]:
+    out: list[str] = []
+    subdirs = sorted(e for e in entries if not e.startswith(".") and os.path.isdir(os.path.join(path, e)))
+    for name in sorted(subdirs, key=lambda e: (e != "logs", not e.endswith("logs")))[:MAX_SUBDIRS]:
+        sub = os.path.join(path, name)
+        try:
+            names = os.listdir(sub)
+        except OSError:
+            continue
+        if len(names) > MAX_SUBDIR_ENTRIES:
+            continue  # a directory of shards or samples, not of logs
+        out += [os.path.join(sub, n) for n in sorted(names)]
+    return out
 
 
 def _mtime(path: str) -> float:

@@ -119,3 +119,18 @@ def _short(text: str, n: int = 110) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+# An errno name and its words, often at the end of a long message (`… code: -98, name: EADDRINUSE,
+# message: address already in use`): the fact an expert searches for.
+ERRNO_RE = re.compile(r"\b(E[A-Z]{3,14})\b(?:, message: ([^,;)]{1,60}))?", re.ASCII)
+
+
+def short_keeping_errno(text: str, n: int = 100) -> str:
+    """`_short`, but an errno the cut would drop is kept at the end."""
+    cut = _short(text, n)
+    m = ERRNO_RE.search(text)
+    if m is None or m.group(1) in cut:
+        return cut
+    tail = m.group(1) + (f": {m.group(2).strip()}" if m.group(2) else "")
+    return _short(text, max(20, n - len(tail) - 3)) + " " + tail
+
+

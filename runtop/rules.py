@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-from runtop.findings import ROLE_NAMES, Facts, Finding, _short, _where
+from runtop.findings import ROLE_NAMES, Facts, Finding, _short, _where, short_keeping_errno
 from runtop.frameworks import get as get_framework
 from runtop.parsers.events import ROLLOUT_SIDE, Kind
 from runtop.rules_hang import env_lag, gpu_idle_held, node_silent
@@ -48,7 +48,7 @@ def crash(f: Facts) -> list[Finding]:
         detail = detail.split(": ", 1)[1]  # the exception says more than "Fatal error in train"
     who = f"in {first.actor}{f' pid {first.pid}' if first.pid else ''}" if first.actor and first.actor not in role else None
     during = f" during {first.phase}" if first.phase else ""
-    cause = f"{first.kind}{during} ({_short(detail, 100)})"
+    cause = f"{first.kind}{during} ({short_keeping_errno(detail, 100)})"
     context = "".join(
         f"; {part}" for part in (who, f"reported as {first.wrapped_by}" if first.wrapped_by else None, others_waiting(s, first)) if part
     )

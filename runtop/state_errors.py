@@ -5,11 +5,17 @@ by concern)."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter, deque
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from runtop.parsers.events import Kind, Notice
 from runtop.state_parts import MAX_DEATH_ERRORS, ErrorEntry, FileInfo, PhaseInfo, SlowCalls
+
+# A wrapper that points up at its cause (vLLM's), and how far up runtop looks for it.
+SEE_ABOVE_RE = re.compile(r"[Ss]ee root cause above|[Ss]ee stack trace \(above\)|Inspect the stacktrace to find the original", re.ASCII)
+SEE_ABOVE_WINDOW = 30
 
 
 class ErrorReducers:
@@ -58,6 +64,8 @@ class ErrorReducers:
                     info.active_after_fatal = False
                 if len(info.fatals) < MAX_DEATH_ERRORS:
                     info.fatals.append(entry)
+                if ev.wrapper and SEE_ABOVE_RE.search(ev.message):
+                    self._promote_above(info, source)
         elif ev.level == "WARNING":
             self.warnings[ev.kind] += ev.count
             self.last_warning[ev.kind] = ev.message
@@ -67,6 +75,18 @@ class ErrorReducers:
             self.context_overflows += ev.count
         elif ev.kind == Kind.TOOL_TIMEOUT:
             self.slow_calls.timeouts += ev.count
+
+    def _promote_above(self, info: FileInfo, source: str) -> None:
+        """A wrapper that says the cause is above (`Engine core initialization failed. See root
+        cause above`): the exceptions logged just before it in the same file join the death,
+        though none was fatal alone (EngineCore's `DistNetworkError … EADDRINUSE`, its traceback
+        cut to pieces by other processes' lines)."""
+        have = {id(e) for e in info.fatals}
+        recent = [e for e in list(self.errors)[-SEE_ABOVE_WINDOW:] if e.source == source and not e.fatal and id(e) not in have
+                  and e.kind != "error" and ("Error" in e.kind or "Exception" in e.kind)]
+        for e in recent[-3:]:
+            if len(info.fatals) < MAX_DEATH_ERRORS:
+                info.fatals.append(replace(e, fatal=True))
 
     def open_fatals(self) -> list[ErrorEntry]:
         """The cause of each death that ends its log (nothing of the role's work came after),

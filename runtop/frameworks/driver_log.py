@@ -44,6 +44,11 @@ class DriverLogFramework(Framework):
     def file_layout(self, path: str, text: str) -> RunLayout:
         return self._layout(path)
 
+    def split_lines(self, lines: list[str]) -> list[str]:
+        from runtop.frameworks.generic.parse import split_frames
+
+        return split_frames(lines)  # a bar's frames → its last; a record glued behind one, on its own line
+
     def default_run_name(self, layout: RunLayout) -> str:
         if layout.logs:
             return os.path.splitext(os.path.basename(layout.logs[0].path))[0]
@@ -119,7 +124,7 @@ def ray_led(own: Callable[[str], Record | None]) -> HeaderFn:
     record (never the continuation of the step line the same process printed before it);
     a Ray prefix printed alone on its line (OpenRLHF#350) is an empty record; the rest is
     the shared Ray-driver-log header's (prefixes, `(raylet)`, `[repeated Nx]`)."""
-    from runtop.parsers.skyrl_records import RAY_PREFIX_RE
+    from runtop.parsers.skyrl_records import RAY_PREFIX_RE, TQDM_END_RE
     from runtop.parsers.skyrl_records import header as ray_header
 
     def header(line: str, pending: Record | None) -> Record | None:
@@ -134,6 +139,8 @@ def ray_led(own: Callable[[str], Record | None]) -> HeaderFn:
             rec = Record("orphan", None, None, body)
         else:
             rec = own(body)
+            if rec is None and "%|" in body and TQDM_END_RE.search(body):
+                rec = Record("bar", None, None, body)  # any other bar: a record of its own, never a continuation
         if rec is None:
             return ray_header(line, pending)
         rec.proc = proc

@@ -314,19 +314,30 @@ class GenericParser(RecordParser):
         self._maybe_last(out, time)
 
     def _bar(self, bar: progress.Bar, time: str | None, out: list[Event]) -> None:
+        if bar.counts_epochs:
+            if bar.n == bar.total and bar.n > 0:
+                self._end(out, time)  # the last epoch done
+            return
         if not bar.training:
             self._epoch_bar(bar, time, out)
             return
-        if bar.total != self.total and (self.total is None or not self.explicit):
-            self.total = bar.total
-            out.append(MaxSteps(bar.total, "the progress bar"))
+        epoch = bar.epoch_index or 0  # `Train step of epoch 2: 5/180`: the bar restarts each epoch
+        total = bar.total * (self.epochs or 1) if bar.epoch_index is not None else bar.total
+        if total != self.total and (self.total is None or not self.explicit):
+            self.total = total
+            out.append(MaxSteps(total, "the progress bar"))
         if self.explicit:
             return  # the log numbers its steps: the bar only gives the total
-        self.bar_step = bar.n
+        step = epoch * bar.total + bar.n
+        self.bar_step = step
         if bar.n > 0:
-            values = {"step_time_s": bar.seconds_per_it} if bar.seconds_per_it else {}
-            out.append(StepMetrics(TRAINER, bar.n, values, {}, "log", time, dict(bar.postfix)))
-        if bar.n == bar.total and bar.n > 0:
+            rollout, trainer, extra = _split(bar.postfix)
+            if bar.seconds_per_it:
+                trainer.setdefault("step_time_s", bar.seconds_per_it)
+            if rollout:
+                out.append(StepMetrics(ROLLOUT_SIDE, step, rollout, {}, "bar", time))
+            out.append(StepMetrics(TRAINER, step, trainer, {}, "bar", time, extra))
+        if step == total and bar.n > 0:
             self._end(out, time)
 
     def _epoch_bar(self, bar: progress.Bar, time: str | None, out: list[Event]) -> None:

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from runtop.frameworks.driver_log import RecordParser, ray_led
+from runtop.frameworks.generic.parse import GenericParser
 from runtop.parsers.events import TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
 from runtop.parsers.metrics_generic import events_of
 from runtop.parsers.progress import last_bar
@@ -52,6 +53,8 @@ class OpenRlhfParser(RecordParser):
         self.per_tick: int | None = None
         self.last_n: int | None = None
         self.last_global: int | None = None
+        self.saw_episode = False
+        self.generic = GenericParser()
 
     def _ticks(self, n: int) -> int | None:
         """Items the bar counts per step, as far as the log shows it."""
@@ -70,6 +73,7 @@ class OpenRlhfParser(RecordParser):
         if rec.fmt == "orlhf-episode":
             m = EPISODE_RE.search(rec.message)
             if m:
+                self.saw_episode = True
                 episode, episodes, n, per = (int(g) for g in m.groups())
                 tick = (self._ticks(n) if n else self.per_tick) or 1
                 total = episodes * (per // tick)
@@ -96,6 +100,11 @@ class OpenRlhfParser(RecordParser):
             return
         if rec.fmt == "orlhf-done":
             out.append(RoleFinished(TRAINER, rec.time))
+            return
+        if rec.fmt == "bar" and not self.saw_episode:
+            # No Episode bar (an SFT or RM run: `Train step of epoch 0: …| 180/180 […, gpt_loss=1.17]`,
+            # `Train epoch: 100%|…| 1/1`): the generic reader's bars are its progress and its end.
+            self.generic._progress(rec, rec.message, out)
             return
         self.crash(rec, role, out, fatal_traceback=rec.proc is None)
 
