@@ -12,7 +12,9 @@ import ast
 import json
 import math
 import re
+import warnings
 from dataclasses import dataclass
+from typing import Any
 
 from .numbers import strict_float
 
@@ -189,40 +191,67 @@ def pairs(text: str) -> dict[str, float]:
 
 # ---- logged dicts and JSON lines -------------------------------------------------------
 MAX_DICT = 20_000
+# Python prints a non-finite float bare (`'grad_norm': nan`), which no literal parser takes: quoted,
+# it is read as the string it is, and a string number is a number.
+BARE_NONFINITE_RE = re.compile(r"(?<=[:\[,(]) ?(-?inf|nan)(?=\s*[,}\])])", re.ASCII)
+# `np.float64(0.41)` in a dict numpy's scalars went into (NumPy 2's repr).
+NUMPY_SCALAR_RE = re.compile(r"\bnp\.(?:float|int|uint)\d{1,3}\(([^()]{1,40})\)", re.ASCII)
+
+
+def literal_dict(text: str) -> dict[Any, Any] | None:
+    """A logged dict's repr as data (never `eval`): JSON, or a Python literal, with its bare `nan`
+    and `inf` and numpy's `np.float64(…)` read as the numbers they are. None when it is no dict."""
+    t = text.strip()
+    if not (t.startswith("{") and t.endswith("}")) or len(t) > MAX_DICT:
+        return None
+    if t.startswith('{"'):
+        try:
+            value = json.loads(t)
+            return value if isinstance(value, dict) else None
+        except ValueError:
+            pass
+    for attempt in range(2):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # `'\c'` in a logged string: never a warning over the TUI
+                value = ast.literal_eval(t)
+            return value if isinstance(value, dict) else None
+        except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+            if attempt or not ("nan" in t or "inf" in t or "np." in t):
+                return None
+            t = NUMPY_SCALAR_RE.sub(r"\1", t)
+            t = BARE_NONFINITE_RE.sub(lambda m: f"'{m.group(1)}'", t)
+    return None
 
 
 def logged_dict(text: str) -> dict[str, float] | None:
     """`{'loss': 0.1, 'reward': '0.41', …}` (a Python dict repr, values plain or quoted as
     current TRL prints them) or `{"step": 3, "loss": 0.1}` (JSON): its numbers, flattened one
     level (`{"data": {"actor/x": 1}}` → `actor/x`). None when it is no dict of numbers."""
-    t = text.strip()
-    if not (t.startswith("{") and t.endswith("}")) or len(t) > MAX_DICT:
-        return None
-    try:
-        value = json.loads(t)
-    except ValueError:
-        try:
-            value = ast.literal_eval(t)
-        except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-            return None
-    if not isinstance(value, dict):
+    value = literal_dict(text)
+    if value is None:
         return None
     out: dict[str, float] = {}
     for k, v in value.items():
         if isinstance(v, dict):
             for k2, v2 in v.items():
-                f = _number(v2)
+                f = number(v2)
                 if f is not None:
                     out[f"{k2}"] = f
             continue
-        f = _number(v)
+        f = number(v)
         if f is not None:
             out[str(k)] = f
     return out or None
 
 
 def number(v: object) -> float | None:
-    """A logged value as a finite float: a number, or a number quoted as a string."""
+    """A logged value as a float: a number, or a number quoted as a string; `nan` and `inf` kept
+    (a NaN grad norm is news, not noise)."""
+    if isinstance(v, str) and v.strip().lower() in ("nan", "inf", "-inf", "+inf"):
+        return float(v.strip())
+    if isinstance(v, float) and not math.isfinite(v):
+        return v
     return _number(v)
 
 
@@ -230,7 +259,10 @@ def _number(v: object) -> float | None:
     if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
-        f = float(v)
+        try:
+            f = float(v)
+        except OverflowError:  # an int past float range (`10**400` is a literal too)
+            return None
     elif isinstance(v, str) and len(v) < 40:
         f2 = strict_float(v.strip())
         if f2 is None:

@@ -49,9 +49,11 @@ UVICORN_RE = re.compile(r"(DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+(.*)", re.S | r
 # stdlib logging (v0.6 env router) and the Rust vllm-router:
 # `2026-06-25 14:01:33 - verifiers…EnvRouter - INFO - Active tasks: …`
 # `2026-08-21 14:00:03  INFO vllm_router_rs::server: …`
+# and `%(asctime)s - %(levelname)s - %(name)s - %(message)s` (open-r1's, TRL's examples'):
+# `2025-04-01 10:02:41 - INFO - trl.extras.vllm_client - Server is not up yet.`
 STDLIB_RE = re.compile(
-    r"\d{4}-\d{2}-\d{2}[ T](\d{2}:\d{2}:\d{2})(?:[.,]\d+)?\s+(?:-\s+\S+\s+-\s+)?"
-    r"(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:-\s+)?(.*)",
+    r"\d{4}-\d{2}-\d{2}[ T](\d{2}:\d{2}:\d{2})(?:[.,]\d+)?\s+(?:-\s+\S+\s+-\s+)?(?:-\s+)?"
+    r"(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:-\s+(?:[\w.]{1,80}\s+-\s+)?)?(.*)",
     re.S | re.ASCII,
 )
 

@@ -6,6 +6,7 @@ an exception (tests/test_parsers_properties.py holds them to that).
 
 from __future__ import annotations
 
+import json
 import re
 
 from .hygiene import redact as redact  # noqa: F401 - the one redaction, re-exported
@@ -140,3 +141,48 @@ def split_fields(body: str) -> list[tuple[str, str]]:
 def to_float(value: str) -> float | None:
     """The first number in a field value (`14872 tokens/s`, `87.5%`, `3.00e-06`)."""
     return first_number(value)
+
+
+# ---- what a log collector wraps each line in -------------------------------------------------
+# Docker's json-file driver (`{"log":"…\n","stream":"stderr","time":"…"}`), `docker logs -t` and
+# `kubectl logs --timestamps` (`2026-09-14T03:12:00.000000000Z …`), `ts`-style stamps a shell loop
+# adds (`[2026-03-12 11:20:07] …`). Decided once a file, from its head: the same wrapper on most lines.
+DOCKER = "docker json-file"
+ISO_STAMP = "collector timestamps"
+BRACKET_STAMP = "bracketed timestamps"
+ISO_STAMP_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}) ", re.ASCII)
+BRACKET_STAMP_RE = re.compile(r"\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?\] ", re.ASCII)
+_ANSI_RE = re.compile(r"\x1b(?:\[[0-9;?]*[A-Za-z])?", re.ASCII)  # the tailer may have taken a bare `[36m` already
+
+
+def collector_of(lines: list[str]) -> str | None:
+    """The wrapper most of the first non-blank lines carry, or None."""
+    head = [ln for ln in lines if ln.strip()][:20]
+    if len(head) < 3:
+        return None
+    for form, test in ((DOCKER, lambda ln: ln.startswith('{"log":"')), (ISO_STAMP, ISO_STAMP_RE.match), (BRACKET_STAMP, BRACKET_STAMP_RE.match)):
+        if sum(1 for ln in head if test(ln)) >= 0.8 * len(head):
+            return form
+    return None
+
+
+def unwrap(lines: list[str], form: str) -> list[str]:
+    """Each line as the run wrote it, the collector's wrapper taken off (a line without it kept)."""
+    out: list[str] = []
+    if form == DOCKER:
+        for ln in lines:
+            if ln.startswith('{"log":"'):
+                try:
+                    text = json.loads(ln).get("log")
+                except (ValueError, AttributeError):
+                    text = None
+                if isinstance(text, str):
+                    out.extend(_ANSI_RE.sub("", text.rstrip("\n")).split("\n"))
+                    continue
+            out.append(ln)
+        return out
+    pattern = ISO_STAMP_RE if form == ISO_STAMP else BRACKET_STAMP_RE
+    for ln in lines:
+        m = pattern.match(ln)
+        out.append(ln[m.end():] if m else ln)
+    return out

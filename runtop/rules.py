@@ -41,6 +41,15 @@ def crash(f: Facts) -> list[Finding]:
     fatals = s.open_fatals()
     if not fatals:
         return []
+    if s.run_finished():
+        # Deaths after the run said it ended: its teardown (vLLM's engine stopped under it, a
+        # SIGSEGV at exit), not a Down. The finishing role's own death may have cost the final
+        # save or upload: said loudly; another role's, as a warning.
+        last = fatals[-1]
+        own = last.role in s.finished
+        msg = (f"after the run finished, {ROLE_NAMES.get(last.role, last.role)} died during teardown: {last.kind} "
+               f"({_short(last.message, 80)})" + ("; check its final save" if own else ""))
+        return [Finding("crash", "critical" if own else "warning", msg, _where(s, last), last.time, cause=last.kind, subject="teardown")]
     first = min(fatals, key=lambda e: (not e.certain and e.rank >= 40, e.time or "99"))
     role = ROLE_NAMES.get(first.role, first.role) + node_of(first.source)
     detail = first.message

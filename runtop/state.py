@@ -246,8 +246,10 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
 
     def run_finished(self) -> bool:
         """A role said it ended normally (`RL trainer finished!`, `Orchestrator finished.`,
-        SkyRL's `Training finished` or its last batch bar at N/N) and no death came after."""
-        return bool(self.finished) and not self.open_fatals()
+        SkyRL's `Training finished` or its last batch bar at N/N), and no death ends a log but
+        those of the teardown after it (vLLM's engine dying as the run shuts it down, a SIGSEGV
+        at interpreter exit): a finished run stays Finished (docs/reading.md, "Ends")."""
+        return bool(self.finished) and all(e.after_finish for e in self.open_fatals())
 
     def duration_s(self) -> float | None:
         """Log-clock time from the first record to the newest (prime-rl logs carry no date:

@@ -23,6 +23,7 @@ class ErrorReducers:
 
     if TYPE_CHECKING:
         errors: deque[ErrorEntry]
+        finished: set[str]
         error_count: int
         warnings: Counter[str]
         last_warning: dict[str, str]
@@ -49,7 +50,7 @@ class ErrorReducers:
         if ev.level in ("ERROR", "CRITICAL") or ev.fatal:
             entry = ErrorEntry(
                 ev.time, source, ev.role, ev.kind, ev.message, ev.fatal, ev.wrapper, ev.pid, ev.actor, ev.rank,
-                ev.certain, ev.signature, self._phase_of(ev) if ev.fatal else None,
+                ev.certain, ev.signature, self._phase_of(ev) if ev.fatal else None, after_finish=bool(self.finished),
             )
             self.errors.append(entry)
             self.error_count += 1

@@ -112,6 +112,7 @@ class ErrorEntry:
     phase: str | None = None  # what the run was doing: `save_checkpoints`, `checkpoint save (step 14)`
     wrapped_by: str | None = None  # set on a chosen cause: the wrapper that reported it
     hint: str | None = None  # where to look next (`/dev/shm` for a SIGBUS during a save)
+    after_finish: bool = False  # logged after a role said the run ended: teardown, not the run's death
 
 
 @dataclass

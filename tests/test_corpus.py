@@ -37,6 +37,10 @@ def test_corpus_case(case, tmp_path):
 @pytest.mark.parametrize("case", HELD_OUT)
 def test_held_out_case(case, tmp_path):
     got = judge(cases_by_name(holdout=True)[case], tmp_path)
+    if got.known_miss:
+        # A miss said plainly in the case (`known_miss`): it must still be one, or the note goes.
+        assert not got.ok, f"{case} is read right now: drop its known_miss ({got.known_miss})"
+        pytest.xfail(got.known_miss)
     assert got.ok, "\n".join([got.first_line, *got.problems])
 
 

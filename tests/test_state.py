@@ -97,12 +97,18 @@ def test_warnings_are_counted_by_kind_and_keep_their_last_words():
     assert s.last_warning["inference_unreachable"] == "not reached after 30 seconds"
 
 
-def test_a_run_is_finished_only_when_no_death_came_after_the_end():
+def test_a_death_after_the_end_is_teardown_and_a_death_before_it_is_not_an_end():
+    """Finished is final (a SIGSEGV at exit, vLLM stopped under a finished run); a death that
+    came first stays the run's, whatever the logs say after it."""
     s = _state()
     s.apply(RoleFinished(TRAINER), "logs/trainer.log")
     assert s.run_finished()
     s.apply(Notice(TRAINER, "ERROR", "RuntimeError", "boom", fatal=True), "logs/trainer.log")
-    assert not s.run_finished()
+    assert s.run_finished() and s.open_fatals()[0].after_finish
+    dead = _state()
+    dead.apply(Notice(TRAINER, "ERROR", "RuntimeError", "boom", fatal=True), "logs/trainer.log")
+    dead.apply(RoleFinished("orchestrator"), "logs/orchestrator.log")
+    assert not dead.run_finished()
 
 
 def test_a_save_stays_open_until_a_step_comes_after_it():

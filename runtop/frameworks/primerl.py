@@ -121,7 +121,29 @@ def _role_logs(base: str) -> list[Tracked]:
             out.extend(Tracked(f, role, "log") for f in nodes)
         elif _isfile(base, name):
             out.append(Tracked(os.path.join(base, name), role, "log"))
+    out.extend(_rank_logs(base))
     return out
+
+
+MAX_RANK_LOGS = 32
+
+
+def _rank_logs(base: str) -> list[Tracked]:
+    """torchrun's own per-rank files (`trainer/torchrun/<rdzv>/attempt_0/<rank>/{stdout,stderr}.log`):
+    a rank that dies alone writes its traceback only there, while trainer.log (rank 0) ends in
+    torchrun's summary. Every rank's stderr, and stdout of the ranks other than 0 (whose stdout
+    trainer.log already is), of the newest torchrun attempt."""
+    attempts = glob.glob(os.path.join(base, "trainer", "torchrun", "*", "attempt_*"))
+    if not attempts:
+        return []
+    newest = max(attempts, key=_newest_mtime)
+    out: list[Tracked] = []
+    for rank_dir in sorted(glob.glob(os.path.join(newest, "*")), key=_node_order):
+        rank = os.path.basename(rank_dir)
+        for name in ("stderr.log",) if rank == "0" else ("stderr.log", "stdout.log"):
+            if _isfile(rank_dir, name):
+                out.append(Tracked(os.path.join(rank_dir, name), "trainer", "log"))
+    return out[:MAX_RANK_LOGS]
 
 
 def _node_order(path: str) -> tuple[int, ...]:

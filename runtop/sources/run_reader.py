@@ -21,6 +21,7 @@ from runtop.parsers.events import Event, StepMetrics, Unparsed
 from runtop.parsers.metrics_generic import parse_line as parse_generic
 from runtop.parsers.records import Record, RecordAssembler
 from runtop.parsers.skim import skim
+from runtop.parsers.text import collector_of, unwrap
 from runtop.sources.run_configs import ConfigReader
 from runtop.sources.tailer import FileTailer
 from runtop.state import RunState
@@ -42,7 +43,7 @@ def node_tag(tracked: Tracked) -> str:
 
 
 class _Followed:
-    __slots__ = ("tracked", "framework", "tailer", "assembler", "parse", "last_metric_step", "last_time", "approximate")
+    __slots__ = ("tracked", "framework", "tailer", "assembler", "parse", "last_metric_step", "last_time", "approximate", "collector")
 
     def __init__(self, tracked: Tracked, framework: Framework) -> None:
         self.tracked = tracked
@@ -63,6 +64,7 @@ class _Followed:
         record header and a fresh parser."""
         head, self.parse = reading(self.framework, self.tracked, batch_rollouts)
         self.assembler = RecordAssembler(head)
+        self.collector: str | None = ""  # "" not decided yet; None: no wrapper
         self.last_metric_step.clear()
 
 
@@ -241,6 +243,10 @@ class RunReader:
     def _fold_lines(self, f: _Followed, lines: list[str], first_line: int, *, eof: bool) -> None:
         kind = f.tracked.kind
         if kind == "log":
+            if f.collector == "":
+                f.collector = collector_of(lines) if len(lines) >= 3 else ""
+            if f.collector:
+                lines = unwrap(lines, f.collector)  # docker's json-file, kubectl's timestamps: the run's own lines
             lines = self.framework.split_lines(lines)
             f.assembler.line_base = first_line
             records = f.assembler.feed(lines)

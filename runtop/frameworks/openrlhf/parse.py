@@ -8,7 +8,6 @@ OpenRLHF's source; no genuine paste of it was found). Crashes: the shared select
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Any
 
@@ -16,7 +15,7 @@ from runtop.frameworks.driver_log import RecordParser, ray_led
 from runtop.frameworks.generic.parse import GenericParser
 from runtop.parsers.events import TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
 from runtop.parsers.metrics_generic import events_of
-from runtop.parsers.progress import last_bar
+from runtop.parsers.progress import last_bar, literal_dict
 from runtop.parsers.records import Record
 
 EPISODE_RE = re.compile(r"Episode \[(\d{1,6})/(\d{1,6})\]:.{0,80}?(?<!\d)(\d{1,9})/(\d{1,9}) \[", re.ASCII)
@@ -110,13 +109,7 @@ class OpenRlhfParser(RecordParser):
 
 
 def _dict(text: str) -> dict[str, Any] | None:
-    if len(text) > 20_000:
-        return None
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
+    return literal_dict(text)
 
 
 Parser = OpenRlhfParser  # what the plug-in base asks for

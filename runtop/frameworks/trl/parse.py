@@ -13,14 +13,12 @@ dict (`train_runtime`) is the end. Crashes: plain tracebacks, through the shared
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from typing import Any
 
 from runtop.frameworks.driver_log import RecordParser
-from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
-from runtop.parsers.progress import last_bar, number
+from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, Event, Kind, MaxSteps, Notice, RoleFinished, StepMetrics
+from runtop.parsers.progress import last_bar, literal_dict, number
 from runtop.parsers.records import Record, match_header
 
 # The training bar has no description (`Loading checkpoint shards: 100%|…| 2/2` is not it).
@@ -48,16 +46,20 @@ def header(line: str, pending: Record | None) -> Record | None:
 
 
 def _dict(text: str) -> dict[str, Any] | None:
-    if len(text) > MAX_DICT:
-        return None
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        try:
-            value = json.loads(text)
-        except ValueError:
-            return None
-    return value if isinstance(value, dict) else None
+    return literal_dict(text)
+
+
+COUNTER_RE = re.compile(r"^\s*(\d{1,9})\s*/\s*(\d{1,9})\s*$", re.ASCII)
+
+
+def _counter(d: dict[str, Any]) -> tuple[int, int] | None:
+    """A dict's own `'global_step/max_steps': 'n/N'` (ms-swift), as (step, total)."""
+    for key, value in d.items():
+        if isinstance(key, str) and "step" in key and isinstance(value, str):
+            m = COUNTER_RE.match(value)
+            if m and 0 < int(m.group(1)) <= int(m.group(2)):
+                return int(m.group(1)), int(m.group(2))
+    return None
 
 
 class TrlParser(RecordParser):
@@ -98,6 +100,10 @@ class TrlParser(RecordParser):
             if d is not None:
                 self._logged(d, rec.time, out)
             return
+        if "Server is not up yet" in rec.message:
+            # TRL's vLLM client retries the server until `vllm_server_timeout`: the run waits on it.
+            out.append(Notice(role, "WARNING", Kind.INFERENCE_UNREACHABLE, "the vLLM server is not up yet: " + rec.message.strip(), rec.time))
+            return
         self.crash(rec, role, out, fatal_traceback=True)
 
     def _flush(self, step: int | None, out: list[Event]) -> None:
@@ -120,6 +126,15 @@ class TrlParser(RecordParser):
         if any(k.startswith("eval_") for k in d):
             return  # an evaluation, not a training step
         self._flush(None, out)  # two dicts with no new tick between
+        counted = _counter(d)
+        if counted is not None:
+            # ms-swift writes the step into the dict: `'global_step/max_steps': '10/3766'`.
+            step, total = counted
+            if total != self.max_steps:
+                self.max_steps = total
+                out.append(MaxSteps(total, "the logged dict's global_step/max_steps"))
+            self._give(d, time, step, out)
+            return
         if self.bar_step and self.bar_step > self.last_step:
             self._give(d, time, self.bar_step, out)
         elif self.seen_bar or self.dicts == 0:

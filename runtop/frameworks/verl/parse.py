@@ -46,7 +46,7 @@ TRAINER_KEYS = {
 }
 PHASE = "timing_s/"
 # verl's own lines that begin a record even right after another line of the same Ray process.
-OWN_STARTS = ("Training Progress", "Final validation metrics", "local_global_step_folder", "Total training steps")
+OWN_STARTS = ("Training Progress", "Final validation metrics", '("Final validation metrics', "local_global_step_folder", "Total training steps")
 
 
 def _own(body: str) -> Record | None:
@@ -101,7 +101,7 @@ class VerlParser(RecordParser):
         if rec.fmt == "verl-step":
             out.extend(step_events(msg, rec.time or self.last_time))
             return
-        if msg.startswith("Final validation metrics"):
+        if msg.lstrip('("').startswith("Final validation metrics"):  # pprint wraps a long one: `("Final validation metrics: {…"`
             # `fit()` prints it after the last step, then returns: the run ended normally.
             out.append(RoleFinished(TRAINER, rec.time or self.last_time))
             return
