@@ -213,3 +213,19 @@ def test_prime_rls_sft_trainer_that_finished_stays_finished_when_old(tmp_path, c
     path = write(tmp_path, "run/logs/trainer.log", "10:00:00    INFO Starting training loop (max_steps=3)\n" + lines + "10:04:00 SUCCESS SFT trainer finished!\n", age_s=3 * 3600)
     code, first = check(capsys, path)
     assert code == 0 and first.startswith("Finished:") and "finished at step 3" in first, first
+
+
+@pytest.mark.parametrize("name", ["prime-rl", "skyrl", "verl", "trl", "openrlhf", "nemo-rl"])
+def test_every_frameworks_finished_run_stays_finished_three_days_on(tmp_path, capsys, name):
+    """Finished is final: an old finished run is not `Down — no log write for 3 days`."""
+    from runtop.frameworks import get
+
+    root = tmp_path / name
+    get(name).simulator(str(root), "healthy").run()
+    when = time.time() - 3 * 86400
+    for dirpath, _dirs, names in os.walk(root):
+        for n in names:
+            os.utime(os.path.join(dirpath, n), (when, when), follow_symlinks=False)
+    target = str(root)
+    code, first = check(capsys, target)
+    assert code == 0 and first.startswith("Finished:"), first
