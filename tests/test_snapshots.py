@@ -108,3 +108,15 @@ def test_main_layout_nemo_rl_healthy(snap_compare, size, fixed_dir):
            ProcInfo(7200, FIXED_MTIME - 3600, 1, "ray::VllmGenerationWorker", "inference", "sleeping", 5.0, 20 << 30)]
     tree = ProcessSnapshot(procs=ray, taken_at=FIXED_MTIME)
     assert snap_compare(make_app(fixed_dir, proc_sampler=FixedProcs(tree)), terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
+def test_main_layout_generic_crash_tail(snap_compare, size, fixed_dir):
+    """A training script no plug-in knows, dead of a CUDA OOM under hydra: read generically, and
+    the screen says so (its header names the reader)."""
+    from runtop.sources.processes import ProcessSnapshot
+
+    corpus = os.path.join(os.path.dirname(__file__), "corpus", "generic-cuda-oom-hydra-script", "run")
+    shutil.copytree(corpus, fixed_dir)
+    tree = ProcessSnapshot(procs=[], missing=["trainer"], taken_at=FIXED_MTIME)
+    assert snap_compare(make_app(fixed_dir, proc_sampler=FixedProcs(tree)), terminal_size=size, run_before=settle)
