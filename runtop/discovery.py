@@ -264,6 +264,8 @@ def _one_level_down(path: str, entries: list[str]) -> list[str]:
         if len(names) > MAX_SUBDIR_ENTRIES:
             continue  # a directory of shards or samples, not of logs
         out += [os.path.join(sub, n) for n in sorted(names)]
+        if name == "logs":  # `logs/attempt_N/`, `logs/<date>/`: one more level, there only
+            out += _one_level_down(sub, names)[:MAX_SUBDIR_ENTRIES]
     return out
 
 

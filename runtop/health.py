@@ -66,6 +66,8 @@ class HealthTracker:
         out.sort(key=lambda f: (not f.down, SEVERITY_ORDER.get(f.severity, 3)))
         reasons = _reasons(state, out)
         note = get_framework(state.framework).read_note
+        if note and state.detection.endswith("given with --framework"):
+            note = f"read as {state.framework}: given with --framework"
         if note:
             # Every face says how it read the run: a verdict from the generic reader alone is
             # worth knowing (`Down: … CUDAOutOfMemory … (framework not recognised: read generically)`).

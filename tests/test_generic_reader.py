@@ -229,3 +229,17 @@ def test_every_frameworks_finished_run_stays_finished_three_days_on(tmp_path, ca
     target = str(root)
     code, first = check(capsys, target)
     assert code == 0 and first.startswith("Finished:"), first
+
+
+@pytest.mark.parametrize("name", ["prime-rl", "skyrl", "verl", "trl", "openrlhf", "nemo-rl"])
+def test_the_generic_reader_alone_reads_every_frameworks_finished_demo_as_finished(tmp_path, capsys, name):
+    """What a plug-in adds is precision: with none (`--framework generic`), the run's end and its
+    last step are still read, and nothing in a healthy run reads as a death."""
+    from runtop.frameworks import get
+
+    root = tmp_path / name
+    sim = get(name).simulator(str(root), "healthy")
+    sim.run()
+    code, first = check(capsys, str(root), "--framework", "generic")
+    assert code == 0 and first.startswith("Finished:") and "finished at step" in first, first
+    assert first.endswith("(read as generic: given with --framework)"), first

@@ -24,7 +24,7 @@ import re
 from runtop.columns import BY_NAME, ROLLOUT
 from runtop.frameworks.driver_log import RecordParser
 from runtop.parsers import ends, progress, vllm
-from runtop.parsers.crashes import error_notice, has_traceback
+from runtop.parsers.crashes import error_notice, has_traceback, is_frame
 from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
 from runtop.parsers.records import Record, match_header
 from runtop.parsers.skyrl_records import LOGURU_RE, RAY_PREFIX_RE, REPEATED_RE, TQDM_END_RE
@@ -73,11 +73,7 @@ def _in_traceback(rec: Record) -> bool:
     """`rec` holds a traceback not yet closed by its exception line."""
     lines = rec.lines()
     last = lines[-1] if lines else rec.message
-    return last[:1].isspace() or last.startswith(_TB_CONT) or progress_free_frame(last)
-
-
-def progress_free_frame(line: str) -> bool:
-    return line.lstrip().startswith('File "')
+    return last[:1].isspace() or last.startswith(_TB_CONT) or is_frame(last)
 
 
 def _open_object(rec: Record) -> bool:
