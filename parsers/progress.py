@@ -22,9 +22,11 @@ from .numbers import strict_float
 # `Training Progress:  6%|▌   | 12/200 [17:38<4:36:12, 88.2s/it, loss=0.3]`; without a
 # description (`  3%|▎ | 3/1562 [18:48<164:33:29, 379.99s/it]`); rate in s/it or it/s, or `?it/s`
 # before the first tick. tqdm writes `n/total` as plain integers (or k/M with unit_scale).
+# The frame from its percentage on; its description is the text before it in the same frame (a
+# lazy description group in front cost 100 tries at every position of a long line).
 BAR_RE = re.compile(
-    r"(?:(?P<desc>[^|\r\n]{0,100}?):?\s*)?(?P<pct>\d{1,3})%\|[^|\r\n]{0,200}\|\s*(?P<n>\d{1,12})/(?P<total>\d{1,12})"
-    r"\s*\[(?P<elapsed>[\d:]{1,12})<(?P<eta>[\d:?]{1,12}),\s*(?P<rate>[\d.]{1,12}|\?)\s?(?P<unit>s/it|it/s|[\w.]{1,12}/s|s/[\w.]{1,12})?"
+    r"(?P<pct>\d{1,3})%\|[^|\r\n]{0,200}\|[ \t]{0,8}(?P<n>\d{1,12})/(?P<total>\d{1,12})"
+    r"[ \t]{0,8}\[(?P<elapsed>[\d:]{1,12})<(?P<eta>[\d:?]{1,12}),[ \t]{0,8}(?P<rate>[\d.]{1,12}|\?)[ \t]?(?P<unit>s/it|it/s|[\w.]{1,12}/s|s/[\w.]{1,12})?"
     r"(?P<post>[^\]\r\n]{0,400})\]",
     re.ASCII,
 )
@@ -107,20 +109,22 @@ def last_bar(text: str) -> Bar | None:
         elif unit.endswith("/s") and unit.startswith("it"):
             spi = 1.0 / rate
     post = {k: v for k, raw in POSTFIX_PAIR_RE.findall(found["post"] or "") if (v := strict_float(raw)) is not None}
-    desc = (found["desc"] or "").split("\r")[-1]
+    before = text[max(0, found.start() - 120): found.start()]
+    desc = before.rsplit("\r", 1)[-1].rsplit("]", 1)[-1].rstrip().rstrip(":").strip()[-100:]
     return Bar(desc, n, total, clock_seconds(found["eta"]), spi, post)
 
 
 # ---- step headers ------------------------------------------------------------------------
 # `Step 12/500`, `step: 12`, `step=12`, `[Step 12]`, `global_step 12`, `Iteration 12/500`, `iter 12`.
 STEP_RE = re.compile(
-    r"(?<![\w/.-])(?:global[_ ]step|train/global_step|step|iteration|iter)\s*(?:[:=#]\s*|\s)\[?\s*(\d{1,12})(?:\s*/\s*(\d{1,12}))?\]?(?![\w.%/]|:\d)",
+    r"(?<![\w/.-])(?:global[_ ]step|train/global_step|step|iteration|iter)(?:[ \t]{0,4}[:=#][ \t]{0,4}|[ \t]{1,4})\[?[ \t]{0,4}(\d{1,12})"
+    r"(?:[ \t]{0,4}/[ \t]{0,4}(\d{1,12}))?\]?(?![\w.%/]|:\d)",
     re.ASCII | re.I,
 )
 # A line that only mentions a step (a save, a resume, a load) is no progress.
 NOT_PROGRESS_RE = re.compile(r"checkpoint|sav(?:e|ing|ed)\b|resum|load|restor|skip|warm|from step|at step|until step|every", re.ASCII | re.I)
 # `Step 12/500` opening a block of bullets (NeMo-RL's `==== Step 12/500 ====`), alone on its line.
-BLOCK_RE = re.compile(r"^[\W_]*(?:step|iteration|iter)\s+(\d{1,12})(?:\s*/\s*(\d{1,12}))?[\W_]*$", re.ASCII | re.I)
+BLOCK_RE = re.compile(r"^[\W_]{0,80}(?:step|iteration|iter)[ \t]{1,4}(\d{1,12})(?:[ \t]{0,4}/[ \t]{0,4}(\d{1,12}))?[\W_]{0,80}$", re.ASCII | re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +137,7 @@ class StepHeader:
 def step_header(text: str, pairs: int) -> StepHeader | None:
     """The step a line announces: at its start, or anywhere on a line that also carries
     `pairs` metric pairs; never a line about saving, resuming or loading at a step."""
-    t = text.strip()
+    t = text.strip()[:MAX_PAIRS_TEXT]
     b = BLOCK_RE.match(t)
     if b:
         return StepHeader(int(b.group(1)), int(b.group(2)) if b.group(2) else None, True)
@@ -154,7 +158,7 @@ _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 # `loss=0.12`, `loss: 0.12`, `'loss': 0.12`, `"loss": "0.12"`, `• Avg Reward: 0.61`, `| Loss 0.0031 |`.
 PAIR_RE = re.compile(
     r"(?:^|(?<=[\s,{|(\[•*-]))['\"]?([A-Za-z][\w./@-]{0,60}(?: [A-Za-z][\w./()-]{0,20}){0,3})['\"]?"
-    r"\s*(=|:|\s(?=[-+.\d]))\s*['\"]?(" + _NUM + r")['\"]?(%|\s?s\b|\s?ms\b)?(?=[\s,}|)\]]|$)",
+    r"[ \t]{0,8}(=|:|[ \t](?=[-+.\d]))[ \t]{0,8}['\"]?(" + _NUM + r")['\"]?(%|[ \t]?s\b|[ \t]?ms\b)?(?=[\s,}|)\]]|$)",
     re.ASCII,
 )
 # Words that name what a line is about, not a metric (`step 12`, `epoch 1`, a time of day).
@@ -162,6 +166,7 @@ NOT_METRIC = frozenset({"step", "global step", "global_step", "iteration", "iter
                         "version", "seed", "worker", "node", "gpu", "device", "id", "attempt", "pg id", "at", "in", "of", "to"})
 
 
+MAX_PAIRS_TEXT = 2000
 LEVELS = frozenset({"DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL", "SUCCESS", "TRACE", "FATAL", "NOTICE"})
 
 
@@ -170,6 +175,7 @@ def pairs(text: str) -> dict[str, float]:
     `Key value` without `=` or `:` counts only on a `|`-separated line (prime-rl's, Megatron's):
     in prose it is any word before any number."""
     out: dict[str, float] = {}
+    text = text[:MAX_PAIRS_TEXT]  # a metric line is short; a 64 KB transcript line is no metric line
     if not any(c.isdigit() for c in text):
         return out
     loose = " | " in text

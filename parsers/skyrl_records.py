@@ -101,8 +101,11 @@ def _in_agent_block(rec: Record | None) -> bool:
     return rec is not None and rec.message.startswith(("Code execution took", "Timeout error during execute"))
 
 
-def header(line: str, pending: Record | None) -> Record | None:
-    """The record `line` starts, or None when it continues `pending`."""
+def ray_line(line: str, *, rank_always: bool = False) -> tuple[str | None, str, int]:
+    """(the Ray process, the line without Ray's prefix and `[repeated Nx]`, how many copies it
+    stands for): `(Worker pid=9) [rank0]:[E302 …` has three layers of prefix. A torchrun rank
+    prefix is taken off behind a Ray prefix (the tailer takes it off at a line's start), or
+    wherever it starts the body with `rank_always`."""
     proc = None
     body = line
     if line.startswith("("):
@@ -116,8 +119,14 @@ def header(line: str, pending: Record | None) -> Record | None:
         if m:
             repeat = 1 + int(m.group(1))  # the line shown plus the N Ray folded into it
             body = body[: m.start()] + body[m.end() :]
-    if proc is not None and body.startswith("[") and "]:" in body[:16]:
-        body = RANK_PREFIX_RE.sub("", body, count=1)  # `(Worker pid=9) [rank0]:[E302 …`: three layers of prefix
+    if (proc is not None or rank_always) and body.startswith("[") and "]:" in body[:16]:
+        body = RANK_PREFIX_RE.sub("", body, count=1)
+    return proc, body, repeat
+
+
+def header(line: str, pending: Record | None) -> Record | None:
+    """The record `line` starts, or None when it continues `pending`."""
+    proc, body, repeat = ray_line(line)
     same_proc = pending is not None and pending.proc == proc
     rec = _body_header(body, _in_agent_block(pending) and same_proc)
     if rec is None and proc is None and pending is not None and pending.proc is not None:

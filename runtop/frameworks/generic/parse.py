@@ -27,8 +27,7 @@ from runtop.parsers import ends, progress, vllm
 from runtop.parsers.crashes import error_notice, has_traceback, is_frame
 from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
 from runtop.parsers.records import Record, match_header
-from runtop.parsers.skyrl_records import LOGURU_RE, RAY_PREFIX_RE, REPEATED_RE, TQDM_END_RE
-from runtop.parsers.text import RANK_PREFIX_RE
+from runtop.parsers.skyrl_records import LOGURU_RE, TQDM_END_RE, ray_line
 
 # A timestamp and level at a line's start, in the shapes Python's and others' loggers write:
 # `2025-05-01 10:00:00,123 - name - INFO - msg`, `[2025-05-01 10:00:00] [INFO] msg`,
@@ -124,20 +123,7 @@ def _glued(piece: str) -> bool:
 
 def header(line: str, pending: Record | None) -> Record | None:
     """The record `line` starts, or None when it continues `pending`."""
-    proc = None
-    body = line
-    if line.startswith("("):
-        m = RAY_PREFIX_RE.match(line)
-        if m:
-            proc, body = m.group(1), line[m.end():]
-    repeat = 1
-    if "[repeated " in body:
-        m = REPEATED_RE.search(body)
-        if m:
-            repeat = 1 + int(m.group(1))
-            body = body[: m.start()] + body[m.end():]
-    if body.startswith("[") and "]:" in body[:16]:
-        body = RANK_PREFIX_RE.sub("", body, count=1)
+    proc, body, repeat = ray_line(line, rank_always=True)
     same = pending is not None and pending.proc == proc
     if not body.strip():
         return None
