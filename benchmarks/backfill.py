@@ -7,7 +7,7 @@ Writes, for each log kind, a run whose one big log is SIZE MB:
   progress, a step line every 40 lines, warnings, a traceback now and then): 197k steps a
   GB, the stress case (68 days at 30 s a step);
 - prime-rl-week: the same lines with a step every 250: the 32k steps a week-old run at
-  19 s a step (faster than any run in seeds/) has when its log reaches 1 GB;
+  19 s a step (faster than any run in docs/incidents.md) has when its log reaches 1 GB;
 - quiet: a step every 2000 (the noise floor: progress lines the bulk pass drops in C);
 - skyrl: a SkyRL driver log (Ray-prefixed loguru lines, agent transcript dumps, metric
   dicts, glued tqdm frames), step blocks in the shapes of tests/corpus/skyrl-*, 40
@@ -92,7 +92,7 @@ def generate_skyrl_week(root: str, size: int) -> str:
 
 def skyrl_step(step: int, i: int, transcript: int = 40) -> str:
     """One SkyRL step in its driver log's shapes (tests/corpus/skyrl-*): the transcript dump
-    dominates, as in the Biomni runs of seeds/."""
+    dominates, as in the Biomni runs of docs/incidents.md."""
     p = f"{ESC}[36m(skyrl_entrypoint pid=4101){ESC}[0m "
     t = f"2026-03-02 {10 + (step // 60) % 10:02d}:{step % 60:02d}:{i % 60:02d}"
     out = [f"{p}{t}.101 | INFO     | skyrl_train.trainer:train:342 - Started: 'step'\n",

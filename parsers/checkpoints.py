@@ -1,11 +1,11 @@
 """Is a checkpoint complete? Judged from a listing of its files (no I/O here).
 
-SkyRL (FORMATS.md): `global_step_N/{policy/…, data.pt, trainer_state.pt}`; the
+SkyRL (docs/formats.md): `global_step_N/{policy/…, data.pt, trainer_state.pt}`; the
 bare integer in `latest_ckpt_global_step.txt` is written last. A Megatron
 `policy/` holding only `common.pt` and metadata (a few hundred KB) is a save that
 failed (SIGBUS, a full disk) while the log may still say it succeeded.
 
-prime-rl (FORMATS.md): a step is complete when `trainer/.metadata` (written last by
+prime-rl (docs/formats.md): a step is complete when `trainer/.metadata` (written last by
 torch DCP; `.metadata.tmp` means in progress) and `orchestrator/progress.pt` exist
 and no `*.tmp` remains. `--resume` picks the highest `step_*` without checking, so
 a safe resume must name the last *complete* one.

@@ -2,7 +2,7 @@
 
 Parsers turn text into these and nothing else; `runtop.state` folds them into a
 `RunState`. Every event is small and holds parsed values, never the raw line, so
-memory stays bounded however long the run (DESIGN.md, "keep parsed events").
+memory stays bounded however long the run (docs/design.md, "keep parsed events").
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class StepMetrics:
 
     `values` uses runtop's canonical metric names (see `runtop.state.STEP_FIELDS`);
     `origin` is "metrics" for metrics.jsonl rows and "log" for scraped step lines,
-    because structured rows win when both exist (FORMATS.md).
+    because structured rows win when both exist (docs/formats.md).
     """
 
     role: str

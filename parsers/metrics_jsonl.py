@@ -1,4 +1,4 @@
-"""prime-rl `metrics.jsonl` rows → `StepMetrics` (FORMATS.md, "metrics.jsonl").
+"""prime-rl `metrics.jsonl` rows → `StepMetrics` (docs/formats.md, "metrics.jsonl").
 
 The trainer writes several rows per step and the orchestrator one, interleaved in
 one file; each row is attributed to its role by its keys, so both roles' `time/step`

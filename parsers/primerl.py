@@ -1,7 +1,7 @@
 """prime-rl log records (orchestrator, trainer, env servers) → events.
 
 Every generation from v0.5 to main is read here; fields are found by name, not by
-position, since each release renamed or reordered them (FORMATS.md, prime-rl).
+position, since each release renamed or reordered them (docs/formats.md, prime-rl).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ TRAINER_FIELDS = {
     "routing conf.": "routing_conf",
 }
 PERCENT_FIELDS = {"truncated", "error_rate", "cancelled"}
-# Stop conditions that mean "cut by a length limit" (FORMATS.md, rollout records).
+# Stop conditions that mean "cut by a length limit" (docs/formats.md, rollout records).
 TRUNCATING_STOPS = {
     "max_turns",
     "max_output_tokens",

@@ -2,7 +2,7 @@
 
 Tracebacks, pprint dumps, multi-env step lines and vLLM's prefixed multi-line
 messages carry no header of their own; they belong to the record before them
-(FORMATS.md, "Multi-line records"). A line that matches no header form we know
+(docs/formats.md, "Multi-line records"). A line that matches no header form we know
 is a continuation; a continuation with no record before it is an "orphan"
 record of its own (a traceback printed to stderr at the top of a file).
 

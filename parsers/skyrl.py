@@ -1,6 +1,6 @@
 """SkyRL driver logs (skyrl-train, skyrl-agent, on Ray) → events.
 
-One driver log interleaves the output of many Ray processes (FORMATS.md, SkyRL):
+One driver log interleaves the output of many Ray processes (docs/formats.md, SkyRL):
 loguru records from the entrypoint, bare `print`s from the agent (`ft_reward: 1.0`),
 tqdm frames, Ray's own lines, shell-trace lines and crash dumps. Two pieces:
 

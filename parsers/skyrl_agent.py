@@ -18,7 +18,7 @@ from .records import Record
 
 RULE_NUMBER_RE = re.compile(r"\bRule (\d)\b", re.ASCII)
 
-# skyrl-agent's eight format rules, by the text of their warning (FORMATS.md).
+# skyrl-agent's eight format rules, by the text of their warning (docs/formats.md).
 FORMAT_RULES: list[tuple[int, str]] = [
     (7, "is_last but outer is <"),  # before 5: both speak of the outer tag
     (5, "but doesn't end with </"),

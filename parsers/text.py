@@ -14,7 +14,7 @@ from .hygiene import strip_escapes_bytes
 
 # torchrun's per-rank prefix on trainer.log lines: `[trainer0]:`, `[default3]:`, and in genuine
 # output `[rank2]: Traceback …` with a space that must go too, or every traceback line reads
-# as an indented continuation (FORMATS.md, "What genuine output adds"). Wrappers can add it
+# as an indented continuation (docs/formats.md, "What genuine output adds"). Wrappers can add it
 # twice (`[rank0]:[rank0]: …`).
 RANK_PREFIX = r"(?:\[(?:rank|[A-Za-z_]*)\d{1,6}\]: ?)+"
 TORCHRUN_PREFIX_RE_B = re.compile(b"(?m)^" + RANK_PREFIX.encode(), re.ASCII)
@@ -57,9 +57,9 @@ def clean_bytes(data: bytes) -> bytes:
 
     Works on whole chunks so the cost is paid at C speed, not once per line.
     tqdm writes `\\r`-separated frames and a record can follow a frame on the
-    same physical line: each frame becomes its own line (FORMATS.md).
+    same physical line: each frame becomes its own line (docs/formats.md).
     """
-    # FORMATS.md: loguru, Ray and vLLM write colour codes into files; a hostile line can
+    # docs/formats.md: loguru, Ray and vLLM write colour codes into files; a hostile line can
     # carry any other escape (issue 10). None of them is stored.
     data = strip_escapes_bytes(data)
     if b"\r" in data:
@@ -115,7 +115,7 @@ def split_fields(body: str) -> list[tuple[str, str]]:
 
     The key is everything before the first token that starts like a number (or
     before a colon); pairs are found by content, not position, because every
-    release reorders and renames them (FORMATS.md).
+    release reorders and renames them (docs/formats.md).
     """
     out: list[tuple[str, str]] = []
     for part in body.split("|"):

@@ -24,7 +24,7 @@ ULIMIT_RE = re.compile(r"Found ulimit of (\d+) and failed to automatically incre
 HTTP_STATUS_RE = re.compile(r'" (\d{3}) ', re.ASCII)
 # vLLM says it is dead in these words, at any level: v0 `CRITICAL … MQLLMEngine is already
 # dead` (vllm#10024), `Request … failed (engine dead).` at INFO, v1 `EngineCore encountered
-# a fatal error.` / `EngineCore failed to start.` (FORMATS.md, "What genuine output adds").
+# a fatal error.` / `EngineCore failed to start.` (docs/formats.md, "What genuine output adds").
 DEATH_RE = re.compile(
     r"EngineCore encountered a fatal error|MQLLMEngine is already dead|failed \(engine dead\)|EngineDeadError"
     r"|Engine core proc \S+ died unexpectedly|EngineCore failed to start|Engine core initialization failed"

@@ -1,7 +1,7 @@
 """`RunState` → the check-in (STATUS.md shape); the JSON document is `report_json`'s.
 
 Unknown values are "n/a", never 0. Every string that
-leaves runtop passes through `public` (FORMATS.md: shell traces print API keys; issue 10:
+leaves runtop passes through `public` (docs/formats.md: shell traces print API keys; issue 10:
 escape sequences in logs).
 """
 

@@ -6,7 +6,7 @@ the rest; `findings` what they answer with.
 A finding names its rule, a severity (info / warning / critical), a one-line cause
 and its evidence (file and log time, or the value). `down` marks the findings that
 mean the run is not training any more. Thresholds come from `runtop.config`. The
-rules are what the seeds' authors did by hand each hour (see `../shared/seeds/`):
+rules are what the seeds' authors did by hand each hour (see docs/incidents.md):
 each cites the incident that drove it.
 """
 
@@ -83,7 +83,7 @@ NODE_FILE_RE = re.compile(r"(?:^|/)node_(\d+)(?:_rank(\d+))?\.log$", re.ASCII)
 
 def node_of(source: str) -> str:
     """` node 2` for a multi-node run's per-node log (`trainer/node_2.log`), else nothing:
-    a node that dies shows only in its own file (FORMATS.md)."""
+    a node that dies shows only in its own file (docs/formats.md)."""
     m = NODE_FILE_RE.search(source)
     return f" node {m.group(1)}" + (f" rank {m.group(2)}" if m and m.group(2) else "") if m else ""
 
@@ -166,7 +166,7 @@ def seconds_in(text: str) -> float | None:
 
 # ---- progress -----------------------------------------------------------------------
 def stalled(f: Facts) -> list[Finding]:
-    """No step for k × the median step time, or no write at all (a reclaimed pod: seed 003)."""
+    """No step for k × the median step time, or no write at all (a reclaimed spot pod: seed 002)."""
     s = f.state
     if f.finished() or s.open_fatals():
         return []  # a crash explains the silence; the crash rule says so
@@ -264,7 +264,7 @@ def max_tokens_that_fit(messages: list[str]) -> tuple[int, int, int] | None:
 def rollouts_failing(f: Facts) -> list[Finding]:
     """Stuck without an ERROR: every rollout fails with one error type and is retried forever
     while the batch does not move (`0/4`, `HarnessError: harness 'null' exited 1`). Degraded
-    at once, Down once it has lasted the stall time (FORMATS.md, "What genuine output adds")."""
+    at once, Down once it has lasted the stall time (docs/formats.md, "What genuine output adds")."""
     s = f.state
     everything = list(s.rollouts_since_step)
     # The rollout side and the env server report the same rollouts: count one source's.

@@ -12,7 +12,7 @@ from runtop.parsers.checkpoints import Problem
 
 # Which source of a step's number wins when two give it: structured rows (prime-rl's
 # metrics.jsonl, SkyRL's full-precision status dict) over scraped log lines, and those
-# over SkyRL's `Step N:` dump, rounded to 4 decimals (FORMATS.md), and a bar's postfix (rounded,
+# over SkyRL's `Step N:` dump, rounded to 4 decimals (docs/formats.md), and a bar's postfix (rounded,
 # often the last micro-batch's).
 ORIGIN_RANK = {"metrics": 3, "status": 3, "log": 2, "dump": 1, "bar": 1}
 MAX_ERRORS = 200

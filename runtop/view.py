@@ -1,6 +1,6 @@
 """What a screen renders: the run's state, the latest system readings, the verdict, the clock.
 
-Widgets read a `View` and nothing else (DESIGN.md: widgets render state only). A view the
+Widgets read a `View` and nothing else (docs/design.md: widgets render state only). A view the
 engine publishes is frozen: its state is a copy the engine never writes again, and
 `versions` says which slices moved since earlier views (`runtop.publish`).
 """

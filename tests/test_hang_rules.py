@@ -62,7 +62,7 @@ def test_an_idle_gpu_the_run_does_not_hold_is_no_hang(simulated):
 
 
 def test_the_env_servers_event_loop_lag_warns_above_its_threshold(simulated):
-    """v0.6's env router block, in the shape FORMATS.md gives (`Active tasks: …` then
+    """v0.6's env router block, in the shape docs/formats.md gives (`Active tasks: …` then
     `  Server | Lag: min=… p99=… max=… (n=…)`), with our values."""
     root = simulated("healthy", max_steps=9, stop_after=4)
     state = read_run_reader(root).state

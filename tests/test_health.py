@@ -42,7 +42,7 @@ def test_a_long_healthy_run_raises_nothing(tmp_path):
 
 
 def test_a_run_that_ended_normally_is_finished_not_stalled_or_down(tmp_path):
-    """FORMATS.md: `Orchestrator finished.` / `RL trainer finished!` / SkyRL's last batch bar.
+    """docs/formats.md: `Orchestrator finished.` / `RL trainer finished!` / SkyRL's last batch bar.
     Hours later, with every file old and no process alive, it is still Finished."""
     root = str(tmp_path / "prime")
     Simulator(root, scenario="healthy", max_steps=6).run()
@@ -132,7 +132,7 @@ def test_rollouts_hung_at_zero_with_the_max_tokens_error(tmp_path):
 
 
 def test_a_pod_vanishes_and_nothing_writes_any_more(tmp_path):
-    """Seed 003: the pod is reclaimed; the logs simply stop."""
+    """Seed 002: the spot pod is reclaimed; the logs simply stop."""
     root = str(tmp_path / "run")
     Simulator(root, scenario="stalled", max_steps=20).run()
     old = time.time() - 2 * 3600

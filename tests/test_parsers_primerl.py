@@ -1,4 +1,4 @@
-"""Every prime-rl line form in FORMATS.md, across the four layout generations."""
+"""Every prime-rl line form in docs/formats.md, across the four layout generations."""
 
 from __future__ import annotations
 

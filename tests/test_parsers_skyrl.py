@@ -1,4 +1,4 @@
-"""SkyRL driver-log lines, as seeds 000/001 and FORMATS.md show them, → events."""
+"""SkyRL driver-log lines, as seeds 000/001 and docs/formats.md show them, → events."""
 
 from __future__ import annotations
 
@@ -228,7 +228,7 @@ def test_timeouts_and_overflows():
         log("10:00:00", "WARNING", "Timeout error during execute on attempt 1/1: . Code being executed:", "skyrl_agent.tools:execute:230")
         + f"{E}gget.info(ids)\n"
         + log("10:00:01", "WARNING", "Instance 42: Context (32768 tokens) exceeded max_prompt_len (31232). Stopping agent.")
-        # Inside a message dump: not counted (FORMATS.md: it miscounts).
+        # Inside a message dump: not counted (docs/formats.md: it miscounts).
         + log("10:00:02", "INFO", "messages: [{'role': 'user', 'content': '[runtime-error] Code execution timed out after 1 attempts'}]")
     )
     kinds = [n.kind for n in of_type(skyrl_events_of(text), Notice)]

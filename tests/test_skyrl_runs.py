@@ -202,7 +202,7 @@ def test_skyrl_processes_are_found_from_the_driver_writing_the_log(skyrl_run):
 @pytest.mark.parametrize("wrapper_first", [False, True], ids=["dump-then-wrapper", "wrapper-then-dump"])
 def test_sigbus_during_save_is_named_whichever_order_ray_printed_it(skyrl_run, wrapper_first):
     """Seed 000 as Ray prints it: the driver's ActorDiedError before or after the worker's own
-    `*** SIGBUS received` (FORMATS.md, "What genuine output adds"). The expert's reading:
+    `*** SIGBUS received` (docs/formats.md, "What genuine output adds"). The expert's reading:
     the worker died of SIGBUS during save_checkpoints; look at /dev/shm."""
     root = skyrl_run("sigbus-checkpoint", max_steps=6, autoretry=False, wrapper_first=wrapper_first)
     state = read_run(root, processes=False)

@@ -90,7 +90,7 @@ def test_streamed_json_equals_the_document(simulated):
 
 def test_every_rollout_fails_with_one_error_and_the_batch_never_moves_runtop_says_down_naming_it(simulated):
     """No ERROR anywhere: the orchestrator warns `Rollout failed … HarnessError` and retries,
-    the env server says `stop=HarnessError`, the batch stays at 0 (FORMATS.md)."""
+    the env server says `stop=HarnessError`, the batch stays at 0 (docs/formats.md)."""
     state, v = verdict(simulated("rollouts-failing", max_steps=20))
     assert v.verdict == "Down"
     assert v.reasons[0].startswith("stuck: 20 of the last 20 rollouts failed with HarnessError (harness 'null' exited 1)")

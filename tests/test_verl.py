@@ -76,7 +76,7 @@ def test_a_run_dir_holding_the_log_is_found_and_resumed_by_path(tmp_path):
 
 def test_the_file_loggers_rows_are_read_and_a_relaunch_that_truncates_them_is_a_new_attempt(tmp_path):
     """verl's file logger opens its JSONL with mode `wb`: a relaunch truncates it. That is a
-    new attempt, and the steps already read stay (FORMATS.md, verl)."""
+    new attempt, and the steps already read stay (docs/formats.md, verl)."""
     import json
 
     from runtop.snapshot import read_all

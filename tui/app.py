@@ -223,7 +223,7 @@ class RuntopApp(VettedActions, App[int]):
             if mon.step():
                 self.post_message(StateChanged())
             # One read and one repaint per interval, however fast the logs grow: a burst of
-            # lines is one update (DESIGN.md: --interval governs the whole app). Waiting in
+            # lines is one update (docs/design.md: --interval governs the whole app). Waiting in
             # slices keeps quitting prompt.
             deadline = t0 + max(self.interval, MIN_STEP_S)
             while not worker.is_cancelled and not self._stop and time.monotonic() < deadline:

@@ -69,7 +69,7 @@ class Pane(SafeStatic):
             content.no_wrap, content.overflow = True, "ellipsis"  # one line per line: the height is known
         height = _height(content)
         # A layout pass re-renders the whole screen; skip it when the pane keeps its height
-        # (DESIGN.md: repaint only what changed; this is most of the TUI's CPU on a busy run).
+        # (docs/design.md: repaint only what changed; this is most of the TUI's CPU on a busy run).
         self.update(content, layout=height is None or height != self._height)
         self._height = height
         return True

@@ -1,6 +1,6 @@
 """prime-rl: its four layout generations, logs, checkpoints, processes and resume flags.
 
-Every generation in FORMATS.md (v0.5–v0.6, v0.7–v0.8, main, the announced newer one) is
+Every generation in docs/formats.md (v0.5–v0.6, v0.7–v0.8, main, the announced newer one) is
 detected here, not assumed; the parsers are `parsers.primerl` (orchestrator, trainer, env
 servers) and `parsers.vllm` (inference.log), chosen per record by `parsers.logs`.
 """
@@ -28,7 +28,7 @@ from runtop.state_parts import Checkpoint
 
 _ATTEMPT_RE = re.compile(r"attempt_(\d{1,12})\Z", re.ASCII)
 ROLE_OF_LOG = {"orchestrator.log": "orchestrator", "trainer.log": "trainer", "inference.log": "inference"}
-# How many recent steps' rollout files are read: they can be GBs each (FORMATS.md).
+# How many recent steps' rollout files are read: they can be GBs each (docs/formats.md).
 ROLLOUT_STEPS = 3
 RUN_NAME_RE = re.compile(r"^[\w.][\w.\-]*$", re.ASCII)  # never a flag: `--resume` is no run name
 OLD_LAYOUTS = ("v0.5-v0.6", "v0.7-v0.8", "v0.5-v0.8")
@@ -113,7 +113,7 @@ def _env_logs(base: str) -> list[Tracked]:
 
 def _role_logs(base: str) -> list[Tracked]:
     """Each role's log; on a multi-node run every node's (`trainer/node_2.log`,
-    `inference/node_0_rank1.log`: FORMATS.md), where `trainer.log` is only node 0's link."""
+    `inference/node_0_rank1.log`: docs/formats.md), where `trainer.log` is only node 0's link."""
     out: list[Tracked] = []
     for name, role in ROLE_OF_LOG.items():
         nodes = sorted(glob.glob(os.path.join(base, role, "node_*.log")), key=_node_order)

@@ -1,12 +1,12 @@
 """A live prime-rl run (main layout) written into a directory at an accelerated pace.
 
-It writes what prime-rl main writes (FORMATS.md): `logs/attempt_1/*.log` with ANSI
+It writes what prime-rl main writes (docs/formats.md): `logs/attempt_1/*.log` with ANSI
 codes and torchrun prefixes behind a `logs/latest` symlink, `metrics.jsonl`,
 rollout `traces.jsonl`, checkpoints that appear over time (`.metadata.tmp` first,
 renamed when the save completes), and the failures of the seeds:
 
 - healthy: runs to `max_steps` and finishes.
-- trainer-oom: the trainer dies of CUDA OOM (as in the shared sample); the other logs stop.
+- trainer-oom: the trainer dies of CUDA OOM (docs/formats.md, prime-rl); the other logs stop.
 - inference-death: vLLM's engine dies; the orchestrator retries, the trainer waits.
 - stalled: every process goes silent (a reclaimed pod).
 - partial-checkpoint: a save leaves shards without `.metadata`, then the trainer dies.
@@ -88,7 +88,7 @@ class Simulator(PrimeFailures, ScriptPlayer):
         self.rng = random.Random(seed)
         self.logs = os.path.join(self.root, "logs", "attempt_1")
         self.step = 0
-        # Multi-node (FORMATS.md): one trainer log per node, `trainer.log` a link to node 0's.
+        # Multi-node (docs/formats.md): one trainer log per node, `trainer.log` a link to node 0's.
         self.nodes = max(nodes, 3 if scenario == "node-nccl-timeout" else 1)
 
     # ---- writing helpers ------------------------------------------------

@@ -88,7 +88,7 @@ class PrimeFailures:
             yield tk, functools.partial(self.orch, tk, "WARNING", f"Inference server was not reached after {10 * k} seconds (Error: All connection attempts failed) on http://localhost:8100")
 
     def _node_nccl_timeout(self, t: float, node: int) -> Iterator[Action]:
-        """One node's rank times out in a collective; only its own log says so (FORMATS.md,
+        """One node's rank times out in a collective; only its own log says so (docs/formats.md,
         multi-node), in the words of genuine watchdog output (LlamaFactory#6269)."""
         def die() -> None:
             rank = 8 * node
@@ -110,7 +110,7 @@ class PrimeFailures:
 
     def _failing(self, t: float) -> Iterator[Action]:
         """Stuck without an ERROR: every rollout fails with one error type and is retried
-        while the batch stays at 0 (FORMATS.md, "What genuine output adds")."""
+        while the batch stays at 0 (docs/formats.md, "What genuine output adds")."""
         for k in range(48):
             tk = t + 20 * k
 

@@ -1,6 +1,6 @@
 """A live SkyRL run (skyrl-agent on skyrl-train, Megatron, Ray) written at an accelerated pace.
 
-It writes what seeds 000/001 saw (FORMATS.md, SkyRL): one driver log
+It writes what seeds 000/001 saw (docs/formats.md, SkyRL): one driver log
 `logs/<run>.log` behind an autoretry wrapper, with ANSI-coloured Ray prefixes, a
 shell trace of the launch command, loguru records, the agent's bare reward prints,
 format-rule warnings, slow tool calls with their code, timeouts, context overflows,
@@ -55,7 +55,7 @@ class SkyrlSimulator(SkyrlFailures, ScriptPlayer):
         self.scenario = scenario
         self.autoretry = autoretry  # False: no wrapper; the run stays dead after a crash
         # Ray prints by arrival: the driver's ActorDiedError can come before the worker's own
-        # SIGBUS dump (FORMATS.md, "What genuine output adds"; SkyRL#266, ChatLearn#194).
+        # SIGBUS dump (docs/formats.md, "What genuine output adds"; SkyRL#266, ChatLearn#194).
         self.wrapper_first = wrapper_first
         self.stop_after = stop_after  # a run still going: steps up to here, never the end
         # Upstream SkyRL prints no `global_step: N` and names its status keys anew

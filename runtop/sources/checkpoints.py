@@ -31,7 +31,7 @@ def _listing(base: str, prefix: str, files: dict[str, int]) -> None:
 
 def scan_primerl(roots: list[tuple[str, str | None]]) -> dict[int, Checkpoint]:
     """`checkpoints/step_N/{trainer,orchestrator}`; v0.5–v0.8 keep the orchestrator part
-    under `run_default/checkpoints/step_N/orchestrator` (FORMATS.md)."""
+    under `run_default/checkpoints/step_N/orchestrator` (docs/formats.md)."""
     out: dict[int, Checkpoint] = {}
     for trainer_root, orch_root in roots:
         try:

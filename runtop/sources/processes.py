@@ -2,7 +2,7 @@
 
 Titled processes (`setproctitle`) lose their argv, so they are tied to the run by
 their parent chain, working directory or the log their stdout goes to, not by their
-command line (FORMATS.md). Processes are identified by `(pid, create_time)`, as
+command line (docs/formats.md). Processes are identified by `(pid, create_time)`, as
 nvitop does, so a PID the kernel reuses is a new process, never the old one.
 """
 

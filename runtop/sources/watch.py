@@ -1,6 +1,6 @@
 """Wake the reader when files change: watchfiles where inotify works, polling where it can't.
 
-inotify does not see writes made on another host of an NFS mount (FORMATS.md,
+inotify does not see writes made on another host of an NFS mount (docs/formats.md,
 "System facts"), so on network filesystems, or with `--poll`, we only poll. Either
 way the reader also polls every `interval` as a safety net: a missed event costs
 at most one interval, never a frozen pane.

@@ -2,7 +2,7 @@
 (OpenRLHF/OpenRLHF#350): the Ray prefix printed alone on its line, then the line it prefixes;
 vLLM's `Processed prompts` bars; the trainer's `Episode [1/1]:  92%|…| 11/12 […]` bar, one
 tick per global step; `[repeated 3x across cluster]`; `Job 'raysubmit_…' succeeded` at the
-end. The step dict `✨ Global step 12: {'rollout/reward_mean': …}` follows FORMATS.md (from
+end. The step dict `✨ Global step 12: {'rollout/reward_mean': …}` follows docs/formats.md (from
 OpenRLHF's source; no genuine paste of it was found). Crashes: the shared selection.
 """
 

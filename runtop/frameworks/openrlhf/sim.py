@@ -1,6 +1,6 @@
 """An OpenRLHF run, simulated in the shapes of OpenRLHF/OpenRLHF#350 (the Ray prefix alone on
 its line, vLLM's `Processed prompts` bars, the `Episode [1/1]` bar, `[repeated Nx across
-cluster]`, Ray's job verdict) and FORMATS.md's `✨ Global step N: {…}`. Scenarios: `healthy`;
+cluster]`, Ray's job verdict) and docs/formats.md's `✨ Global step N: {…}`. Scenarios: `healthy`;
 `actor-oom` (the actor dies of CUDA OOM: its traceback, then Ray's ActorDiedError)."""
 
 from __future__ import annotations

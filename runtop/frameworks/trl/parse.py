@@ -1,4 +1,4 @@
-"""TRL's GRPOTrainer console → events (FORMATS.md, "Other frameworks"; shapes from genuine logs
+"""TRL's GRPOTrainer console → events (docs/formats.md, "Other frameworks"; shapes from genuine logs
 users posted: huggingface/trl#3452 and #4086, bingreeky/MemGen#33):
 
       0%|          | 3/1562 [18:48<164:33:29, 379.99s/it]

@@ -1,5 +1,5 @@
 """verl's checkpoints: `<default_local_dir>/global_step_N/{actor/, critic/, data.pt}` and the
-tracker `latest_checkpointed_iteration.txt` (a bare integer) written last (FORMATS.md).
+tracker `latest_checkpointed_iteration.txt` (a bare integer) written last (docs/formats.md).
 
 With `async_save` verl never writes the tracker: `trainer.resume_mode=auto` then finds no
 checkpoint and silently starts from scratch. A save whose files are whole but that no

@@ -1,4 +1,4 @@
-"""verl's driver log → events (FORMATS.md, "Other frameworks"; shapes from genuine logs users
+"""verl's driver log → events (docs/formats.md, "Other frameworks"; shapes from genuine logs users
 posted: verl-project/verl#7412, #2060, #1208, #316, #4921, #1691, #2398).
 
     (TaskRunner pid=222265) step:34 - global_seqlen/min:419336 - actor/entropy:0.2226 - … - timing_s/step:96.551

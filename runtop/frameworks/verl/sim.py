@@ -90,7 +90,7 @@ class VerlSimulator(PacedRun):
                 f.write("{}\n")
             with open(os.path.join(base, "data.pt"), "wb") as f:
                 f.write(b"\0" * 1024)
-            if self.scenario != "async-save":  # async_save never writes the tracker (FORMATS.md)
+            if self.scenario != "async-save":  # async_save never writes the tracker (docs/formats.md)
                 with open(os.path.join(self.root, CKPT, "latest_checkpointed_iteration.txt"), "w") as f:
                     f.write(f"{step}")
             self.log(f"{DRIVER} local_global_step_folder: {os.path.join(CKPT, f'global_step_{step}')}")
