@@ -1,4 +1,4 @@
-"""Which physical lines of a SkyRL driver log start a record (FORMATS.md, SkyRL line anatomy).
+"""Which physical lines of a SkyRL driver log start a record (docs/formats.md, SkyRL line anatomy).
 
 One driver log interleaves many Ray processes: every line carries its process's prefix
 `(name pid=N[, ip=…])`, so a line from another process starts a record of its own even
@@ -37,28 +37,47 @@ STATEMENT_RE = re.compile(
 AGENT_SAFE_RE = re.compile(r"(?:(?:ft|gt|rubric|total)_reward: [-+\d.eE]+\b|Rubric evaluation complete|global_step: \d+\s*$)", re.ASCII)
 
 # The end of a tqdm frame: `| 80/80 [02:57<00:00,  2.22s/it, pg=-0.402]`. A frame ends in
-# `\r`, not a newline, so the next record can follow it on the same line.
+# `\r`, not a newline, so the next record can follow it on the same line. Every framework's
+# bars end so: `split_frames` is every driver log's line splitting, SkyRL's first.
 TQDM_END_RE = re.compile(r"\|\s*\d+/\d+ \[[^\]]*\]", re.ASCII)
 
 
-def split_glued(lines: list[str]) -> list[str]:
-    """Cut a record glued behind a tqdm frame onto its own line."""
+def split_frames(lines: list[str]) -> list[str]:
+    """A line of tqdm frames (`\r`-separated, each redrawn over the last) → its last frame,
+    and any record glued after a frame's closing `]` (a watchdog line, a dict) on its own line."""
     out: list[str] | None = None
     for i, line in enumerate(lines):
         if "%|" not in line:
             if out is not None:
                 out.append(line)
             continue
-        m = TQDM_END_RE.search(line)
-        if m is None or m.end() >= len(line.rstrip()):
-            if out is not None:
-                out.append(line)
-            continue
         if out is None:
             out = lines[:i]
-        out.append(line[: m.end()])
-        out.append(line[m.end() :])
+        pieces = [p for p in line.split("\r") if p.strip()]
+        last_bar = max((j for j, p in enumerate(pieces) if "%|" in p), default=-1)
+        for j, piece in enumerate(pieces):
+            if "%|" in piece and j != last_bar and not _glued(piece):
+                continue  # a frame the next one redrew
+            m = _last_end(piece)
+            if m is not None and piece[m.end():].strip():
+                out.append(piece[: m.end()])
+                out.append(piece[m.end():])
+            else:
+                out.append(piece)
     return lines if out is None else out
+
+
+def _last_end(piece: str) -> re.Match[str] | None:
+    """Where the last bar frame in `piece` ends."""
+    found = None
+    for found in TQDM_END_RE.finditer(piece):  # noqa: B007 - the last match is the one wanted
+        pass
+    return found
+
+
+def _glued(piece: str) -> bool:
+    m = _last_end(piece)
+    return m is not None and bool(piece[m.end():].strip())
 
 
 def _proc_role(proc: str | None) -> str:

@@ -21,7 +21,7 @@ def skyrl_events_of(text: str | bytes, batch_rollouts: int | None = None) -> lis
     from runtop.parsers import skyrl, skyrl_records
 
     data = text.encode() if isinstance(text, str) else text
-    lines = skyrl_records.split_glued(clean_bytes(data).decode("utf-8", "replace").split("\n"))
+    lines = skyrl_records.split_frames(clean_bytes(data).decode("utf-8", "replace").split("\n"))
     asm = RecordAssembler(skyrl_records.header)
     records = asm.feed(lines) + asm.flush()
     return skyrl.SkyrlParser(batch_rollouts).parse(records)

@@ -120,9 +120,10 @@ GENERIC_LINES = [
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(st.sampled_from(GENERIC_LINES), st.text(max_size=200)), max_size=20), st.integers(min_value=0, max_value=300))
 def test_the_generic_reader_never_raises_on_cut_shuffled_or_random_lines(lines, cut):
-    from runtop.frameworks.generic.parse import GenericParser, header, split_frames
+    from runtop.frameworks.generic.parse import GenericParser, header
     from runtop.parsers import ends, progress
     from runtop.parsers.records import RecordAssembler
+    from runtop.parsers.skyrl_records import split_frames
 
     lines = [ln[:cut] if i % 3 == 0 else ln for i, ln in enumerate(lines)]
     asm = RecordAssembler(header)

@@ -45,9 +45,10 @@ class DriverLogFramework(Framework):
         return self._layout(path)
 
     def split_lines(self, lines: list[str]) -> list[str]:
-        from runtop.frameworks.generic.parse import split_frames
+        from runtop.parsers.skyrl_records import split_frames
 
-        return split_frames(lines)  # a bar's frames → its last; a record glued behind one, on its own line
+        # A bar's frames → its last; a record glued behind one (a dict, a watchdog line) on its own line.
+        return split_frames(lines)
 
     def default_run_name(self, layout: RunLayout) -> str:
         if layout.logs:

@@ -49,7 +49,7 @@ class SkyRL(Framework):
     rollout_role = "generator"
     reducers = agent.REDUCERS  # skyrl-agent's trajectories, rewards, format rules, code errors
     takes_ckpt_dir = True
-    # On Ray (FORMATS.md): the entrypoint actor is the trainer; its death is the run's.
+    # On Ray (docs/formats.md): the entrypoint actor is the trainer; its death is the run's.
     process_titles = (
         ("ray::skyrl_entrypoint", "trainer"),
         ("ray::MegatronPolicyWorkerBase", "trainer"),
@@ -90,9 +90,9 @@ class SkyRL(Framework):
         return SkyrlParser(batch_rollouts).parse
 
     def split_lines(self, lines: list[str]) -> list[str]:
-        from runtop.parsers.skyrl_records import split_glued
+        from runtop.parsers.skyrl_records import split_frames
 
-        return split_glued(lines)
+        return split_frames(lines)
 
     def default_run_name(self, layout: RunLayout) -> str:
         # The driver log is named for the run (`logs/<name>.log`); its dir is just `logs`.

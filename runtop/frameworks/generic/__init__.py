@@ -62,11 +62,6 @@ class Generic(DriverLogFramework):
     def file_layout(self, path: str, text: str) -> RunLayout:
         return self._layout(path)
 
-    def split_lines(self, lines: list[str]) -> list[str]:
-        from runtop.frameworks.generic.parse import split_frames
-
-        return split_frames(lines)
-
     def _layout(self, path: str) -> RunLayout:
         path = os.path.abspath(path)
         lay = RunLayout(os.path.dirname(path), self.name, self.layout_name)

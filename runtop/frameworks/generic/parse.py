@@ -27,7 +27,7 @@ from runtop.parsers import ends, progress, vllm
 from runtop.parsers.crashes import error_notice, has_traceback, is_frame
 from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
 from runtop.parsers.records import Record, match_header
-from runtop.parsers.skyrl_records import LOGURU_RE, TQDM_END_RE, ray_line
+from runtop.parsers.skyrl_records import LOGURU_RE, ray_line
 
 # A timestamp and level at a line's start, in the shapes Python's and others' loggers write:
 # `2025-05-01 10:00:00,123 - name - INFO - msg`, `[2025-05-01 10:00:00] [INFO] msg`,
@@ -81,44 +81,6 @@ def _open_object(rec: Record) -> bool:
         return False
     lines = rec.lines()
     return not lines or not lines[-1].lstrip().startswith("}")
-
-
-def split_frames(lines: list[str]) -> list[str]:
-    """A line of tqdm frames (`\r`-separated, each redrawn over the last) → its last frame,
-    and any record glued after a frame's closing `]` (a watchdog line, a dict) on its own line."""
-    out: list[str] | None = None
-    for i, line in enumerate(lines):
-        if "%|" not in line:
-            if out is not None:
-                out.append(line)
-            continue
-        if out is None:
-            out = lines[:i]
-        pieces = [p for p in line.split("\r") if p.strip()]
-        last_bar = max((j for j, p in enumerate(pieces) if "%|" in p), default=-1)
-        for j, piece in enumerate(pieces):
-            if "%|" in piece and j != last_bar and not _glued(piece):
-                continue  # a frame the next one redrew
-            m = _last_end(piece)
-            if m is not None and piece[m.end():].strip():
-                out.append(piece[: m.end()])
-                out.append(piece[m.end():])
-            else:
-                out.append(piece)
-    return lines if out is None else out
-
-
-def _last_end(piece: str) -> re.Match[str] | None:
-    """Where the last bar frame in `piece` ends."""
-    found = None
-    for found in TQDM_END_RE.finditer(piece):  # noqa: B007 - the last match is the one wanted
-        pass
-    return found
-
-
-def _glued(piece: str) -> bool:
-    m = _last_end(piece)
-    return m is not None and bool(piece[m.end():].strip())
 
 
 def header(line: str, pending: Record | None) -> Record | None:

@@ -1,7 +1,7 @@
 """OpenRLHF (Ray + DeepSpeed + vLLM): the driver console a user redirected
 (`ray job submit … -- python3 -m openrlhf.cli.train_ppo_ray … > run.log`) and DeepSpeed's
 checkpoints `{ckpt.path}/_actor/global_stepN/` with the `latest` file naming the last whole
-tag (FORMATS.md). Everything OpenRLHF-specific lives in this package (issue 16)."""
+tag (docs/formats.md). Everything OpenRLHF-specific lives in this package (issue 16)."""
 
 from __future__ import annotations
 
@@ -75,10 +75,6 @@ class OpenRlhf(DriverLogFramework):
     )
     expects = "an OpenRLHF driver log or a directory holding one"
 
-    def split_lines(self, lines: list[str]) -> list[str]:
-        from runtop.parsers.skyrl_records import split_glued
-
-        return split_glued(lines)
 
     def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:
         """`--ckpt-dir` (the `ckpt.path`), else `--ckpt.path` as the launch line in the log says it."""

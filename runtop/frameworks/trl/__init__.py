@@ -1,6 +1,6 @@
 """TRL's GRPOTrainer: the console a user redirected (`python train_grpo.py > grpo.log`) and
 `{output_dir}/checkpoint-N/`, saved to `tmp-checkpoint-*` and renamed when whole
-(FORMATS.md). Everything TRL-specific lives in this package (issue 16)."""
+(docs/formats.md). Everything TRL-specific lives in this package (issue 16)."""
 
 from __future__ import annotations
 
@@ -40,11 +40,6 @@ class Trl(DriverLogFramework):
     # torchrun's ranks (which every framework shares), tied to the run by their cwd or log.
     process_titles = (("accelerate", "trainer"),)
     expects = "a TRL GRPOTrainer console log or a directory holding one"
-
-    def split_lines(self, lines: list[str]) -> list[str]:
-        from runtop.frameworks.generic.parse import split_frames
-
-        return split_frames(lines)  # a dict glued after the bar's last frame (`… 20.27it/s]   {'loss': …}`)
 
     def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:
         """`--ckpt-dir` (the output_dir), else the run dir when it holds `checkpoint-N`."""

@@ -99,11 +99,6 @@ class Verl(DriverLogFramework):
 
         return metrics_line(line, source)
 
-    def split_lines(self, lines: list[str]) -> list[str]:
-        from runtop.parsers.skyrl_records import split_glued
-
-        return split_glued(lines)  # a record glued behind a tqdm frame: Ray's, whoever's run
-
     def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:
         """`--ckpt-dir`, else `trainer.default_local_dir` as the log says it (relative to the
         run dir), else `checkpoints/*/*` under the run dir when exactly one holds saves."""
