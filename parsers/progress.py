@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import re
 import warnings
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ NOT_TRAINING_RE = re.compile(
     re.ASCII | re.I,
 )
 TRAINING_DESC_RE = re.compile(r"train|step|iter|episode|progress|update|optimi|batch|grpo|ppo|dpo|sft|\brl\b|global", re.ASCII | re.I)
+INNER_UNIT_RE = re.compile(r"step|batch|iter", re.ASCII)
 EPOCH_INDEX_RE = re.compile(r"epoch\s*\[?(\d{1,6})", re.ASCII)
 POSTFIX_PAIR_RE = re.compile(r"([A-Za-z_][\w./-]{0,60})=([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", re.ASCII)
 
@@ -66,7 +66,7 @@ class Bar:
     def counts_epochs(self) -> bool:
         """The outer bar of a loop of epochs (`Train epoch: 100%|…| 1/1`): at N/N the run is done."""
         d = self.desc.lower()
-        return "epoch" in d and not EPOCH_INDEX_RE.search(d) and not re.search(r"step|batch|iter", d)
+        return "epoch" in d and not EPOCH_INDEX_RE.search(d) and not INNER_UNIT_RE.search(d)
 
     @property
     def epoch_index(self) -> int | None:
@@ -76,15 +76,14 @@ class Bar:
 
 
 def clock_seconds(text: str) -> float | None:
-    """`4:36:12` / `17:38` / `1:02:03:04` → seconds; None for `?` or garbage."""
+    """tqdm's `4:36:12` / `17:38` → seconds (past a day it writes more hours, `164:33:29`); None
+    for `?` or garbage."""
     parts = text.split(":")
-    if not parts or len(parts) > 4 or not all(p.isdigit() for p in parts):
+    if len(parts) > 3 or not all(p.isdigit() for p in parts):
         return None
     secs = 0.0
     for p in parts:
         secs = secs * 60 + int(p)
-    if len(parts) == 4:  # d:h:m:s is written as h:mm:ss by tqdm past a day; keep the plain sum
-        return None
     return secs
 
 
@@ -252,31 +251,18 @@ def logged_dict(text: str) -> dict[str, float] | None:
 
 
 def number(v: object) -> float | None:
-    """A logged value as a float: a number, or a number quoted as a string; `nan` and `inf` kept
-    (a NaN grad norm is news, not noise)."""
-    if isinstance(v, str) and v.strip().lower() in ("nan", "inf", "-inf", "+inf"):
-        return float(v.strip())
-    if isinstance(v, float) and not math.isfinite(v):
-        return v
-    return _number(v)
-
-
-def _number(v: object) -> float | None:
+    """A logged value as a float: a number, or a number quoted as a string (`'0.1146'`); `nan` and
+    `inf` kept (a NaN grad norm is news, not noise); a bool, or an int past float range, is none."""
     if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
         try:
-            f = float(v)
-        except OverflowError:  # an int past float range (`10**400` is a literal too)
+            return float(v)
+        except OverflowError:  # `10**400` is a literal too
             return None
-    elif isinstance(v, str) and len(v) < 40:
-        f2 = strict_float(v.strip())
-        if f2 is None:
-            return None
-        f = f2
-    else:
-        return None
-    return f if math.isfinite(f) else None
+    if isinstance(v, str) and len(v) < 40:
+        return strict_float(v.strip())
+    return None
 
 
 STEP_KEYS = ("step", "global_step", "train/global_step", "trainer/global_step", "iteration", "iter", "_step", "global_steps")

@@ -204,7 +204,8 @@ def _in_dir(path: str, entries: list[str], forced: Framework | None, generic: bo
             newest.detection = newest.detection or f"{fw.name}: an output directory of its runs"
             return newest
     candidates = [os.path.join(path, e) for e in entries] + _one_level_down(path, entries)
-    logs = text_logs(candidates)
+    # The newest logs, boundedly: a directory of a thousand old logs is not sniffed whole.
+    logs = text_logs(candidates)[-MAX_LOGS_SCORED:]
     # Each log's framework by its own evidence; the framework with the strongest log wins, and
     # of its logs the one with the most of its signs leads (its driver's, not a server beside it).
     claimed: dict[str, list[tuple[str, str, int]]] = {}
@@ -249,6 +250,7 @@ def _in_dir(path: str, entries: list[str], forced: Framework | None, generic: bo
 # Where a launch script puts its logs one directory down (`logs/`, NeMo-RL's `<job id>-logs/`,
 # `outputs/`): looked into, boundedly, for the run's driver log.
 MAX_SUBDIRS = 40
+MAX_LOGS_SCORED = 64
 MAX_SUBDIR_ENTRIES = 400
 
 

@@ -95,6 +95,20 @@ class RecordParser:
     """A driver log's parser: each record through `_record`; one that fails is counted and
     named, the rest read."""
 
+    last_time: str | None = None  # the newest record's clock, for records that carry none
+
+    def vllm_or_clock(self, rec: Record, out: list[Event]) -> bool:
+        """A vLLM record goes to vLLM's own reader (True: done with it); any other keeps the
+        clock current."""
+        if rec.fmt in ("vllm", "uvicorn"):
+            from runtop.parsers import vllm
+
+            out.extend(vllm.parse_record(rec))
+            return True
+        if rec.time:
+            self.last_time = rec.time
+        return False
+
     def parse(self, records: list[Record], role: str = TRAINER) -> list[Event]:
         out: list[Event] = []
         for rec in records:

@@ -23,7 +23,7 @@ import re
 
 from runtop.columns import BY_NAME, ROLLOUT
 from runtop.frameworks.driver_log import RecordParser
-from runtop.parsers import ends, progress, vllm
+from runtop.parsers import ends, progress
 from runtop.parsers.crashes import error_notice, has_traceback, is_frame
 from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
 from runtop.parsers.records import Record, match_header
@@ -148,12 +148,9 @@ class GenericParser(RecordParser):
 
     # ---- records ---------------------------------------------------------------------------
     def _record(self, rec: Record, role: str, out: list[Event]) -> None:
-        if rec.fmt in ("vllm", "uvicorn"):
-            out.extend(vllm.parse_record(rec))
+        if self.vllm_or_clock(rec, out):
             return
-        if rec.time:
-            self.last_time = rec.time
-        elif self.last_time is not None:
+        if rec.time is None:
             rec.time = self.last_time
         n = len(out)
         if rec.level in ("ERROR", "CRITICAL") or (rec.level is None and rec.fmt in ("line", "orphan")) or has_traceback([rec.message, *rec.lines()]):
@@ -175,13 +172,15 @@ class GenericParser(RecordParser):
                 self.total = int(flag.group(2))
                 out.append(MaxSteps(self.total, f"--{flag.group(1)} on the command line"))
         if _open_object(rec) or (msg.rstrip().endswith("{") and rec.lines() and rec.lines()[-1].lstrip().startswith("}")):
-            self._progress(rec, "{" + " ".join(ln.strip() for ln in rec.lines()), out)  # a pretty-printed dict, whole
+            self.read_progress(rec, "{" + " ".join(ln.strip() for ln in rec.lines()), out)  # a pretty-printed dict, whole
             return
-        self._progress(rec, msg, out)
+        self.read_progress(rec, msg, out)
         for line in rec.lines()[:40]:
-            self._progress(rec, line, out, continuation=True)
+            self.read_progress(rec, line, out, continuation=True)
 
-    def _progress(self, rec: Record, text: str, out: list[Event], continuation: bool = False) -> None:
+    def read_progress(self, rec: Record, text: str, out: list[Event], continuation: bool = False) -> None:
+        """The progress one line of `rec` says (a bar, a dict, a step header, metric pairs); a
+        plug-in with no progress of its own for a line hands it here (OpenRLHF's SFT bars)."""
         t = text.strip()
         if not t or not any(c.isdigit() for c in t):
             return

@@ -103,7 +103,7 @@ class OpenRlhfParser(RecordParser):
         if rec.fmt == "bar" and not self.saw_episode:
             # No Episode bar (an SFT or RM run: `Train step of epoch 0: …| 180/180 […, gpt_loss=1.17]`,
             # `Train epoch: 100%|…| 1/1`): the generic reader's bars are its progress and its end.
-            self.generic._progress(rec, rec.message, out)
+            self.generic.read_progress(rec, rec.message, out)
             return
         self.crash(rec, role, out, fatal_traceback=rec.proc is None)
 

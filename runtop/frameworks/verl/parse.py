@@ -20,7 +20,6 @@ import re
 from dataclasses import replace
 
 from runtop.frameworks.driver_log import RecordParser, ray_led
-from runtop.parsers import vllm
 from runtop.parsers.events import TRAINER, CheckpointDir, Event, MaxSteps, RoleFinished, StepMetrics, Unrecognised
 from runtop.parsers.metrics_generic import events_of, row_of
 from runtop.parsers.numbers import strict_float
@@ -88,15 +87,9 @@ def metrics_line(line: str, source: str) -> list[Event]:
 class VerlParser(RecordParser):
     """Records of one verl driver log → events. Keeps only the last time seen."""
 
-    def __init__(self) -> None:
-        self.last_time: str | None = None
-
     def _record(self, rec: Record, role: str, out: list[Event]) -> None:
-        if rec.fmt in ("vllm", "uvicorn"):
-            out.extend(vllm.parse_record(rec))
+        if self.vllm_or_clock(rec, out):
             return
-        if rec.time:
-            self.last_time = rec.time
         msg = rec.message.strip()
         if rec.fmt == "verl-step":
             out.extend(step_events(msg, rec.time or self.last_time))
