@@ -30,6 +30,7 @@ from runtop.findings import Finding
 from runtop.forensics import Forensics, collect
 from runtop.frameworks import get as get_framework
 from runtop.health import READING, HealthTracker, Verdict
+from runtop.lifetimes import GONE_SAMPLES, Lifetimes
 from runtop.live import LiveRun, OnceRun
 from runtop.parsers.events import VllmStats
 from runtop.probe import Probe, Unavailable
@@ -37,8 +38,10 @@ from runtop.publish import Publisher
 from runtop.queues import drain
 from runtop.rules import Facts
 from runtop.rules_hang import GpuIdleTracker
+from runtop.sources import process_record
 from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
+from runtop.sources.kernel_log import KMSG, oom_kills
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot
 from runtop.sources.ray_state import RAY_PERIOD_S, RayClient, RaySnapshot, address_of
 from runtop.sources.slurm import SLURM_PERIOD_S, SlurmClient, SlurmSnapshot, find_job
@@ -58,6 +61,9 @@ PROBE_WAIT_S = 0.5
 # How long a headless check-in waits for every probe at once (a hung NFS `/proc` or NVML
 # call is judged without, and says so).
 PROBE_ALL_S = 10.0
+# How often the record of the run's live processes is refreshed while they live (it is
+# written at once when they change or all go).
+RECORD_EVERY_S = 60.0
 
 
 class Engine:
@@ -99,6 +105,13 @@ class Engine:
         # `forensics_on_stall`) or when asked (`F`); the newest result is named by the stall.
         self.forensics_on_stall = False
         self.gpu_idle = GpuIdleTracker()  # since when each GPU has sat idle holding the run's memory
+        # Which of the run's processes were seen alive, and when all of them went (a run killed
+        # whole says nothing in its logs); what an earlier runtop recorded stands in until then.
+        self.lifetimes = Lifetimes()
+        self._recorded_at = 0.0
+        self.kernel_log = KMSG  # where the OOM killer's word is read (a saved `dmesg` file in tests)
+        if processes:
+            self._load_record()
         self.last_forensics: Forensics | None = None
         self._forensics_running = threading.Event()
         self._forensics_done: queue.SimpleQueue[Forensics] = queue.SimpleQueue()
@@ -325,14 +338,36 @@ class Engine:
             notify_problems=self.alerting.problems() if self.alerting is not None else [],
             forensics=self.last_forensics.line() if self.last_forensics is not None else None,
             gpu_idle=dict(self.gpu_idle.idle), slurm=self.state.slurm, trainer_live=self.system.trainer,
-            ray=self.state.ray,
+            ray=self.state.ray, lifetimes=self.lifetimes.view(),
         )
 
     def take_new_findings(self) -> list[Finding]:
         """Findings that began since the last call (the app toasts the critical ones); any thread."""
         return drain(self._new_findings)
 
+    def _load_record(self) -> None:
+        record = process_record.load(self.layout.root)
+        # Believed only for processes that are gone: one still here is the sampler's to find.
+        if record is not None and (record.host != self.lifetimes.host or not process_record.still_alive(record)):
+            self.lifetimes.recorded = record
+
+    def _observe_processes(self, snap: ProcessSnapshot) -> None:
+        """Keep the run's process lifetimes, and leave them in `RUN/.runtop/` for a later runtop."""
+        now = self.clock()
+        lt = self.lifetimes
+        changed = lt.observe(snap, now)
+        if lt.gone_samples == GONE_SAMPLES and lt.last_alive:
+            # All gone: whether the kernel's OOM killer did it is the cause, where its log still says.
+            lt.oom = oom_kills({p.pid for p in lt.last_alive}, self.kernel_log)
+        if changed or (lt.alive_now and now - self._recorded_at >= RECORD_EVERY_S):
+            record = lt.record(self.state.attempt)
+            if record is not None:
+                process_record.save(self.layout.root, record)
+                self._recorded_at = now
+
     def _store(self, name: str, value: object, error: str | None) -> None:
+        if name == "process" and error is None and isinstance(value, ProcessSnapshot):
+            self._observe_processes(value)
         if name == "gpu" and error is None and isinstance(value, GpuSnapshot):
             pids = {p for ps in (self.state.processes or {}).values() for p in ps}
             self.gpu_idle.update(value, pids, self.state.current_step(), self.clock())

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtop.config import Thresholds
+from runtop.lifetimes import LifetimesView
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
 from runtop.sources.ray_state import RaySnapshot
@@ -84,6 +85,7 @@ class Facts:
     slurm: SlurmSnapshot | None = None  # the run's SLURM job, where it has one (issue 17)
     trainer_live: TrainerLive | None = None  # the trainer's own /metrics: steps on its clock
     ray: RaySnapshot | None = None  # the run's Ray cluster (state API), where runtop can tie one to it
+    lifetimes: LifetimesView | None = None  # the run's processes over time (`runtop.lifetimes`)
 
     @property
     def alive(self) -> dict[str, list[int]] | None:

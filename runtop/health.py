@@ -62,7 +62,7 @@ class HealthTracker:
             except Exception as e:  # noqa: BLE001 - one broken rule must not hide the others' findings
                 findings.append(Finding("rules", "warning", f"rule {name} failed: {type(e).__name__}: {e}"))
         findings.extend(self._new_error_kinds(state))
-        out, new = self.track(findings, facts.now, state)
+        out, new = self.track(lead_with_cause(findings), facts.now, state)
         out.sort(key=lambda f: (not f.down, SEVERITY_ORDER.get(f.severity, 3)))
         reasons = _reasons(state, out)
         note = get_framework(state.framework).read_note
@@ -116,6 +116,35 @@ class HealthTracker:
         return [Finding("environment", "info", msg, "errors") for msg in self.new_kinds.values()]
 
 
+# Rules whose finding names why a run went silent, most telling first: beside one of them a
+# stall is evidence, not the headline (docs/reading.md, "The cause leads").
+STALL_CAUSES = ("slurm", "ray", "vanished", "inference_dead", "role_missing", "rollouts_hung", "rollouts_failing",
+                "env_lag", "node_silent", "gpu_idle")
+
+
+def lead_with_cause(findings: list[Finding]) -> list[Finding]:
+    """A stall beside a named cause (vLLM rejecting every request, a dead engine, a vanished
+    run) becomes that cause's evidence: the cause leads every face, and is Down when the
+    stall says the run stopped."""
+    stall = next((f for f in findings if f.rule == "stalled" and f.severity != "info"), None)
+    causes = [f for f in findings if f.rule in STALL_CAUSES and f.severity != "info"]
+    if stall is None or not causes:
+        return findings
+    cause = min(causes, key=lambda f: STALL_CAUSES.index(f.rule))
+    merged = replace(
+        cause, down=cause.down or stall.down, severity="critical" if stall.down else cause.severity,
+        evidence="; ".join(x for x in (cause.evidence, stall.message) if x),
+        since_ts=cause.since_ts if cause.since is not None or cause.since_ts is not None else stall.since_ts,
+        since=cause.since if cause.since is not None or cause.since_ts is not None else stall.since,
+    )
+    return [merged if f is cause else f for f in findings if f is not stall]
+
+
+# Info findings a verdict with nothing worse says (`Healthy — no process of this run on
+# this host (gpu-7): judged from its files alone`): what the verdict rests on.
+SAID_WHEN_CLEAR = {"vanished"}
+
+
 # Findings that forbid a verdict better than Degraded even for a finished run: runtop
 # cannot vouch for what it could not read.
 BLOCKS_FINISHED = {"unreadable"}
@@ -141,6 +170,9 @@ def _reasons(state: RunState, findings: list[Finding]) -> list[str]:
     serious = serious[:MAX_REASONS]
     if serious:
         return serious
+    said = [f.message for f in findings if f.rule in SAID_WHEN_CLEAR]
+    if said and state.current_step() is not None:
+        return said[:1]
     if state.current_step() is None:
         partial = next((n for n in state.notes if n.startswith("partial ")), None)
         if partial:

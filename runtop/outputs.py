@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
+import stat
+import tempfile
 
 from runtop.parsers.hygiene import public
 
@@ -68,3 +71,55 @@ def append_locked(path: str, text: str, *, inside: str | None = None, separate: 
     finally:
         os.close(fd)
 
+
+
+def replace_json(run_root: str, name: str, obj: object) -> bool:
+    """Write `RUN/.runtop/NAME` whole (a JSON document), or nothing. `.runtop` must be a real
+    directory inside the run; the temporary file is created exclusively (never through a
+    link an attacker planted) and renamed over NAME (a link there is replaced, not followed).
+    False where the run dir cannot take it (read-only, `.runtop` a link): a record is a
+    convenience, never a reason to fail."""
+    d = os.path.join(run_root, ".runtop")
+    try:
+        os.makedirs(d, mode=0o755, exist_ok=True)
+        st = os.lstat(d)
+        if not stat.S_ISDIR(st.st_mode) or not _inside(os.path.join(d, name), run_root):
+            return False
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=d)
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, os.path.join(d, name))
+        return True
+    except (OSError, TypeError, ValueError):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return False
+
+
+def read_json(run_root: str, name: str, limit: int = 64 << 10) -> object | None:
+    """`RUN/.runtop/NAME` as JSON, or None (missing, a link, too big, not JSON)."""
+    try:
+        fd = os.open(os.path.join(run_root, ".runtop", name), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None  # a FIFO or a device planted there is never read
+        data = os.read(fd, limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        return None
+    try:
+        doc: object = json.loads(data)
+    except ValueError:
+        return None
+    return doc

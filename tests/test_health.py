@@ -131,6 +131,24 @@ def test_rollouts_hung_at_zero_with_the_max_tokens_error(tmp_path):
     assert any("ulimit" in a.message for a in findings(v, "environment"))
 
 
+def test_rollouts_hung_and_silent_lead_with_the_rejection_not_the_silence(tmp_path):
+    """vLLM rejects every request (max_tokens beyond the context) and the run goes silent: the
+    verdict is Down and its first line names the rejection and the setting that fits; the
+    silence is the evidence, not a second headline."""
+    root = str(tmp_path / "run")
+    Simulator(root, scenario="rollouts-hung").run()
+    state = read_run(root, processes=False)
+    v = judge(state, Facts(state, max(state.write_times()) + 20 * 60, Thresholds()))
+    assert v.verdict == "Down"
+    assert v.reasons[0].startswith("rollouts hung at 0/128: vLLM rejects requests") and "max_tokens ≤ 2799" in v.reasons[0]
+    lead = v.alerts[0]
+    assert lead.rule == "rollouts_hung" and lead.down and "no log write anywhere for 20m" in (lead.evidence or "")
+    assert not findings(v, "stalled")
+    # Before the silence lasts, the same rejection is the headline of a Degraded run.
+    v = judge(state, Facts(state, max(state.write_times()) + 60, Thresholds()))
+    assert v.verdict == "Degraded" and v.reasons[0].startswith("rollouts hung at 0/128")
+
+
 def test_a_pod_vanishes_and_nothing_writes_any_more(tmp_path):
     """Seed 002: the spot pod is reclaimed; the logs simply stop."""
     root = str(tmp_path / "run")

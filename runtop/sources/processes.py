@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -131,9 +132,19 @@ def _names_run(argv: list[str], cwd: str | None, run_dir: str) -> bool:
     return False
 
 
+INTERPRETER_RE = re.compile(r"python[\d.]*\Z", re.ASCII)
+
+
 def _program(argv: list[str], name: str) -> str:
     first = os.path.basename(argv[0]) if argv else name
-    return first.split(":", 1)[0].strip().lstrip("-")  # `-bash` (login shell), `tmux: server`
+    first = first.split(":", 1)[0].strip().lstrip("-")  # `-bash` (login shell), `tmux: server`
+    if INTERPRETER_RE.match(first) and len(argv) > 1:
+        # `python3 …/bin/runtop watch RUN` and `python -m runtop …` are runtop, not the run their argument names.
+        if argv[1] == "-m" and len(argv) > 2:
+            return argv[2].split(".", 1)[0]
+        if not argv[1].startswith("-"):
+            return os.path.basename(argv[1])
+    return first
 
 
 def _details(p: psutil.Process, pid: int, ctime: float, run_dir: str, logs: set[str],
