@@ -326,7 +326,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
             said.insert(0, progress_text(state))  # what a healthy run's one line is for: where it is
         reasons = f" — {'; '.join(r for r in said if r)}" if any(said) else ""
-        print(f"{verdict.verdict}: {state.run_name or state.path}{reasons}")
+        # The run is named by its directory, as the fleet, `status --all`, alerts and the exporter name it.
+        name = os.path.basename(os.path.normpath(state.path)) if state.path else ""
+        name = f"{name} ({state.run_name})" if state.run_name and state.run_name != name else (name or state.run_name or "")
+        print(f"{verdict.verdict}: {name}{reasons}")
         for a in verdict.alerts:
             where = f"  [{a.evidence}]" if a.evidence else ""
             print(f"{a.label:<8} {a.rule:<22} since {a.since or 'n/a':<8} {a.message}{where}")

@@ -66,7 +66,7 @@ def _table(rows: list[tuple[str, str, object, object]]) -> int:
         if state is None:
             print(f"{word:<9} {name:<32} {'?':<9} {'':>11} {'':>10}  {verdict}")
             continue
-        step = f"{state.current_step() or '-'}/{state.max_steps or '?'}"  # type: ignore[attr-defined]
+        step = f"{state.step if state.step is not None else '-'}/{state.max_steps or '?'}"  # type: ignore[attr-defined]
         writes = state.write_times()  # type: ignore[attr-defined]
         age = f"{int(now - max(writes))}s" if writes else "-"
         cause = "; ".join(verdict.reasons[:1])  # type: ignore[attr-defined]

@@ -102,7 +102,7 @@ def row_of(path: str, engine: Engine | None, error: str | None = None) -> RunRow
         s, v = engine.state, engine.shown_verdict  # "reading" until its first read is judged, not "nothing read"
         writes = s.write_times()
         return RunRow(
-            path, name, s.framework, v.verdict, v.reasons[0] if v.reasons else "", s.current_step(), s.max_steps,
+            path, name, s.framework, v.verdict, v.reasons[0] if v.reasons else "", s.step, s.max_steps,
             s.eta_s(), max(writes) if writes else None, s.attempt, engine.live.backfill_progress(),
         )
 

@@ -52,6 +52,10 @@ class HealthTracker:
         self.critical_seen: set[str] = set()  # incidents already announced as critical
         self.error_kinds: set[str] | None = None
         self.new_kinds: dict[str, str] = {}
+        self.looked = False  # whether a first evaluation was made
+        # Incidents already there at the first look whose evidence carries no time: when they
+        # began is unknown, and said so (`since n/a`), never "now" (docs/reading.md, "One step, one clock").
+        self.onset_unknown: set[str] = set()
 
     def evaluate(self, facts: Facts) -> Verdict:
         state = facts.state
@@ -81,9 +85,13 @@ class HealthTracker:
         current: set[str] = set()
         out: list[Finding] = []
         new: list[Finding] = []
+        first_look, self.looked = not self.looked, True
         for f in findings:
             key = f.key
             current.add(key)
+            dated = f.since is not None or f.since_ts is not None
+            if first_look and not dated and key not in self.first_seen:
+                self.onset_unknown.add(key)
             # New: an incident that began, or one that became critical (a warning escalating
             # is announced once, when it does). Its text may change; it stays one incident.
             escalated = f.severity == "critical" and key not in self.critical_seen
@@ -93,6 +101,9 @@ class HealthTracker:
             if f.severity == "critical":
                 self.critical_seen.add(key)
             # One clock for every `since`: the logs' (what the Logs pane shows), else the wall's.
+            if not dated and key in self.onset_unknown:
+                out.append(f)
+                continue
             began = f.since_ts if f.since_ts is not None else self.first_seen[key]
             since = f.since or (state.log_clock(began) if state is not None else None)
             since = since or _dt.datetime.fromtimestamp(began).strftime("%H:%M:%S")
@@ -101,6 +112,7 @@ class HealthTracker:
         for key in [k for k in self.first_seen if k not in current]:
             del self.first_seen[key]
             self.critical_seen.discard(key)
+            self.onset_unknown.discard(key)
         return out, new
 
     def _new_error_kinds(self, state: RunState) -> list[Finding]:
@@ -189,7 +201,7 @@ def _reasons(state: RunState, findings: list[Finding]) -> list[str]:
 
 def finished_text(state: RunState) -> str:
     """`finished at step 20 after 1h 12m (log clock); last complete checkpoint: step 20`."""
-    step = state.trainer_step if state.trainer_step is not None else state.rollout_step
+    step = state.step
     parts = [f"finished at step {step}" if step is not None else "finished"]
     dur = state.duration_s()
     if dur:
@@ -205,10 +217,9 @@ def finished_text(state: RunState) -> str:
 
 def progress_text(state: RunState) -> str:
     """`step 14/58, ETA 4h 36m` (the trainer's step where it has one)."""
-    step = state.trainer_step if state.trainer_step is not None else state.rollout_step
-    if step is None:
+    if state.step is None:
         return ""
-    text = f"step {step}" + (f"/{state.max_steps}" if state.max_steps else "")
+    text = state.step_text()
     eta = state.eta_s()
     return text + (f", ETA {duration(eta, ' ')}" if eta else "")
 

@@ -156,12 +156,11 @@ class LiveRun:
 
 
 def _summary_line(state: RunState, verdict: str, reason: str | None = None) -> str:
-    step = state.trainer_step if state.trainer_step is not None else state.rollout_step
     rows = state.rows()
     reward = next((r.value("reward") for r in reversed(rows) if r.value("reward") is not None), None)
     parts = [
         time.strftime("%H:%M:%S"),
-        f"step {step if step is not None else '-'}/{state.max_steps or '?'}",
+        state.step_text(),
         verdict if reason is None else f"{verdict}: {reason[:120]}",
     ]
     if reward is not None:

@@ -93,9 +93,8 @@ def _context(verdict: Verdict, state: RunState, now: float) -> list[str]:
     """Step, last complete checkpoint, the suggested next step (words only: nothing is run),
     where, and when."""
     out = []
-    step = state.current_step()
-    if step is not None:
-        out.append(f"step {step}/{state.max_steps or '?'}")
+    if state.step is not None:
+        out.append(state.step_text())
     ckpt = state.last_complete_checkpoint()
     out.append(f"last complete checkpoint: step {ckpt.step}" if ckpt is not None else "no complete checkpoint")
     advice = advise(state, verdict)

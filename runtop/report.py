@@ -116,9 +116,8 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
     v = verdict or judge(state)
     now = now or _dt.datetime.now(_dt.timezone.utc)
     rows = state.rows()
-    step = state.trainer_step if state.trainer_step is not None else state.rollout_step
     out = [f"## {now:%Y-%m-%d %H:%M} UTC", ""]
-    out.append(f"**Step**: {step if step is not None else 'n/a'} / {state.max_steps if state.max_steps is not None else 'n/a'}")
+    out.append(f"**Step**: {state.step_text().removeprefix('step ')}")
     health = v.verdict + (f" — {'; '.join(v.reasons)}" if v.reasons else "")
     out.append(f"**Health**: {health}")
     if state.detection:

@@ -136,6 +136,8 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
         "notes": list(state.notes),
         "health": _health(v),
         "progress": {
+            "step": state.step,
+            "step_text": state.step_text(),
             "trainer_step": state.trainer_step,
             "rollout_step": state.rollout_step,
             "max_steps": state.max_steps,

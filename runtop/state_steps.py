@@ -186,8 +186,25 @@ class StepReducers:
         return self.steps[self._step_keys[-1]] if self._step_keys else None
 
     def current_step(self) -> int | None:
+        """The furthest step any role reached (whether the run has stepped at all); faces say `step`."""
         steps = [s for s in (self.trainer_step, self.rollout_step) if s is not None]
         return max(steps) if steps else None
+
+    @property
+    def step(self) -> int | None:
+        """The run's step as every face says it: the trainer's (its steps are what finish a run),
+        else the rollouts' (docs/reading.md, "One step, one clock")."""
+        return self.trainer_step if self.trainer_step is not None else self.rollout_step
+
+    def step_text(self) -> str:
+        """`step 5/20`, or `trainer 5/20 · rollouts 6` where the rollouts run ahead of (or behind)
+        the trainer, as an async run's do: which step is meant is said, never guessed."""
+        of = f"/{self.max_steps}" if self.max_steps else ""
+        t, r = self.trainer_step, self.rollout_step
+        if t is not None and r is not None and r != t:
+            return f"trainer {t}{of} · rollouts {r}"
+        step = self.step
+        return f"step {step if step is not None else '-'}{of}"
 
     def median_step_time(self, window: int = 20) -> float | None:
         rows = [self.steps[s] for s in self.step_keys()[-window:]]
@@ -200,7 +217,7 @@ class StepReducers:
         """Median step time × steps left (trainer steps: those are what finish a run)."""
         if self.max_steps is None:
             return None
-        done = self.trainer_step if self.trainer_step is not None else self.rollout_step
+        done = self.step
         med = self.median_step_time()
         if done is None or med is None:
             return None

@@ -285,8 +285,14 @@ def test_alerts_speak_the_logs_clock_even_when_the_pod_logs_in_another_zone(simu
     shifted = ref.mtime + 5 * 3600  # runtop's wall clock is five hours from the logs'
     assert dt.datetime.fromtimestamp(shifted).strftime("%H:%M:%S") != state.log_clock(shifted)
     seen = [Finding("disk", "warning", "disk filling"), Finding("stalled", "critical", "quiet", since_ts=ref.mtime - 60)]
-    tracked, _ = HealthTracker().track(seen, ref.mtime + 40, state)
+    tracker = HealthTracker()
+    tracker.track([], ref.mtime, state)  # the first look: nothing wrong
+    tracked, _ = tracker.track(seen, ref.mtime + 40, state)
     assert [f.since for f in tracked] == [log_clock_plus(ref.last_time, 40), log_clock_plus(ref.last_time, -60)]
+    # Already there at a first look (a fresh `check`), with no time of its own: when it began is
+    # not known, and not said to be now (later than the last log line).
+    tracked, _ = HealthTracker().track(seen, ref.mtime + 40, state)
+    assert [f.since for f in tracked] == [None, log_clock_plus(ref.last_time, -60)]
 
 
 def log_clock_plus(hms: str, seconds: int) -> str:

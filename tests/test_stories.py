@@ -70,7 +70,7 @@ def test_the_checkin_has_the_runbook_shape(simulated):
     md = to_markdown(read_run(simulated("healthy", max_steps=6, stop_after=4)))
     lines = md.splitlines()
     assert lines[0].startswith("## ") and lines[0].endswith(" UTC")
-    for head in ("**Step**: 4 / 6", "**Health**: Healthy", "**Progress**:", "**Stability**:", "**Performance**:"):
+    for head in ("**Step**: 4/6", "**Health**: Healthy", "**Progress**:", "**Stability**:", "**Performance**:"):
         assert any(line.startswith(head) for line in lines), head
 
 

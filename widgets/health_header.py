@@ -47,8 +47,7 @@ class HealthHeader(Pane):
         for line in (line2, line2b):
             line.truncate(width, overflow="ellipsis", pad=True)
             line.stylize(band, len(chip))
-        step = s.trainer_step if s.trainer_step is not None else s.rollout_step
-        parts = [f"step {step if step is not None else '-'}/{s.max_steps or '?'}"]
+        parts = [s.step_text()]
         eta = s.eta_s()
         if eta is not None and v.verdict != "Down" and not s.run_finished():
             parts.append(f"ETA {duration(eta)}")
