@@ -65,7 +65,8 @@ class HealthHeader(Pane):
         advice = advise(s, v)
         if advice is not None:
             key = self.keys.get(advice.action or advice.pane or "")
-            nxt = Text.assemble(("next: ", "bold"), (advice.text + (f" ({key})" if key else ""), "bold" if v.verdict == "Down" else ""))
+            # The key first: the band is one line, and a long next step is cut at its end.
+            nxt = Text.assemble((f"next ({key}): " if key else "next: ", "bold"), (advice.text, "bold" if v.verdict == "Down" else ""))
             # A dead run's next step comes first: it is what the researcher came for.
             line3 = Text.assemble(nxt, " · ", line3) if v.verdict == "Down" else Text.assemble(line3, " · ", nxt)
         return Text("\n").join([line1, line2, line2b, line3])
