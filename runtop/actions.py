@@ -22,10 +22,13 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from runtop.advice import change_first
 from runtop.config import ActionsConfig
 from runtop.frameworks import get as get_framework
 from runtop.launcher import ASSIGN_WORD_RE, launch_from_pane, launcher_argv, record_pane, recorded_pane
 from runtop.parsers.checkpoints import Problem
+from runtop.resumable import disk_refusal
+from runtop.sources.disk import DiskSnapshot, sample_run
 from runtop.sources.processes import ancestor_pids, run_processes
 from runtop.sources.tmux import Pane, Tmux, TmuxError
 from runtop.state import RunState
@@ -77,6 +80,7 @@ class Context:
     stop_timeout_s: float = 60.0
     target: str | None = None  # --tmux-target: the user's explicit choice of pane
     _pane: Pane | None = None
+    _disk: DiskSnapshot | None = None
     _pane_error: str | None = None
     pane_proof: str = ""
 
@@ -110,6 +114,13 @@ class Context:
             log_paths=[f.path for f in state.files.values() if f.kind == "log"],
             target=target or cfg.tmux_target,
         )
+
+    def disk(self) -> DiskSnapshot:
+        """The run's disks as the engine last sampled them, else sampled now (a command that read
+        the run once): a resume is checked against them."""
+        if self._disk is None:
+            self._disk = self.state.disk if self.state.disk is not None else sample_run(self.run_root, self.state.framework, self.state.checkpoint_dir)
+        return self._disk
 
     def live_pids(self) -> list[int]:
         return [p for role, pids in (self.state.processes or {}).items() if role != "ray" for p in pids]
@@ -292,14 +303,18 @@ def _slurm_plan(ctx: Context, name: str) -> Plan | None:
 
 def _resume_plan(ctx: Context, *, after_stop: bool = False) -> Plan:
     slurm = None if after_stop else _slurm_plan(ctx, "resume")
-    if slurm is not None:
-        return slurm
-    if not after_stop:
+    if slurm is None and not after_stop:
         running = alive(ctx)
         if running:
             # A resume typed while the launcher runs sits in its tty and runs by itself when
             # it exits, minutes later (issue 11).
             raise ActionError(f"the run is still running ({', '.join(sorted(running))}): stop it first (X), or restart (T)")
+    full = disk_refusal(ctx.state, ctx.disk())
+    if full is not None:
+        # A resume onto a full disk dies at its first save (docs/design.md, "Advice that would work").
+        raise ActionError(full)
+    if slurm is not None:
+        return slurm
     step, path = complete_step(ctx.state)
     ckpt_root = os.path.dirname(path)
     if get_framework(ctx.state.framework).checkpoints_in_run_dir and not _inside(path, ctx.run_root):
@@ -314,6 +329,10 @@ def _resume_plan(ctx: Context, *, after_stop: bool = False) -> Plan:
     if later:
         why += "; " + ", ".join(f"step {s} is incomplete ({ctx.state.checkpoints[s].reason})" for s in later)
     notes = [why, f"launch command {ctx.launch_cmd_source or 'given'}"]
+    first = change_first(ctx.state)
+    if first is not None:
+        # Offered all the same: the change may be in a config file runtop cannot see.
+        notes.insert(0, f"first: {first} (the same command and config die the same way)")
     p = Plan("resume", "resume from the last complete checkpoint", text, [Step("keys", text)], confirm=str(step), notes=notes)
     try:
         p.notes.append(_target_note(ctx))

@@ -371,6 +371,8 @@ class Engine:
         if name == "gpu" and error is None and isinstance(value, GpuSnapshot):
             pids = {p for ps in (self.state.processes or {}).values() for p in ps}
             self.gpu_idle.update(value, pids, self.state.current_step(), self.clock())
+        if name == "disk" and error is None:
+            self.state.disk = value  # what the next step is checked against: a resume onto a full disk fails again
         if name == "slurm" and error is None:
             self.state.slurm = value  # the job belongs in the status JSON and the check-in, beside the run
         if name == "ray" and error is None:

@@ -116,6 +116,8 @@ class LiveRun:
             # The history's own lines stay out of the pane (it showed the live tail already).
             self.reader.tail = self.tail
             self.reader.state.processes, self.reader.state.process_denied = old.processes, old.process_denied
+            # The probes' answers too: a next step checked against no disk would flicker until the next sample.
+            self.reader.state.disk, self.reader.state.slurm, self.reader.state.ray = old.disk, old.slurm, old.ray
             self.reader.state._track_rows = False  # the publisher marks its own from now on
             self.reader.state._dirty_steps.clear()
             self._backfilling = False

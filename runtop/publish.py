@@ -31,7 +31,7 @@ from runtop.view import Slice, SystemView, View
 STATE_SLICES: dict[Slice, tuple[str, ...]] = {
     Slice.RUN: (
         "path", "framework", "layout", "detection", "run_name", "max_steps", "max_steps_source", "attempts", "phases", "endpoints",
-        "extra_logs", "finished", "processes", "process_denied", "slurm", "ray", "backfill_error", "first_time", "_plugin_new", "_plugin_reducers",
+        "extra_logs", "finished", "processes", "process_denied", "slurm", "ray", "disk", "backfill_error", "first_time", "_plugin_new", "_plugin_reducers",
     ),
     Slice.FILES: ("files",),
     Slice.STEPS: ("steps", "_step_keys", "_dirty_steps", "_track_rows", "_shared_dicts", "lost_steps", "steps_version", "trainer_step", "rollout_step", "last_step_time"),

@@ -13,6 +13,7 @@ import os
 import statistics
 from collections.abc import Callable
 
+from runtop.advice import advise
 from runtop.columns import STEP_COLUMNS
 from runtop.frameworks import get as get_framework
 from runtop.health import Verdict, judge
@@ -120,6 +121,10 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
     out.append(f"**Step**: {state.step_text().removeprefix('step ')}")
     health = v.verdict + (f" — {'; '.join(v.reasons)}" if v.reasons else "")
     out.append(f"**Health**: {health}")
+    advice = advise(state, v)
+    if advice is not None:
+        # The band's `next:`, word for word (one Advice for every face: docs/design.md).
+        out.append(f"**Next step**: {advice.text}" + (f" (`runtop send {advice.action}`)" if advice.action else ""))
     if state.detection:
         out.append(f"**Read as**: {state.detection}")
     phase = state.current_phase()

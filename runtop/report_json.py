@@ -14,6 +14,7 @@ import statistics
 from typing import IO, Any
 
 from runtop import __version__
+from runtop.advice import advise
 from runtop.columns import METRICS, ROLLOUT
 from runtop.health import Verdict, judge
 from runtop.parsers.hygiene import public
@@ -92,6 +93,14 @@ def _health(v: Verdict) -> dict[str, Any]:
     }
 
 
+def _next(state: RunState, v: Verdict) -> dict[str, Any] | None:
+    """The next step, as the band and the check-in say it; `action` is a `runtop send` action."""
+    advice = advise(state, v)
+    if advice is None:
+        return None
+    return {"text": advice.text, "action": advice.action, "pane": advice.pane, "resume_refused": advice.refused}
+
+
 def _slurm(snap: Any) -> dict[str, Any] | None:
     """The run's SLURM job as squeue/sacct last said (issue 17); None: the run names no job."""
     if snap is None:
@@ -135,6 +144,7 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
         "run_name": state.run_name,
         "notes": list(state.notes),
         "health": _health(v),
+        "next": _next(state, v),
         "progress": {
             "step": state.step,
             "step_text": state.step_text(),

@@ -122,6 +122,9 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
     processes: dict[str, list[int]] | None = None  # role → pids; None = not looked
     slurm: Any = None  # `sources.slurm.SlurmSnapshot`: the run's SLURM job as last read; None = no job named
     ray: Any = None  # `sources.ray_state.RaySnapshot`: the run's Ray cluster as last read; None = none tied to it
+    # `sources.disk.DiskSnapshot`: the disks the run writes to and its core dumps, as last sampled;
+    # None = not looked. The next step is checked against it (docs/design.md, "Advice that would work").
+    disk: Any = None
     process_denied: dict[str, list[str]] = field(default_factory=dict)  # user → roles runtop may not inspect
     backfill_error: str | None = None  # the history behind the live tail could not be read
     first_time: str | None = None  # log clock of the first record read (for the run's duration)

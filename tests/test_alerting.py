@@ -60,7 +60,7 @@ def test_the_trainer_dies_and_one_message_names_the_cause_however_long_it_stays_
         assert msg["title"] == "runtop: my-run is Down"
         body = msg["message"]
         assert body.startswith("trainer died: torch.OutOfMemoryError") and "cause: torch.OutOfMemoryError" in body
-        assert "trainer 2/9 · rollouts 3" in body and "last complete checkpoint: step 2" in body and "next: stop, then resume from step 2" in body
+        assert "trainer 2/9 · rollouts 3" in body and "last complete checkpoint: step 2" in body and "next: lower trainer.model.seq_len (the trainer ran out of GPU memory); then stop, then resume from step 2" in body
         assert f"{root} at 2026-08-21" in body  # where, and when on the engine's clock
         poll(engine, 30)
         time.sleep(0.3)

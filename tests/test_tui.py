@@ -387,7 +387,7 @@ async def test_enter_shows_every_alert_whole(simulated):
         assert isinstance(app.screen, AlertsScreen)
         text = screen_text(app)
         assert "inference, launcher, orchestrator" in text  # the message's end, cut in the alerts pane
-        assert "cause: torch.OutOfMemoryError" in text and "evidence: logs/attempt_1/trainer.log" in text and "next:" in text
+        assert "cause: torch.OutOfMemoryError" in text and "evidence: logs/attempt_1/trainer.log" in text and "next (T): lower trainer.model.seq_len" in text
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, AlertsScreen)

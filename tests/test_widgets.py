@@ -118,22 +118,23 @@ def test_a_view_carries_the_log_tail_it_was_published_with():
 
 def test_the_band_names_the_next_step_and_its_key():
     """Issue 14: the verdict band says what to do next: a dead run with a complete checkpoint
-    is resumed from it (R); one without sends the user to the logs; a healthy run is calm."""
+    is resumed from it (R); one without sends the user to the logs; a healthy run is calm. The key
+    comes first: a long next step is cut at the band's end."""
     s = run()
     s.checkpoints[2] = Checkpoint(2, "/runs/r1/checkpoints/step_2", True, "complete", 6 << 30)
     header = HealthHeader()
     header.keys = {"resume": "R", "logs": "8", "alerts": "9"}
     down = text_of(header.render_view(view(s, Verdict("Down", ["trainer died: torch.OutOfMemoryError"]))))
-    assert "next: resume from step 2 (last complete) (R)" in down
-    assert down.index("next:") < down.index("step 3/10")  # a dead run's next step comes first
+    assert "next (R): resume from step 2 (last complete)" in down
+    assert down.index("next (R):") < down.index("step 3/10")  # a dead run's next step comes first
     s.processes = {"trainer": [4400]}  # still up (a hang): stop first
     header.keys["restart"] = "T"
-    assert "next: stop, then resume from step 2 (last complete) (T)" in text_of(header.render_view(view(s, Verdict("Down", ["hung"]))))
+    assert "next (T): stop, then resume from step 2 (last complete)" in text_of(header.render_view(view(s, Verdict("Down", ["hung"]))))
     s.processes = None
     s.checkpoints.clear()
-    assert "next: read the logs (8)" in text_of(header.render_view(view(s, Verdict("Down", ["x"]))))
-    assert "next: read the alerts (9)" in text_of(header.render_view(view(s, Verdict("Degraded", ["y"]))))
-    assert "next:" not in text_of(header.render_view(view(run(), Verdict("Healthy"))))
+    assert "next (8): read the logs" in text_of(header.render_view(view(s, Verdict("Down", ["x"]))))
+    assert "next (9): read the alerts" in text_of(header.render_view(view(s, Verdict("Degraded", ["y"]))))
+    assert "next" not in text_of(header.render_view(view(run(), Verdict("Healthy"))))
 
 
 def test_a_long_cause_takes_two_lines_of_the_band():

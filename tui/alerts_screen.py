@@ -23,7 +23,10 @@ def alerts_text(view: View, keys: dict[str, str]) -> Text:
     advice = advise(view.state, v)
     if advice is not None:
         key = keys.get(advice.action or advice.pane or "")
-        out.append(f" · next: {advice.text}" + (f" ({key})" if key else ""), style="bold")
+        out.append(f" · next ({key}): " if key else " · next: ", style="bold")
+        out.append(advice.text, style="bold")
+        if advice.refused and advice.action is None:
+            out.append(f"\n  resume not offered: {advice.refused}", "grey62")
     if not v.alerts:
         out.append("\n\nno alerts", style="green")
     for a in v.alerts:

@@ -280,6 +280,7 @@ class RuntopApp(VettedActions, App[int]):
         try:
             self._follow_verdict()
             view = self.monitor.view()
+            self.sync_resume_key(view.state)
             for p in PANE_SPECS:
                 self.query_one(f"#{p.id}").update_view(view)  # type: ignore[attr-defined]
         except NoMatches:

@@ -13,6 +13,8 @@ from textual import events, work
 
 from runtop.actions import REGISTRY as ACTIONS
 from runtop.actions import Context, Plan
+from runtop.resumable import resume_refusal
+from runtop.state import RunState
 from runtop.tui.confirm_screen import ConfirmScreen
 
 if TYPE_CHECKING:
@@ -25,6 +27,7 @@ else:
     _Base = object
 
 READ_ONLY_KEYS = {a.key for a in ACTIONS}  # answered "actions are off" under --read-only
+RESUME_KEY = next(a.key for a in ACTIONS if a.name == "resume")
 
 
 class VettedActions(_Base):
@@ -38,9 +41,15 @@ class VettedActions(_Base):
 
         def refresh_panes(self) -> None: ...
 
+    # Why a resume cannot succeed now (`runtop.resumable`), as of the newest view: `R` is not
+    # shown meanwhile (docs/design.md, "Advice that would work").
+    resume_refused: str | None = None
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Read-only removes every action at this one point: no key, palette entry or screen reaches one.
         if self.read_only and action in ("act", "checkin"):
+            return False
+        if action == "act" and parameters == ("resume",) and self.resume_refused is not None:
             return False
         return True
 
@@ -48,6 +57,15 @@ class VettedActions(_Base):
         # Read-only hides the action keys; pressing one still gets an answer (issue 11).
         if self.read_only and event.key in READ_ONLY_KEYS and not self._confirming:
             self.notify("read-only: actions are off", timeout=4)
+        elif event.key == RESUME_KEY and self.resume_refused is not None and not self._confirming:
+            self.notify(f"resume is not offered: {self.resume_refused}", severity="warning", timeout=8)
+
+    def sync_resume_key(self, state: RunState) -> None:
+        """Show `R` only while a resume could succeed; the footer follows when that changes."""
+        refused = resume_refusal(state)
+        if refused != self.resume_refused:
+            self.resume_refused = refused
+            self.refresh_bindings()
 
     def action_act(self, name: str) -> None:
         if self.read_only or self._confirming:

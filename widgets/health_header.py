@@ -17,6 +17,10 @@ VERDICT_STYLE = {"Finished": "bold white on blue", "Healthy": "bold green", "Deg
 BAND_STYLE = {"Finished": "white on dark_blue", "Healthy": "green", "Degraded": "black on yellow3", "Down": "bold white on red3", "Unknown": "grey70"}
 
 
+# The least of a next step the band keeps before the step and last write give way to it.
+MIN_ADVICE = 60
+
+
 def last_write_age(view: View) -> float | None:
     mtimes = view.state.write_times()
     return max(0.0, view.now - max(mtimes)) if mtimes else None
@@ -64,8 +68,13 @@ class HealthHeader(Pane):
         advice = advise(s, v)
         if advice is not None:
             key = self.keys.get(advice.action or advice.pane or "")
-            nxt = Text.assemble(("next: ", "bold"), (advice.text + (f" ({key})" if key else ""), "bold" if v.verdict == "Down" else ""))
-            # A dead run's next step comes first: it is what the researcher came for.
+            # The key first: the band is one line, and a long next step is cut at its end.
+            nxt = Text.assemble((f"next ({key}): " if key else "next: ", "bold"), (advice.text, "bold" if v.verdict == "Down" else ""))
+            # A dead run's next step comes first: it is what the researcher came for; cut where
+            # it would push where the run stands off the band (the alerts screen has it whole).
+            room = width - len(line3) - 3
+            if v.verdict == "Down" and len(nxt) > room >= MIN_ADVICE:
+                nxt.truncate(room, overflow="ellipsis")
             line3 = Text.assemble(nxt, " · ", line3) if v.verdict == "Down" else Text.assemble(line3, " · ", nxt)
         return Text("\n").join([line1, line2, line2b, line3])
 

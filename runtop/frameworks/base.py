@@ -151,6 +151,18 @@ class Framework:
         """Where the run's core dumps land."""
         return [root]
 
+    # ---- advice -------------------------------------------------------------------
+    # The settings that lower a role's GPU memory, as this framework's config spells them
+    # (docs/reading.md, "Known fixes"): the trainer's micro-batch, vLLM's share of the GPU.
+    trainer_memory_settings: tuple[str, ...] = ("the micro-batch size", "the sequence length")
+    inference_memory_settings: tuple[str, ...] = ("vLLM's gpu_memory_utilization",)
+    # The rollouts' output-token cap, which vLLM refuses beyond its context.
+    max_tokens_setting = "max_tokens"
+
+    def oom_settings(self, role: str) -> tuple[str, ...]:
+        """What to lower when `role` ran out of GPU memory (vLLM's own settings for the inference side)."""
+        return self.inference_memory_settings if role == "inference" else self.trainer_memory_settings
+
     # ---- actions ------------------------------------------------------------------
     def resume_words(self, state: RunState, words: list[str], step: int, ckpt_path: str) -> list[str]:
         raise NotImplementedError(f"runtop does not know how to resume a {self.name} run")

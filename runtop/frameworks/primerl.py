@@ -297,6 +297,11 @@ class PrimeRL(Framework):
     gauge_label = "batch"
     evidence = EVIDENCE
     reads_inference_logs = True
+    # The trainer packs samples into micro-batches of `seq_len` tokens (since v0.4: a shorter one
+    # truncates longer samples); vLLM's share of its GPU is the inference config's.
+    trainer_memory_settings = ("trainer.model.seq_len",)
+    inference_memory_settings = ("inference.gpu_memory_utilization ([inference.vllm] on the newest)",)
+    max_tokens_setting = "orchestrator.sampling.max_completion_tokens (max_tokens before 2026-05)"
 
     def looks_like_run(self, path: str) -> bool:
         return _looks_like_primerl_run(path)

@@ -64,6 +64,10 @@ class SkyRL(Framework):
     expects = "a SkyRL driver log or a directory holding one"
     evidence = EVIDENCE
     gauge_label = "rewards in"
+    trainer_memory_settings = ("trainer.micro_train_batch_size_per_gpu", "trainer.micro_forward_batch_size_per_gpu")
+    # Upstream moved it under `inference_engine` in 2026-03; the forks before keep `generator.gpu_memory_utilization`.
+    inference_memory_settings = ("generator.inference_engine.gpu_memory_utilization (generator.gpu_memory_utilization before 2026-03)",)
+    max_tokens_setting = "generator.sampling_params.max_generate_length"
 
     def logs_in_dir(self, path: str, logs: list[str]) -> RunLayout | None:
         found = [f for f in logs if not os.path.basename(f).startswith("infra-")]

@@ -123,3 +123,9 @@ def core_roots(framework: str, root: str) -> list[str]:
     from runtop.frameworks import get
 
     return get(framework).core_roots(root)
+
+
+def sample_run(root: str, framework: str, ckpt_dir: str | None) -> DiskSnapshot:
+    """One sample of a run's disks and core dumps, as the engine's probe takes it (for a command
+    that reads the run once: `runtop send resume` checks the disk before it types)."""
+    return DiskSampler(run_paths(root, ckpt_dir if ckpt_dir and os.path.isdir(ckpt_dir) else None), core_roots(framework, root)).sample()

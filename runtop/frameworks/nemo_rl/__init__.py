@@ -44,6 +44,9 @@ class NemoRl(DriverLogFramework):
         ("ray::", "ray"),
     )
     expects = "a NeMo-RL driver log or a directory holding one"
+    trainer_memory_settings = ("policy.train_micro_batch_size", "policy.logprob_batch_size")
+    inference_memory_settings = ("policy.generation.vllm_cfg.gpu_memory_utilization",)
+    max_tokens_setting = "policy.generation.max_new_tokens"
 
     def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:
         """`--ckpt-dir`, else `checkpoint_dir` as the config the log prints says it (relative to

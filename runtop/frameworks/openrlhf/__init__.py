@@ -74,6 +74,10 @@ class OpenRlhf(DriverLogFramework):
         ("ray::", "ray"),
     )
     expects = "an OpenRLHF driver log or a directory holding one"
+    # Its flags up to v0.9; the newer releases spell them `--train.micro_batch_size`, `--vllm.gpu_memory_utilization`.
+    trainer_memory_settings = ("--micro_train_batch_size (--train.micro_batch_size on newer releases)",)
+    inference_memory_settings = ("--vllm_gpu_memory_utilization (--vllm.gpu_memory_utilization on newer releases)",)
+    max_tokens_setting = "--max_new_tokens (--generate_max_len on older releases)"
 
 
     def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:

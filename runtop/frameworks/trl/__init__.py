@@ -40,6 +40,10 @@ class Trl(DriverLogFramework):
     # torchrun's ranks (which every framework shares), tied to the run by their cwd or log.
     process_titles = (("accelerate", "trainer"),)
     expects = "a TRL GRPOTrainer console log or a directory holding one"
+    # GRPOConfig's (raise gradient_accumulation_steps to keep the batch).
+    trainer_memory_settings = ("per_device_train_batch_size", "max_completion_length")
+    inference_memory_settings = ("vllm_gpu_memory_utilization",)
+    max_tokens_setting = "max_completion_length"
 
     def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:
         """`--ckpt-dir` (the output_dir), else the run dir when it holds `checkpoint-N`."""

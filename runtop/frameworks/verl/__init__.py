@@ -70,6 +70,10 @@ class Verl(DriverLogFramework):
         ("ray::", "ray"),
     )
     expects = "a verl driver log or a directory holding one"
+    # `ppo_max_token_len_per_gpu` is the cap with `use_dynamic_bsz`; the micro-batch without it.
+    trainer_memory_settings = ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu")
+    inference_memory_settings = ("actor_rollout_ref.rollout.gpu_memory_utilization",)
+    max_tokens_setting = "data.max_response_length"
 
     def logs_in_dir(self, path: str, logs: list[str]) -> RunLayout | None:
         """The driver log, and beside it the file logger's JSONL when it is in the run dir
