@@ -177,7 +177,7 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     no.add_argument("--test", action="append", required=True, metavar="URL", help="an apprise URL (repeatable): slack://…, ntfys://topic, json://host:port/path")
 
     tu = sub.add_parser("tui", help="open the live TUI on a run, or the runs table on several (default for `runtop PATH`)")
-    tu.add_argument("path")
+    tu.add_argument("path", nargs="?", default=None, help="a run, a log file or a directory of runs (or give --runs FILE)")
     tu.add_argument("more", nargs="*", metavar="PATH", help="more runs (or dirs of runs): the runs table lists them all")
     tu.add_argument("--runs", default=None, metavar="FILE", help="a file naming runs, one path a line (# comments)")
     _ckpt_dir(tu)
@@ -279,13 +279,12 @@ def _thresholds(args: argparse.Namespace) -> Thresholds:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from runtop.cli_fleet import cmd_status_all, fleet_of
     from runtop.report import to_markdown
     from runtop.report_json import write_json
     from runtop.snapshot import BOUNDED_TAIL, read_and_judge
 
-    if args.all:
-        from runtop.cli_fleet import cmd_status_all
-
+    if args.all or fleet_of(args.path):
         return cmd_status_all(args)
     state, verdict = read_and_judge(args.path, cfg=_thresholds(args), slurm_job=args.slurm_job, ray_address=args.ray_address,
                                     tail=None if args.full else BOUNDED_TAIL, **files(args))
@@ -308,12 +307,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from runtop.cli_fleet import cmd_check_all, fleet_of
     from runtop.report_json import write_json
     from runtop.snapshot import BOUNDED_TAIL, read_and_judge
 
-    if args.all:
-        from runtop.cli_fleet import cmd_check_all
-
+    if args.all or fleet_of(args.path):
         return cmd_check_all(args)
     state, verdict = read_and_judge(args.path, cfg=_thresholds(args), slurm_job=args.slurm_job, ray_address=args.ray_address,
                                     tail=None if args.full else BOUNDED_TAIL, **files(args))
@@ -333,10 +331,29 @@ def cmd_check(args: argparse.Namespace) -> int:
     return CHECK_EXIT.get(verdict.verdict, 1)
 
 
+def misspelt_command(word: str) -> str | None:
+    """The command `word` was probably meant to be, when it is no path that exists and reads
+    as a command name with a slip (`stauts`, `chek`); else None and it is taken as a path.
+    A word with a `/` or a `.` is a path the user meant, misspelt or not: runtop says the
+    path is missing rather than guess a command."""
+    import difflib
+
+    if os.path.lexists(word) or any(c in word for c in "/." + os.sep):
+        return None
+    if word == "help":
+        return "runtop --help"
+    close = difflib.get_close_matches(word.lower(), COMMANDS, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # `runtop PATH` is `runtop tui PATH` (a rolling status when stdout is not a terminal).
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        meant = misspelt_command(argv[0])
+        if meant is not None:
+            _err(f"unknown command {argv[0]!r} (did you mean {meant!r}?)")
+            return EXIT_USAGE
         argv = ["tui", *argv]
     parser = build_parser(scenario_help=bool({"-h", "--help"} & set(argv)))
     args, extra = parser.parse_known_args(argv)
