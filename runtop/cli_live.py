@@ -406,6 +406,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         engines = [Engine(discover(p), interval=args.interval, poll=args.poll, thresholds=cfg, vllm_url=None, publishing=False)
                    for p in paths]
+        for engine in engines:
+            engine.step()  # the first scrape answers with what was read, not an unread run's runtop_up 0
     registry = registry_for(engines)
     if args.textfile is None:
         try:
