@@ -109,7 +109,7 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     st = sub.add_parser("status", help="print a check-in (markdown) or --json for a run")
-    st.add_argument("path", help="run dir, output dir holding runs, or a log file")
+    st.add_argument("path", help="a run dir, a log file, or a directory of runs (then every run, as --all)")
     st.add_argument("--json", action="store_true", help="print the state as JSON")
     st.add_argument("--append", action="store_true", help="append the check-in to STATUS.md in the run dir (never overwrites)")
     st.add_argument("--full", action="store_true", help="read every log whole (default: the last 8 MB of a longer one, said)")
@@ -118,7 +118,7 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     _config(st)
 
     ch = sub.add_parser("check", help="judge a run: findings on stdout; exit 0 Healthy/Finished, 1 Degraded, 2 Down, 3 cannot read, 4 Unknown")
-    ch.add_argument("path")
+    ch.add_argument("path", help="a run dir, a log file, or a directory of runs (then every run, as --all)")
     ch.add_argument("--json", action="store_true", help="print the status JSON (every finding in `alerts`)")
     ch.add_argument("--full", action="store_true", help="read every log whole (default: the last 8 MB of a longer one, said)")
     ch.add_argument("--all", action="store_true", help="every run under PATH, worst first; the exit code is the worst run's")
@@ -141,7 +141,7 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     _tmux_opts(se)
 
     wa = sub.add_parser("watch", help="follow a run headless: page on incidents (--notify), ping a heartbeat, append check-ins (--every)")
-    wa.add_argument("path")
+    wa.add_argument("path", help="a run dir, a log file, or a directory of runs (then every run, each line naming its run)")
     wa.add_argument("--every", default=None, metavar="DURATION", help="append a check-in to STATUS.md this often: 30m, 1h, 90s (default: none)")
     wa.add_argument("--count", type=count, default=None, metavar="N", help="stop after N check-ins")
     wa.add_argument("--duration", type=seconds, default=None, metavar="S", help="stop after S seconds")
@@ -156,7 +156,7 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     _config(fx)
 
     ex = sub.add_parser("export", help="serve runtop's verdicts as Prometheus metrics on /metrics, or write a node_exporter textfile")
-    ex.add_argument("paths", nargs="+", metavar="PATH")
+    ex.add_argument("paths", nargs="+", metavar="PATH", help="runs, log files, or directories of runs (every run in them)")
     ex.add_argument("--port", type=port, default=9464, help="the /metrics port (default 9464)")
     ex.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine only)")
     ex.add_argument("--textfile", default=None, metavar="FILE", help="write FILE (a .prom for node_exporter's textfile collector) instead of serving")
@@ -331,6 +331,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     return CHECK_EXIT.get(verdict.verdict, 1)
 
 
+# Commands that act on one run: given a directory of runs, they name the runs and pick none
+# (sending a resume into the newest run's Launcher because it is the newest is a guess).
+ONE_RUN_COMMANDS = ("actions", "send", "forensics", "follow")
+
+
+def _several_runs(path: str) -> str | None:
+    from runtop.cli_fleet import fleet_of, run_names
+
+    runs = fleet_of(path)
+    return f"{path} holds {len(runs)} runs ({run_names(runs)}): give one run's directory" if runs is not None else None
+
+
 def misspelt_command(word: str) -> str | None:
     """The command `word` was probably meant to be, when it is no path that exists and reads
     as a command name with a slip (`stauts`, `chek`); else None and it is taken as a path.
@@ -377,6 +389,11 @@ def main(argv: list[str] | None = None) -> int:
     from runtop.config import ConfigError
 
     try:
+        if args.command in ONE_RUN_COMMANDS:
+            refusal = _several_runs(args.path)
+            if refusal is not None:
+                _err(f"{args.command}: {refusal}")
+                return EXIT_USAGE
         return handlers[args.command](args)
     except DiscoveryError as e:
         _err(str(e))

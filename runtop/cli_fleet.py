@@ -45,9 +45,11 @@ def one_run_option(args: argparse.Namespace, runs: list[str], where: str) -> str
     given = [flag for name, flag in ONE_RUN_OPTIONS if getattr(args, name, None)]
     if not given:
         return None
-    names = ", ".join(os.path.basename(r.rstrip(os.sep)) or r for r in runs[:4]) + (", …" if len(runs) > 4 else "")
-    return (f"{given[0]} is for one run, and {where} holds {len(runs)} runs ({names}): "
-            f"give one run's directory with {given[0]}")
+    return f"{given[0]} is for one run, and {where} holds {len(runs)} runs ({run_names(runs)}): give one run's directory with {given[0]}"
+
+
+def run_names(runs: list[str], most: int = 4) -> str:
+    return ", ".join(os.path.basename(r.rstrip(os.sep)) or r for r in runs[:most]) + (", …" if len(runs) > most else "")
 
 
 def judge_all(args: argparse.Namespace) -> list[tuple[str, str, object, object]] | int:

@@ -123,3 +123,16 @@ def test_watch_of_a_directory_watches_every_run_and_each_alert_names_its_run(tmp
         assert [p for p in server.paths() if p.startswith("/hb")] == ["/hb/start", "/hb/fail"]
     finally:
         server.close()
+
+
+def test_a_command_that_acts_on_one_run_names_the_runs_and_picks_none(tmp_path):
+    """`runtop send resume outputs/ --yes` used to act on the newest run: a resume typed into a
+    run the user did not name. Each command of one run now names the runs instead."""
+    out = three_runs(tmp_path)
+    for args in (("send", "resume", out, "--yes"), ("actions", out), ("forensics", out), ("follow", out)):
+        r = runtop(*args)
+        assert r.returncode == 2 and r.stdout == "", (args, r.stdout)
+        assert r.stderr == f"runtop: {args[0]}: {out} holds 3 runs (a-fine, b-finished, z-dead): give one run's directory\n"
+    assert not any(os.path.exists(os.path.join(out, run, ".runtop")) for run in os.listdir(out))
+    r = runtop("actions", os.path.join(out, "z-dead"))  # one run: as before
+    assert r.returncode == 0 and r.stdout.startswith("resume ")
