@@ -109,7 +109,7 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     st = sub.add_parser("status", help="print a check-in (markdown) or --json for a run")
-    st.add_argument("path", help="run dir, output dir holding runs, or a log file")
+    st.add_argument("path", help="a run dir, a log file, or a directory of runs (then every run, as --all)")
     st.add_argument("--json", action="store_true", help="print the state as JSON")
     st.add_argument("--append", action="store_true", help="append the check-in to STATUS.md in the run dir (never overwrites)")
     st.add_argument("--full", action="store_true", help="read every log whole (default: the last 8 MB of a longer one, said)")
@@ -118,7 +118,7 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     _config(st)
 
     ch = sub.add_parser("check", help="judge a run: findings on stdout; exit 0 Healthy/Finished, 1 Degraded, 2 Down, 3 cannot read, 4 Unknown")
-    ch.add_argument("path")
+    ch.add_argument("path", help="a run dir, a log file, or a directory of runs (then every run, as --all)")
     ch.add_argument("--json", action="store_true", help="print the status JSON (every finding in `alerts`)")
     ch.add_argument("--full", action="store_true", help="read every log whole (default: the last 8 MB of a longer one, said)")
     ch.add_argument("--all", action="store_true", help="every run under PATH, worst first; the exit code is the worst run's")
@@ -141,7 +141,7 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     _tmux_opts(se)
 
     wa = sub.add_parser("watch", help="follow a run headless: page on incidents (--notify), ping a heartbeat, append check-ins (--every)")
-    wa.add_argument("path")
+    wa.add_argument("path", help="a run dir, a log file, or a directory of runs (then every run, each line naming its run)")
     wa.add_argument("--every", default=None, metavar="DURATION", help="append a check-in to STATUS.md this often: 30m, 1h, 90s (default: none)")
     wa.add_argument("--count", type=count, default=None, metavar="N", help="stop after N check-ins")
     wa.add_argument("--duration", type=seconds, default=None, metavar="S", help="stop after S seconds")
@@ -156,7 +156,7 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     _config(fx)
 
     ex = sub.add_parser("export", help="serve runtop's verdicts as Prometheus metrics on /metrics, or write a node_exporter textfile")
-    ex.add_argument("paths", nargs="+", metavar="PATH")
+    ex.add_argument("paths", nargs="+", metavar="PATH", help="runs, log files, or directories of runs (every run in them)")
     ex.add_argument("--port", type=port, default=9464, help="the /metrics port (default 9464)")
     ex.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine only)")
     ex.add_argument("--textfile", default=None, metavar="FILE", help="write FILE (a .prom for node_exporter's textfile collector) instead of serving")
@@ -177,7 +177,7 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     no.add_argument("--test", action="append", required=True, metavar="URL", help="an apprise URL (repeatable): slack://…, ntfys://topic, json://host:port/path")
 
     tu = sub.add_parser("tui", help="open the live TUI on a run, or the runs table on several (default for `runtop PATH`)")
-    tu.add_argument("path")
+    tu.add_argument("path", nargs="?", default=None, help="a run, a log file or a directory of runs (or give --runs FILE)")
     tu.add_argument("more", nargs="*", metavar="PATH", help="more runs (or dirs of runs): the runs table lists them all")
     tu.add_argument("--runs", default=None, metavar="FILE", help="a file naming runs, one path a line (# comments)")
     _ckpt_dir(tu)
@@ -279,13 +279,12 @@ def _thresholds(args: argparse.Namespace) -> Thresholds:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from runtop.cli_fleet import cmd_status_all, fleet_of
     from runtop.report import to_markdown
     from runtop.report_json import write_json
     from runtop.snapshot import BOUNDED_TAIL, read_and_judge
 
-    if args.all:
-        from runtop.cli_fleet import cmd_status_all
-
+    if args.all or fleet_of(args.path):
         return cmd_status_all(args)
     state, verdict = read_and_judge(args.path, cfg=_thresholds(args), slurm_job=args.slurm_job, ray_address=args.ray_address,
                                     tail=None if args.full else BOUNDED_TAIL, **files(args))
@@ -308,12 +307,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from runtop.cli_fleet import cmd_check_all, fleet_of
     from runtop.report_json import write_json
     from runtop.snapshot import BOUNDED_TAIL, read_and_judge
 
-    if args.all:
-        from runtop.cli_fleet import cmd_check_all
-
+    if args.all or fleet_of(args.path):
         return cmd_check_all(args)
     state, verdict = read_and_judge(args.path, cfg=_thresholds(args), slurm_job=args.slurm_job, ray_address=args.ray_address,
                                     tail=None if args.full else BOUNDED_TAIL, **files(args))
@@ -336,10 +334,41 @@ def cmd_check(args: argparse.Namespace) -> int:
     return CHECK_EXIT.get(verdict.verdict, 1)
 
 
+# Commands that act on one run: given a directory of runs, they name the runs and pick none
+# (sending a resume into the newest run's Launcher because it is the newest is a guess).
+ONE_RUN_COMMANDS = ("actions", "send", "forensics", "follow")
+
+
+def _several_runs(path: str) -> str | None:
+    from runtop.cli_fleet import fleet_of, run_names
+
+    runs = fleet_of(path)
+    return f"{path} holds {len(runs)} runs ({run_names(runs)}): give one run's directory" if runs is not None else None
+
+
+def misspelt_command(word: str) -> str | None:
+    """The command `word` was probably meant to be, when it is no path that exists and reads
+    as a command name with a slip (`stauts`, `chek`); else None and it is taken as a path.
+    A word with a `/` or a `.` is a path the user meant, misspelt or not: runtop says the
+    path is missing rather than guess a command."""
+    import difflib
+
+    if os.path.lexists(word) or any(c in word for c in "/." + os.sep):
+        return None
+    if word == "help":
+        return "runtop --help"
+    close = difflib.get_close_matches(word.lower(), COMMANDS, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # `runtop PATH` is `runtop tui PATH` (a rolling status when stdout is not a terminal).
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        meant = misspelt_command(argv[0])
+        if meant is not None:
+            _err(f"unknown command {argv[0]!r} (did you mean {meant!r}?)")
+            return EXIT_USAGE
         argv = ["tui", *argv]
     parser = build_parser(scenario_help=bool({"-h", "--help"} & set(argv)))
     args, extra = parser.parse_known_args(argv)
@@ -363,6 +392,11 @@ def main(argv: list[str] | None = None) -> int:
     from runtop.config import ConfigError
 
     try:
+        if args.command in ONE_RUN_COMMANDS:
+            refusal = _several_runs(args.path)
+            if refusal is not None:
+                _err(f"{args.command}: {refusal}")
+                return EXIT_USAGE
         return handlers[args.command](args)
     except DiscoveryError as e:
         _err(str(e))

@@ -1,6 +1,11 @@
-"""Several runs at once (issue 17, "a fleet of runs"): `runtop status --all DIR` and
-`runtop check --all DIR` judge every run under DIR (each subdirectory runtop recognises, or
-DIR itself), most troubled first; `check --all` exits with the worst run's code."""
+"""Several runs at once: `runtop status --all DIR` and `runtop check --all DIR` judge every
+run under DIR (each subdirectory runtop recognises, or DIR itself), most troubled first;
+`check --all` exits with the worst run's code.
+
+A directory that holds several runs is a fleet for every command that reads runs, by the
+same decision the runs table makes (`fleet.runs_of`): `status DIR` and `check DIR` behave
+as `--all`, `export DIR` serves every run and `watch DIR` watches every run. A single run's
+directory reads as it always did."""
 
 from __future__ import annotations
 
@@ -10,26 +15,64 @@ import os
 import sys
 import time
 
-from runtop.cli import CHECK_EXIT, EXIT_CANNOT_READ, _thresholds, print
+from runtop.cli import CHECK_EXIT, EXIT_CANNOT_READ, EXIT_USAGE, _err, _thresholds, print
 from runtop.config import Thresholds
 from runtop.discovery import DiscoveryError
 from runtop.fleet import TROUBLE, runs_of
 
 
-def judge_all(args: argparse.Namespace) -> list[tuple[str, str, object, object]]:
-    """(path, verdict word, state or None, verdict or error text) for each run, worst first."""
+def fleet_of(path: str | None) -> list[str] | None:
+    """The runs under `path` when it is a directory holding more than one (the runs table's
+    own decision); None for a single run, a log file or a path runtop cannot read (which the
+    one-run path then names in its one line)."""
+    if path is None or not os.path.isdir(path):
+        return None
+    try:
+        runs = runs_of([path])
+    except DiscoveryError:
+        return None
+    return runs if len(runs) > 1 else None
+
+
+# Options that name one run's files or job: given with several runs, which run they are for
+# is a guess runtop does not make.
+ONE_RUN_OPTIONS = (("ckpt_dir", "--ckpt-dir"), ("metrics", "--metrics"), ("slurm_job", "--slurm-job"),
+                   ("ray_address", "--ray-address"), ("append", "--append"))
+
+
+def one_run_option(args: argparse.Namespace, runs: list[str], where: str) -> str | None:
+    """The one-line refusal when an option of one run is given with several runs, else None."""
+    given = [flag for name, flag in ONE_RUN_OPTIONS if getattr(args, name, None)]
+    if not given:
+        return None
+    return f"{given[0]} is for one run, and {where} holds {len(runs)} runs ({run_names(runs)}): give one run's directory with {given[0]}"
+
+
+def run_names(runs: list[str], most: int = 4) -> str:
+    return ", ".join(os.path.basename(r.rstrip(os.sep)) or r for r in runs[:most]) + (", …" if len(runs) > most else "")
+
+
+def judge_all(args: argparse.Namespace) -> list[tuple[str, str, object, object]] | int:
+    """(path, verdict word, state or None, verdict or error text) for each run, worst first;
+    an exit code when an option of one run was given with several."""
     from runtop.snapshot import BOUNDED_TAIL
 
-    return judge(runs_of([args.path]), _thresholds(args), tail=None if getattr(args, "full", False) else BOUNDED_TAIL)
+    runs = runs_of([args.path])
+    refusal = one_run_option(args, runs, args.path) if len(runs) > 1 else None
+    if refusal is not None:
+        _err(f"{args.command}: {refusal}")
+        return EXIT_CANNOT_READ if args.command == "check" else EXIT_USAGE
+    return judge(runs, _thresholds(args), tail=None if getattr(args, "full", False) else BOUNDED_TAIL,
+                 framework=getattr(args, "framework", None))
 
 
-def judge(runs: list[str], cfg: Thresholds, tail: int | None = None) -> list[tuple[str, str, object, object]]:
+def judge(runs: list[str], cfg: Thresholds, tail: int | None = None, framework: str | None = None) -> list[tuple[str, str, object, object]]:
     from runtop.snapshot import read_and_judge
 
     out: list[tuple[str, str, object, object]] = []
     for run in runs:
         try:
-            state, verdict = read_and_judge(run, cfg=cfg, tail=tail)
+            state, verdict = read_and_judge(run, cfg=cfg, tail=tail, framework=framework)
         except DiscoveryError as e:
             out.append((run, "cannot read", None, str(e)))
             continue
@@ -42,6 +85,8 @@ def cmd_status_all(args: argparse.Namespace) -> int:
     from runtop.report_json import to_json
 
     rows = judge_all(args)
+    if isinstance(rows, int):
+        return rows
     if not args.json:
         return _table(rows)
     docs = [to_json(state, verdict, include_steps=False) if state is not None else {"path": run, "error": verdict}  # type: ignore[arg-type]
@@ -76,6 +121,8 @@ def _table(rows: list[tuple[str, str, object, object]]) -> int:
 
 def cmd_check_all(args: argparse.Namespace) -> int:
     rows = judge_all(args)
+    if isinstance(rows, int):
+        return rows
     codes = []
     for run, word, state, verdict in rows:
         name = os.path.basename(run.rstrip(os.sep)) or run
@@ -83,7 +130,12 @@ def cmd_check_all(args: argparse.Namespace) -> int:
             print(f"cannot read: {name} — {verdict}")
             codes.append(EXIT_CANNOT_READ)
             continue
-        reasons = f" — {'; '.join(verdict.reasons)}" if verdict.reasons else ""  # type: ignore[attr-defined]
+        said = list(verdict.reasons)  # type: ignore[attr-defined]
+        if word == "Healthy":
+            from runtop.health import progress_text
+
+            said.insert(0, progress_text(state))  # type: ignore[arg-type] # as `check RUN` says it: where the run is
+        reasons = f" — {'; '.join(r for r in said if r)}" if any(said) else ""
         print(f"{word}: {name}{reasons}")
         codes.append(CHECK_EXIT.get(word, 1))
     # The worst run's code, in the same order of trouble as the listing.

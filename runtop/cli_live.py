@@ -9,17 +9,21 @@ import os
 import signal
 import sys
 import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from runtop.cli import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, _err, _thresholds, files, print
-from runtop.config import NotifyConfig
-from runtop.discovery import DiscoveryError, RunLayout, discover, with_ckpt_dir
+from runtop.config import NotifyConfig, Thresholds
+from runtop.discovery import DiscoveryError, RunLayout, discover, with_ckpt_dir, with_metrics
 from runtop.sources.gpu import GpuProbe
+
+if TYPE_CHECKING:  # imported where used: every command imports this module
+    from runtop.alerting import Alerting
+    from runtop.engine import Engine
 
 
 def layout_of(args: argparse.Namespace) -> RunLayout:
     """The run at `args.path`, with `--ckpt-dir` and `--metrics` applied."""
-    from runtop.discovery import with_metrics
-
     f = files(args)
     return with_metrics(with_ckpt_dir(discover(args.path, f["framework"]), f["ckpt_dir"]), f["metrics"], f["metrics_map"])
 
@@ -42,12 +46,29 @@ def notify_config(args: argparse.Namespace) -> NotifyConfig:
                        heartbeat=getattr(args, "heartbeat", None), on_alert=on_alert)
 
 
+@dataclass
+class _Watched:
+    """One run `runtop watch` follows: its engine and alerting, and what was said of it."""
+
+    name: str  # the run's directory name: each line of a fleet's watch begins with it ("" for one run)
+    engine: Engine
+    alerting: Alerting
+    checkin_path: str
+    last: str = ""
+    told: int = 0
+
+    def line(self, text: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {self.name + ': ' if self.name else ''}{text}", flush=True)
+
+
 def cmd_watch(args: argparse.Namespace) -> int:
     """Follow a run headless with the TUI's engine: page on incidents, ping a heartbeat, print
-    each change of verdict, and append a check-in every `--every` (issue 15)."""
-    from runtop.alerting import Alerting
-    from runtop.checkin import append_checkin, status_path
-    from runtop.engine import Engine
+    each change of verdict, and append a check-in every `--every`. A directory of runs is
+    every run it holds (the runs table's decision): each judged as one run is, each line and
+    each alert naming its run, one heartbeat for them all (it fails when any is Down)."""
+    from runtop.checkin import append_checkin
+    from runtop.cli_fleet import fleet_of, one_run_option
+    from runtop.delivery import Heartbeat, Worker, http_get, private
     from runtop.outputs import OutputError
     from runtop.parsers.text import parse_duration
     from runtop.report import to_markdown
@@ -60,51 +81,110 @@ def cmd_watch(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     cfg = _thresholds(args)
     ncfg = notify_config(args)
+    runs = fleet_of(args.path)
+    if runs is not None:
+        refusal = one_run_option(args, runs, args.path)
+        if refusal is not None:
+            _err(f"watch: {refusal}")
+            return EXIT_USAGE
+    watched = _watch_fleet(runs, args, cfg, ncfg) if runs is not None else [_watch_one(args, cfg, ncfg)]
+    # One heartbeat for a fleet: the service hears one watcher, not one per run.
+    beat = Heartbeat(ncfg.heartbeat, ncfg.heartbeat_every_s) if runs is not None and ncfg.heartbeat else None
+    beats = Worker(private(ncfg.heartbeat), http_get, backoff=(5.0,)) if beat is not None and ncfg.heartbeat else None
+    first = watched[0].alerting
+    targets = [w.status.name for w in first.targets]
+    beat_name = beats.status.name if beats is not None else first.beats.status.name if first.beats else None
+    what = watched[0].engine.layout.root if runs is None else f"{len(runs)} runs under {args.path} ({_names(runs)})"
+    print(f"{time.strftime('%H:%M:%S')} watching {what}: "
+          + (f"alerts to {', '.join(targets)}" if targets else "no alert targets (--notify URL or [notify] urls)")
+          + (f"; heartbeat {beat_name}" if beat_name else "")
+          + (f"; on alert: {' '.join(ncfg.on_alert)}" if ncfg.on_alert else ""), flush=True)
+    done, failed = 0, False
+    deadline = time.monotonic() + args.duration if args.duration else None
+    next_at = time.monotonic()
+    try:
+        while (args.count is None or done < args.count) and (deadline is None or time.monotonic() < deadline):
+            for w in watched:
+                w.engine.step()
+                verdict = w.engine.verdict
+                said = f"{verdict.verdict}: {verdict.reasons[0]}" if verdict.reasons else verdict.verdict
+                if said != w.last:
+                    w.line(said)
+                    w.last = said
+                for msg in w.alerting.sent[w.told:] if len(w.alerting.sent) > w.told else []:
+                    w.line(f"alert ({msg.event}): {msg.title}")
+                    if ncfg.terminal and msg.event == "incident":
+                        _page_terminal(msg.title, msg.body.splitlines()[0])
+                w.told = len(w.alerting.sent)
+            if beat is not None and beats is not None:
+                worst = "Down" if any(w.engine.verdict.verdict == "Down" for w in watched) else "Healthy"
+                for url in beat.due(worst, time.time()):
+                    beats.put(url)
+            if every is not None and time.monotonic() >= next_at:
+                done += 1
+                for w in watched:
+                    verdict = w.engine.verdict
+                    try:
+                        append_checkin(w.checkin_path, to_markdown(w.engine.state, verdict))
+                    except (OSError, OutputError) as e:
+                        # The watch goes on: the next check-in may find the file writable again.
+                        w.line(f"check-in ({verdict.verdict}) NOT written: {e}")
+                        failed = True
+                    else:
+                        w.line(f"appended a check-in ({verdict.verdict}) to {w.checkin_path}")
+                next_at += every
+                continue
+            if runs is None:
+                watched[0].engine.wait(args.interval)
+            else:
+                time.sleep(args.interval)  # a fleet's runs are polled: no one run's writes wake the loop
+    finally:
+        problems: list[str] = []
+        for w in watched:
+            w.engine.close()  # what is queued is delivered (within a few seconds)
+            problems += [p for p in w.alerting.problems() if p not in problems]
+        if beats is not None:
+            beats.close(5.0)
+            problems += [p for p in (beats.status.problem(),) if p]
+        for problem in problems:
+            print(f"{time.strftime('%H:%M:%S')} alerts not delivered: {problem}", flush=True)
+    return EXIT_USAGE if failed else EXIT_OK
+
+
+def _watch_one(args: argparse.Namespace, cfg: Thresholds, ncfg: NotifyConfig) -> _Watched:
+    from runtop.alerting import Alerting
+    from runtop.checkin import status_path
+    from runtop.engine import Engine
+
     layout = layout_of(args)
     alerting = Alerting(ncfg, os.path.basename(layout.root.rstrip("/")) or layout.root, layout.root)
     engine = Engine(layout, interval=args.interval, poll=args.poll, thresholds=cfg, alerting=alerting, vllm_url=None, publishing=False,
                     slurm_job=args.slurm_job, ray_address=args.ray_address)
     engine.forensics_on_stall = True  # a stall saves its stacks before anyone restarts the run
-    targets = [w.status.name for w in alerting.targets]
-    print(f"{time.strftime('%H:%M:%S')} watching {layout.root}: "
-          + (f"alerts to {', '.join(targets)}" if targets else "no alert targets (--notify URL or [notify] urls)")
-          + (f"; heartbeat {alerting.beats.status.name}" if alerting.beats else "")
-          + (f"; on alert: {' '.join(ncfg.on_alert)}" if ncfg.on_alert else ""), flush=True)
-    path = status_path(layout.root)
-    done, failed, told, last = 0, False, 0, ""
-    deadline = time.monotonic() + args.duration if args.duration else None
-    next_at = time.monotonic()
-    try:
-        while (args.count is None or done < args.count) and (deadline is None or time.monotonic() < deadline):
-            engine.step()
-            verdict = engine.verdict
-            said = f"{verdict.verdict}: {verdict.reasons[0]}" if verdict.reasons else verdict.verdict
-            if said != last:
-                print(f"{time.strftime('%H:%M:%S')} {said}", flush=True)
-                last = said
-            for msg in alerting.sent[told:] if len(alerting.sent) > told else []:
-                print(f"{time.strftime('%H:%M:%S')} alert ({msg.event}): {msg.title}", flush=True)
-                if ncfg.terminal and msg.event == "incident":
-                    _page_terminal(msg.title, msg.body.splitlines()[0])
-            told = len(alerting.sent)
-            if every is not None and time.monotonic() >= next_at:
-                done += 1
-                try:
-                    append_checkin(path, to_markdown(engine.state, verdict))
-                except (OSError, OutputError) as e:
-                    # The watch goes on: the next check-in may find the file writable again.
-                    print(f"{time.strftime('%H:%M:%S')} check-in ({verdict.verdict}) NOT written: {e}", flush=True)
-                    failed = True
-                else:
-                    print(f"{time.strftime('%H:%M:%S')} appended a check-in ({verdict.verdict}) to {path}", flush=True)
-                next_at += every
-                continue
-            engine.wait(args.interval)
-    finally:
-        engine.close()  # what is queued is delivered (within a few seconds)
-        for problem in alerting.problems():
-            print(f"{time.strftime('%H:%M:%S')} alerts not delivered: {problem}", flush=True)
-    return EXIT_USAGE if failed else EXIT_OK
+    return _Watched("", engine, alerting, status_path(layout.root))
+
+
+def _watch_fleet(runs: list[str], args: argparse.Namespace, cfg: Thresholds, ncfg: NotifyConfig) -> list[_Watched]:
+    """Every run under the directory, judged by the same rules as one run; the machine's GPUs
+    are no run's own news here (as in the runs table), and each run's processes are looked
+    at every 30 s rather than every interval (a /proc walk per run is a fleet's largest cost)."""
+    from dataclasses import replace
+
+    from runtop.alerting import Alerting
+    from runtop.checkin import status_path
+    from runtop.engine import Engine
+    from runtop.fleet import FLEET_PROCESS_S
+
+    out = []
+    for run in runs:
+        layout = discover(run, getattr(args, "framework", None))
+        name = os.path.basename(layout.root.rstrip("/")) or layout.root
+        alerting = Alerting(replace(ncfg, heartbeat=None), name, layout.root)
+        engine = Engine(layout, interval=args.interval, poll=True, thresholds=cfg, alerting=alerting, vllm_url=None, publishing=False,
+                        gpus=False, process_period=max(args.interval, FLEET_PROCESS_S))
+        engine.forensics_on_stall = True
+        out.append(_Watched(os.path.basename(run.rstrip(os.sep)) or run, engine, alerting, status_path(layout.root)))
+    return out
 
 
 def _page_terminal(title: str, first_line: str) -> None:
@@ -166,7 +246,8 @@ def _run_fleet(runs: list[str], args: argparse.Namespace) -> int:
     try:
         selected: str | None = None
         while True:
-            chosen = FleetApp(fleet, select=selected, where=" ".join([args.path, *getattr(args, "more", [])])).run()
+            where = " ".join([p for p in (args.path, *getattr(args, "more", [])) if p] + ([f"--runs {args.runs}"] if getattr(args, "runs", None) else []))
+            chosen = FleetApp(fleet, select=selected, where=where).run()
             if not chosen:
                 return EXIT_OK
             selected, fleet.open = chosen, chosen
@@ -219,9 +300,17 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
 def cmd_tui(args: argparse.Namespace) -> int:
     from runtop.fleet import runs_of
 
-    runs = runs_of([args.path, *getattr(args, "more", [])], getattr(args, "runs", None))
+    named = [p for p in (args.path, *getattr(args, "more", [])) if p is not None]
+    if not named and getattr(args, "runs", None) is None:
+        _err("tui: give a run directory, a log file, a directory of runs, or --runs FILE")
+        return EXIT_USAGE
+    runs = runs_of(named, getattr(args, "runs", None))
+    if not runs:
+        _err(f"tui: --runs {args.runs} names no run")
+        return EXIT_USAGE
     if len(runs) > 1:
         return _run_fleet(runs, args)
+    args.path = runs[0]  # the one run named (perhaps only in --runs FILE)
     layout = layout_of(args)
     if not _use_tui(args):
         from runtop.live import follow
@@ -301,19 +390,24 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     from runtop.engine import Engine
     from runtop.exporter import registry_for
+    from runtop.fleet import runs_of
 
     cfg = _thresholds(args)
+    # A directory of runs is every run it holds, as the runs table reads it; a run dir is one run.
+    paths = runs_of(args.paths)
     if args.once:
         from runtop.snapshot import RunJudge, read_run_reader
 
         # Each run read to its end and judged once, with every probe (cron writes the textfile).
-        judges = [RunJudge(read_run_reader(p), cfg) for p in args.paths]
+        judges = [RunJudge(read_run_reader(p), cfg) for p in paths]
         for judge in judges:
             judge.verdict()
         engines = [judge.engine for judge in judges]
     else:
         engines = [Engine(discover(p), interval=args.interval, poll=args.poll, thresholds=cfg, vllm_url=None, publishing=False)
-                   for p in args.paths]
+                   for p in paths]
+        for engine in engines:
+            engine.step()  # the first scrape answers with what was read, not an unread run's runtop_up 0
     registry = registry_for(engines)
     if args.textfile is None:
         try:
@@ -321,7 +415,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         except OSError as e:
             _err(f"export: cannot listen on {args.host}:{args.port}: {e.strerror or e}")
             return EXIT_USAGE
-        print(f"{time.strftime('%H:%M:%S')} serving {len(engines)} run(s) on http://{args.host}:{args.port}/metrics", flush=True)
+        print(f"{time.strftime('%H:%M:%S')} serving {len(engines)} run(s) on http://{args.host}:{args.port}/metrics: {_names(paths)}", flush=True)
     deadline = time.monotonic() + args.duration if args.duration else None
     try:
         while True:
@@ -340,6 +434,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     finally:
         for engine in engines:
             engine.close()
+
+
+def _names(paths: list[str], most: int = 8) -> str:
+    names = [os.path.basename(p.rstrip(os.sep)) or p for p in paths]
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def cmd_forensics(args: argparse.Namespace) -> int:

@@ -51,7 +51,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         from textual_serve.server import Server
     except ImportError:
-        _err("runtop serve needs textual-serve: pip install 'runtop-rl[serve]'")
+        _err("runtop serve needs textual-serve: pip install '.[serve]' in runtop's checkout")
         return EXIT_USAGE
     mode = "actions allowed" if args.allow_actions else "read-only"
     print(f"runtop: serving {args.path} ({mode}) on http://{args.host}:{args.port}", file=sys.stderr, flush=True)

@@ -31,7 +31,7 @@ from runtop.state import RunState
 
 TAIL_LINES = 200
 DUMP_TIMEOUT_S = 30.0
-HOW_TO_GET = "pip install 'runtop-rl[forensics]' (py-spy)"
+HOW_TO_GET = "pip install '.[forensics]' in runtop's checkout (or pip install py-spy)"
 PTRACE_HELP = ("ptrace was refused: run runtop as the run's user with /proc/sys/kernel/yama/ptrace_scope 0, "
                "or `sudo py-spy dump --pid PID`; in a container add --cap-add SYS_PTRACE")
 

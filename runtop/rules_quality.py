@@ -74,7 +74,7 @@ def disk_pressure(f: Facts) -> list[Finding]:
         if d.core_dumps:
             total = sum(n for _, n in d.core_dumps)
             sev = "warning" if total >= f.cfg.core_dump_warn_bytes else "info"
-            msg = f"{len(d.core_dumps)} core dump(s), {human_bytes(total)}: they filled the disk in seed 000 (set `ulimit -c 0`)"
+            msg = f"{len(d.core_dumps)} core dump(s), {human_bytes(total)}: they can fill the disk (set `ulimit -c 0`)"
             out.append(Finding("disk_pressure", sev, msg, d.core_dumps[0][0]))
     n = len(s.checkpoints)
     if s.keep_last is None and n > f.cfg.max_checkpoints_without_retention:

@@ -10,8 +10,12 @@ import sys
 import pytest
 
 
-def runtop(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "runtop", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+def runtop(*args, cwd=None, timeout=120):
+    try:
+        return subprocess.run([sys.executable, "-m", "runtop", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout)
+    except subprocess.TimeoutExpired as e:  # a command that follows the run: what it said before it was stopped
+        return subprocess.CompletedProcess(e.cmd, -9, e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout or "",
+                                           e.stderr.decode() if isinstance(e.stderr, bytes) else e.stderr or "")
 
 
 @pytest.mark.parametrize("setup", ["missing", "empty", "junk", "binary"])
@@ -55,6 +59,48 @@ def test_runtop_path_follows_and_demo_rejects_unknown_scenarios(tmp_path):
     assert r.returncode == 2 and "unknown scenario" in r.stderr
     r = runtop(str(tmp_path / "nope"))
     assert r.returncode == 3 and "no such file or directory" in r.stderr
+
+
+@pytest.mark.parametrize(("word", "meant"), [("stauts", "status"), ("chek", "check"), ("wacth", "watch"), ("exprot", "export"),
+                                             ("help", "runtop --help")])
+def test_a_misspelt_command_is_a_usage_error_with_a_suggestion(simulated, word, meant):
+    """`runtop stauts RUN` was taken as a path: the runs table of two paths, one of them missing,
+    and exit 0. A first word that is no path and reads as a command is a slip, said as one."""
+    run = simulated("healthy", max_steps=3)
+    r = runtop(word, run)
+    assert r.returncode == 2 and r.stdout == "", r.stdout
+    assert r.stderr == f"runtop: unknown command {word!r} (did you mean {meant!r}?)\n"
+
+
+def test_a_path_that_looks_like_a_command_word_is_still_a_path(simulated, tmp_path):
+    """`runtop PATH` stays: a run dir named `stauts` (or `checks`, or anything) is followed."""
+    import shutil
+
+    shutil.copytree(simulated("healthy", max_steps=3), tmp_path / "stauts")
+    r = runtop("stauts", "--interval", "0.2", cwd=tmp_path, timeout=5)  # it follows the run until stopped
+    assert "| step 3/3 | Finished |" in r.stdout.splitlines()[0] and r.stderr == "", r.stderr
+    # A missing path with a `/` or a `.` is a path the user meant: runtop says it is missing.
+    for path in ("outputs/stauts", "status.log"):
+        r = runtop(path, cwd=tmp_path)
+        assert r.returncode == 3 and "no such file or directory" in r.stderr and "unknown command" not in r.stderr
+
+
+def test_runtop_tui_runs_file_as_the_readme_gives_it(tmp_path):
+    """`runtop tui --runs runs.txt` needed a positional path beside the file: it stands alone now.
+    Without a terminal it prints the runs table once."""
+    from runtop.simulator.primerl import Simulator
+
+    Simulator(str(tmp_path / "one"), scenario="healthy", max_steps=3).run()
+    Simulator(str(tmp_path / "two"), scenario="trainer-oom", max_steps=9).run()
+    (tmp_path / "runs.txt").write_text("# my runs\none\n\ntwo\n")
+    r = runtop("tui", "--runs", "runs.txt", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [ln.split()[:2] for ln in r.stdout.splitlines()[1:]] == [["Down", "two"], ["Finished", "one"]]
+    (tmp_path / "none.txt").write_text("# nothing yet\n")
+    r = runtop("tui", "--runs", "none.txt", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr == "runtop: tui: --runs none.txt names no run\n"
+    r = runtop("tui", cwd=tmp_path)
+    assert r.returncode == 2 and "give a run directory, a log file, a directory of runs, or --runs FILE" in r.stderr
 
 
 def test_demo_runs_a_live_simulated_run_headless():

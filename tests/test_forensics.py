@@ -79,7 +79,7 @@ def stuck_child(tmp_path):
 
 def test_forensics_dump_a_real_stuck_child_and_save_everything_a_maintainer_asks_for(simulated, stuck_child):
     if py_spy() is None:
-        pytest.skip("py-spy is not installed (pip install 'runtop-rl[forensics]')")
+        pytest.skip("py-spy is not installed (pip install '.[forensics]')")
     text, why = dump(stuck_child.pid)
     if text is None and why and "ptrace" in why:
         pytest.skip(f"ptrace is not permitted here: {why}")
@@ -109,7 +109,7 @@ def test_without_py_spy_forensics_say_how_to_get_it(simulated, monkeypatch, tmp_
     reader = read_run_reader(root)
     procs = ProcessSnapshot(procs=[ProcInfo(os.getpid(), time.time(), 1, "PRIME-RL::Trainer", "trainer", "running", 0.0, 1)])
     result = collect(reader.state, Verdict("Down"), procs)
-    assert result.problems == ("py-spy is not installed: pip install 'runtop-rl[forensics]' (py-spy)",)
+    assert result.problems == ("py-spy is not installed: pip install '.[forensics]' in runtop's checkout (or pip install py-spy)",)
     assert "no stacks" in result.line() and os.path.isfile(os.path.join(result.folder, "processes.txt"))
 
 

@@ -148,7 +148,7 @@ def test_a_cluster_that_does_not_answer_is_said_not_a_traceback(run):
     assert verdict.verdict == "Down" and "ActorDiedError" in verdict.reasons[0]  # the log alone still judges
 
 
-@pytest.mark.skipif(shutil.which("ray") is None, reason="ray is not installed (pip install 'runtop-rl[ray]')")
+@pytest.mark.skipif(shutil.which("ray") is None, reason="ray is not installed (pip install '.[ray]')")
 def test_a_real_cluster():
     """`ray start --head`, an actor SIGKILLed, read through the real state API."""
     import tempfile

@@ -223,11 +223,11 @@ def test_the_processes_pane_says_why_the_ray_state_api_or_the_trainer_endpoint_g
     from runtop.widgets.process_tree import ProcessTree
 
     s = run()
-    errors = {"ray": "Ray's state API needs the extra: pip install 'runtop-rl[ray]'",
+    errors = {"ray": "Ray's state API needs the extra: pip install '.[ray]' in runtop's checkout",
               "trainer": "trainer /metrics at http://127.0.0.1:8000/metrics: [Errno 111] Connection refused"}
     v = dataclasses.replace(view(s), system=SystemView(procs=ProcessSnapshot(), errors=errors))
     lines = text_of(ProcessTree().render_view(v)).splitlines()
-    assert lines[0] == "Ray: Ray's state API needs the extra: pip install 'runtop-rl[ray]'"
+    assert lines[0] == "Ray: Ray's state API needs the extra: pip install '.[ray]' in runtop's checkout"
     assert lines[1] == "trainer /metrics at http://127.0.0.1:8000/metrics: [Errno 111] Connection refused"
     live = TrainerLive("http://127.0.0.1:8000/metrics", 40, v.now - 5, v.now)
     v2 = dataclasses.replace(v, system=SystemView(procs=ProcessSnapshot(), trainer=live))

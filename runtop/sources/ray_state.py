@@ -8,7 +8,7 @@ judge this run.
 
 The seam is `StateApi`: two calls that answer lists of plain dicts, as
 `dataclasses.asdict` makes of the state API's records. `RayApi` is the real one (the optional
-extra `runtop-rl[ray]`, imported in the probe's thread: `import ray` takes a second);
+extra `.[ray]`, imported in the probe's thread: `import ray` takes a second);
 tests hand recorded answers of a real cluster (`tests/recordings/ray_state_2.60.json`).
 The death reasons are Ray's own (`actor_died_error_context.reason`): `WORKER_DIED` (the
 process died: the kernel's OOM killer, a segfault), `NODE_DIED`, `OUT_OF_MEMORY` (Ray's
@@ -86,7 +86,7 @@ class RayApi:
         try:
             from ray.util import state  # noqa: F401 - checked here, used below
         except ImportError:
-            raise Unavailable("Ray's state API needs the extra: pip install 'runtop-rl[ray]'") from None
+            raise Unavailable("Ray's state API needs the extra: pip install '.[ray]' in runtop's checkout") from None
 
     @staticmethod
     def _dicts(rows: Sequence[object]) -> list[dict[str, Any]]:
