@@ -267,7 +267,8 @@ def resolve_launch_cmd(ctx: Context) -> str:
 
 # ---- the actions -----------------------------------------------------------------------
 def alive(ctx: Context) -> dict[str, list[int]]:
-    return {r: p for r, p in run_processes(ctx.run_root, ctx.log_paths).items() if p and r != "ray"}
+    fw = get_framework(ctx.state.framework)
+    return {r: p for r, p in run_processes(ctx.run_root, ctx.log_paths, fw).items() if p and r != "ray"}
 
 
 def _target_note(ctx: Context) -> str:

@@ -166,37 +166,33 @@ def test_a_relaunch_that_truncates_the_log_opens_a_new_attempt(skyrl_run):
     assert not reader.state.lost_steps  # steps 1-4 are in the checkpoint: nothing was lost
 
 
-def _spawn(code: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", code, *kw.pop("argv", [])], **kw)
-
-
-def test_skyrl_processes_are_found_from_the_driver_writing_the_log(skyrl_run):
-    """A live SkyRL run: the driver writes the log; Ray's actors carry `ray::` titles."""
+def test_skyrl_processes_are_found_from_the_driver_writing_the_log(skyrl_run, tmp_path):
+    """A live SkyRL run: the driver writes the log and starts Ray (`ray.init()`: a raylet as its
+    child, the `ray::` actors under it). Without its driver, none of them is this run's."""
     from runtop.sources.processes import run_processes
+    from tests.launch_shapes import Shapes, pids_titled, settle, tree
 
     root = skyrl_run("healthy", max_steps=1)
     log = log_of(root)
-    title = "import setproctitle, time; setproctitle.setproctitle({!r}); time.sleep(60)"
-    with open(log, "a") as out:
-        driver = _spawn("import time; time.sleep(60)", argv=["skyrl_train.entrypoints.main_base"], stdout=out, stderr=out)
-    actors = [_spawn(title.format(t)) for t in ("ray::skyrl_entrypoint", "ray::AsyncVLLMInferenceEngine")]
+    shapes = Shapes(tmp_path / "machine")
     try:
-        deadline = time.monotonic() + 10
-        while True:  # the children set their titles a moment after they start
-            procs = run_processes(root, [log])
-            if (procs.get("trainer") and procs.get("inference")) or time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
-        assert procs["launcher"] == [driver.pid]
-        assert procs["trainer"] == [actors[0].pid] and procs["inference"] == [actors[1].pid]
+        with open(log, "a") as out:
+            driver = shapes.start(["python3", "-m", "skyrl_train.entrypoints.main_base"], tmp_path, stdout=out)
+        titles = ("ray::skyrl_entrypoint", "ray::FSDPPolicyWorkerBase", "ray::AsyncVLLMInferenceEngine")
+        assert settle(lambda: all(pids_titled(driver.pid, t) for t in titles))
+        trainer = pids_titled(driver.pid, titles[0]) | pids_titled(driver.pid, titles[1])
+        want = {"launcher": [driver.pid], "trainer": sorted(trainer), "inference": sorted(pids_titled(driver.pid, titles[2]))}
+        settle(lambda: run_processes(root, [log]) == want)
+        assert run_processes(root, [log]) == want
+        under = tree(driver.pid)[1:]
+        shapes.loose += [p.pid for p in under]
         driver.kill()
         driver.wait()
-        # Without its driver, the machine's Ray workers are not this run's to claim.
+        # Its raylet and actors, orphaned, are no run's (Ray tears them down a moment later).
+        assert any(p.is_running() for p in under)
         assert run_processes(root, [log]) == {}
     finally:
-        for p in (driver, *actors):
-            p.kill()
-            p.wait()
+        shapes.stop()
 
 
 @pytest.mark.parametrize("wrapper_first", [False, True], ids=["dump-then-wrapper", "wrapper-then-dump"])

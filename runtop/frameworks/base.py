@@ -50,6 +50,13 @@ class Framework:
     simulates = True  # it has a simulator (`runtop demo --framework`): asked without importing it
     # (title or command prefix, role) of the processes it runs (`setproctitle` titles).
     process_titles: tuple[tuple[str, str], ...] = ()
+    # The role of an untitled process that drives its run (`is_driver`, or a Python writing the
+    # run's log): what its death means (docs/reading.md, "Which processes are the run's").
+    driver_role = "launcher"
+    # The run dir holds this run alone (prime-rl's output dir): any process working or writing
+    # its output inside it is the run's. A dir runs share (the checkout a driver log was written
+    # into) proves only a titled process.
+    owns_run_dir = False
     # What runtop accepts of it, for the one-line "expected …" of a path it cannot read.
     expects = ""
     # Its parser reads a vLLM server's log itself (prime-rl's inference.log); else a server log
@@ -146,6 +153,11 @@ class Framework:
     def is_driver(self, cmd: str) -> bool:
         """A process whose command line says it drives this framework's run."""
         return False
+
+    def launch_dir(self, root: str) -> str | None:
+        """Where its runs are launched from, when the layout says so and it is not the run dir:
+        a titled process working there is the run's."""
+        return None
 
     def core_roots(self, root: str) -> list[str]:
         """Where the run's core dumps land."""

@@ -22,6 +22,7 @@ from runtop.state_parts import Checkpoint
 class DriverLogFramework(Framework):
     layout_name = "driver log"
     expected_roles = ("trainer",)  # the driver: its death is the run's
+    driver_role = "trainer"
     rollout_role = "rollout"
     takes_ckpt_dir = True  # the log may not say where the checkpoints are
 

@@ -282,6 +282,8 @@ class PrimeRL(Framework):
     expected_roles = ("inference", "orchestrator", "trainer")
     rollout_role = "orchestrator"
     launches_inference = True
+    # One output dir a run: the launcher sends each child's stdout into its `logs/`.
+    owns_run_dir = True
     process_titles = (
         ("PRIME-RL::Launcher", "launcher"),
         ("PRIME-RL::Inference", "inference"),

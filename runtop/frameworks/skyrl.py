@@ -127,6 +127,11 @@ class SkyRL(Framework):
     def is_driver(self, cmd: str) -> bool:
         return "skyrl" in cmd
 
+    def launch_dir(self, root: str) -> str | None:
+        # `bash examples/…/run_x.sh &> logs/x.log` runs from the dir above `logs/`: the entrypoint
+        # and its actors work there (docs/formats.md).
+        return os.path.dirname(root) if os.path.basename(root) == "logs" else None
+
     def core_roots(self, root: str) -> list[str]:
         # A SkyRL log's dir is `logs/`: core dumps land beside it (seed 000).
         return [os.path.dirname(root)] if os.path.basename(root) == "logs" else [root]

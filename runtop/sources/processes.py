@@ -1,22 +1,25 @@
 """The run's processes (psutil): which exist, in which role, and how they are doing.
 
-Titled processes (`setproctitle`) lose their argv, so they are tied to the run by
-their parent chain, working directory or the log their stdout goes to, not by their
-command line (docs/formats.md). Processes are identified by `(pid, create_time)`, as
-nvitop does, so a PID the kernel reuses is a new process, never the old one.
+The scan reads each process's facts (argv, cwd, where its stdout goes, parent, process group);
+`ownership.claim` says which are the run's (docs/reading.md, "Which processes are the run's").
+Titled processes (`setproctitle`) lose their argv, so they are tied to the run by their parent
+chain, working directory or output, not by their command line (docs/formats.md). Processes are
+identified by `(pid, create_time)`, as nvitop does, so a PID the kernel reuses is a new
+process, never the old one.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import psutil
+
+from runtop.sources.ownership import Facts, Scope, bystander, claim, programs, writes_log
 
 if TYPE_CHECKING:
     from runtop.frameworks.base import Framework
@@ -45,17 +48,6 @@ def role_of(name: str, cmd: str) -> str | None:
     if "vllm-router" in cmd or "vllm serve" in cmd:
         return "inference"
     return None
-
-
-def _writes_to(pid: int, logs: set[str]) -> bool:
-    """Whether the process's stdout or stderr is one of `logs` (`bash run.sh &> logs/x.log`)."""
-    for fd in (1, 2):
-        try:
-            if os.path.realpath(os.readlink(f"/proc/{pid}/fd/{fd}")) in logs:
-                return True
-        except OSError:
-            continue
-    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,89 +89,47 @@ class ProcessSnapshot:
         return out
 
 
-# How long a process's command line, name and parent are trusted before being read again.
-# setproctitle renames a process just after it starts, so young processes are re-read.
+# How long a process's facts (command line, name, parent, cwd, where its output goes) are
+# trusted before being read again. setproctitle renames a process just after it starts, and a
+# launcher hands its children their stdout as it starts them, so young processes are re-read.
 DETAILS_TTL_S = 30.0
 YOUNG_S = 30.0
 _DETAILS = ["ppid", "name", "cmdline", "status"]
 
 
-# Programs that are never part of a run because an argument names it: a tmux server or
-# client started with `runtop RUN`, a shell running `bash -c "… RUN …"`, runtop itself
-# (issue 11: the whole tmux server was claimed, with every pane under it).
-NEVER_BY_ARGV = {"tmux", "screen", "bash", "sh", "zsh", "fish", "dash", "ksh", "tcsh", "csh", "login", "sshd", "runtop", "watch", "less", "tail", "vim", "nvim"}
+def _fds(pid: int) -> tuple[str | None, tuple[str, ...]]:
+    """Where the process's stdin, and its stdout and stderr, point (`bash run.sh &> logs/x.log`,
+    `… | tee run.log`). The kernel's link is already the canonical path."""
+    out: list[str | None] = []
+    for fd in (0, 1, 2):
+        try:
+            out.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            out.append(None)
+    return out[0], tuple(o for o in out[1:] if o is not None)
 
 
-def _inside(path: str, run_dir: str) -> bool:
-    return path == run_dir or path.startswith(run_dir + os.sep)
-
-
-def _names_run(argv: list[str], cwd: str | None, run_dir: str) -> bool:
-    """An argument that resolves (realpath, relative ones from the process's cwd) to the run
-    dir or a file inside it: `--output-dir outputs/my-run`, `--output-dir=/abs/my-run`,
-    `trainer.ckpt_path=…`. A basename or a substring never counts (issue 11:
-    `…/xa/outputs/my-run` is not `…/xb/outputs/my-run`)."""
-    for word in argv[1:]:
-        for cand in (word, word.partition("=")[2]):
-            if not cand or "/" not in cand and cand != os.path.basename(run_dir):
-                continue
-            if not os.path.isabs(cand):
-                if cwd is None:
-                    continue
-                cand = os.path.join(cwd, cand)
-            if _inside(os.path.realpath(cand), run_dir):
-                return True
-    return False
-
-
-INTERPRETER_RE = re.compile(r"python[\d.]*\Z", re.ASCII)
-
-
-def _program(argv: list[str], name: str) -> str:
-    first = os.path.basename(argv[0]) if argv else name
-    first = first.split(":", 1)[0].strip().lstrip("-")  # `-bash` (login shell), `tmux: server`
-    if INTERPRETER_RE.match(first) and len(argv) > 1:
-        # `python3 …/bin/runtop watch RUN` and `python -m runtop …` are runtop, not the run their argument names.
-        if argv[1] == "-m" and len(argv) > 2:
-            return argv[2].split(".", 1)[0]
-        if not argv[1].startswith("-"):
-            return os.path.basename(argv[1])
-    return first
-
-
-def _details(p: psutil.Process, pid: int, ctime: float, run_dir: str, logs: set[str],
-             is_driver: Callable[[str], bool]) -> tuple[dict[str, Any], str | None, bool, bool]:
-    """(info, role, belongs, is this run's driver) for one process."""
+def _facts(p: psutil.Process, pid: int, ctime: float) -> Facts:
     info = p.as_dict(_DETAILS)
-    info["pid"], info["create_time"] = pid, ctime
-    argv = info.get("cmdline") or []
-    cmd = " ".join(argv).strip()
-    info["cmd"] = cmd
-    role = role_of(info.get("name") or "", cmd)
+    argv = tuple(w for w in info.get("cmdline") or () if w)  # a retitled process pads its argv with empty words
+    name = info.get("name") or ""
+    status = info.get("status") or "?"
     cwd: str | None = None
-    try:
-        cwd = p.cwd() if info.get("status") != psutil.STATUS_ZOMBIE else None
-    except psutil.AccessDenied:
-        # Another user's process: it may be this run's, and runtop cannot tell. For a
-        # titled one, saying so beats calling it absent (issue 10: 76 of 77 denied read as Down).
-        if role is not None:
-            info["denied"] = _owner(p)
-    except (psutil.Error, OSError):
-        cwd = None  # exited between the listing and the read
-    program = _program(argv, info.get("name") or "")
-    mine = False
-    if program not in NEVER_BY_ARGV and os.path.basename(run_dir) in cmd:  # a cheap test first, the proof next
-        mine = _names_run(argv, cwd, run_dir)
-    if not mine and role is not None and cwd is not None:
-        mine = _inside(os.path.realpath(cwd), run_dir)
-    driver = False
-    # A driver writing the run's log (`bash run.sh &> logs/x.log`): proven by its stdout.
-    if not mine and logs and (is_driver(cmd) or cmd.startswith(("bash", "python", "sh "))):
-        mine = _writes_to(pid, logs)
-        if mine and is_driver(cmd):
-            driver = True
-            role = role or "launcher"
-    return info, role, mine, driver
+    denied: str | None = None
+    if status != psutil.STATUS_ZOMBIE:
+        try:
+            cwd = p.cwd()
+        except psutil.AccessDenied:
+            # Another user's process: it may be this run's, and runtop cannot tell. For a
+            # titled one, saying so beats calling it absent (issue 10: 76 of 77 denied read as Down).
+            if role_of(name, " ".join(argv).strip()) is not None:
+                denied = _owner(p)
+        except (psutil.Error, OSError):
+            cwd = None  # exited between the listing and the read
+    stdin, outs = _fds(pid) if cwd is not None else (None, ())
+    cmd = " ".join(argv).strip()
+    return Facts(pid, ctime, info.get("ppid") or 0, name, argv, cwd, outs, stdin, status, denied,
+                 title_role=role_of(name, cmd), away=bystander(argv, name), cmd=cmd)
 
 
 def ancestor_pids(pids: list[int]) -> set[int]:
@@ -203,34 +153,53 @@ def _owner(p: psutil.Process) -> str:
             return "another user"
 
 
-def denied_roles(scanned: list[tuple[psutil.Process, dict[str, Any], str | None, bool]], own: dict[int, Any]) -> dict[str, list[str]]:
+def denied_roles(scanned: list[tuple[psutil.Process, Facts]], own: dict[int, str | None]) -> dict[str, list[str]]:
     """user → roles of the titled processes runtop could not inspect (and so could not tie
     to this run or rule out)."""
     out: dict[str, list[str]] = {}
-    for _p, info, role, _mine in scanned:
-        user = info.get("denied")
-        if user and role and info["pid"] not in own:
-            out.setdefault(user, []).append(role)
+    for _p, f in scanned:
+        if f.denied and f.title_role and f.pid not in own:
+            out.setdefault(f.denied, []).append(f.title_role)
     return out
 
 
-def any_driver(cmd: str) -> bool:
-    """A command line that drives a run of any framework runtop knows."""
-    from runtop.frameworks import all_frameworks
+def _driver_role(framework: Framework, cmd: str) -> str | None:
+    """The role of an untitled process whose command line drives a run: the plug-in's for its
+    driver; with no plug-in, that of whichever framework's driver it is."""
+    from runtop.frameworks import UNKNOWN, all_frameworks
 
-    return any(fw.is_driver(cmd) for fw in all_frameworks())
+    for fw in all_frameworks() if framework is UNKNOWN else (framework,):
+        if fw.is_driver(cmd):
+            return fw.driver_role
+    return None
 
 
-def _scan(run_dir: str, logs: set[str], cache: dict[Any, Any] | None = None,
-          is_driver: Callable[[str], bool] = any_driver) -> list[tuple[psutil.Process, dict[str, Any], str | None, bool]]:
-    """Every process: (process, info, role, belongs-by-itself).
+def driver_role_for(framework: Framework, logs: frozenset[str]) -> Callable[[Facts], str | None]:
+    """The plug-in's part in ownership: its driver's role for an untitled process that drives
+    the run (by its command line, or a Python writing the run's log)."""
+
+    def driver(f: Facts) -> str | None:
+        role = _driver_role(framework, f.cmd)
+        if role is None and writes_log(f, logs) and any(n.startswith("python") for n in programs(f.argv[:1], f.name)):
+            role = framework.driver_role
+        return role
+
+    return driver
+
+
+def scope_for(run_dir: str, logs: set[str], framework: Framework) -> Scope:
+    run_dir = os.path.realpath(run_dir)
+    launch = framework.launch_dir(run_dir)
+    return Scope(run_dir, frozenset(logs), os.path.realpath(launch) if launch else None, framework.owns_run_dir)
+
+
+def _scan(cache: dict[tuple[int, float], tuple[Facts, float]] | None = None) -> list[tuple[psutil.Process, Facts]]:
+    """Every process but runtop and what started it (the shell, the tmux pane), with its facts.
 
     With a `cache` (the sampler's), a known `(pid, create_time)` is not read again
-    until its details expire: listing PIDs costs a tenth of reading every command line.
+    until its facts expire: listing PIDs costs a tenth of reading every command line.
     """
-    run_dir = os.path.realpath(run_dir)
     me = os.getpid()
-    # runtop and what started it (the shell, the tmux pane) are never the run's.
     mine_not = {me}
     try:
         mine_not.update(a.pid for a in psutil.Process(me).parents())
@@ -238,7 +207,6 @@ def _scan(run_dir: str, logs: set[str], cache: dict[Any, Any] | None = None,
         pass
     now = time.time()
     out = []
-    driver_alive = False
     seen: set[tuple[int, float]] = set()
     for p in psutil.process_iter(["pid", "create_time"]):
         pid, ctime = p.info["pid"], p.info.get("create_time") or 0.0
@@ -247,57 +215,41 @@ def _scan(run_dir: str, logs: set[str], cache: dict[Any, Any] | None = None,
         key = (pid, ctime)
         seen.add(key)
         entry = cache.get(key) if cache is not None else None
-        if entry is None or (now - entry[4] > DETAILS_TTL_S) or (now - ctime < YOUNG_S):
+        if entry is None or (now - entry[1] > DETAILS_TTL_S) or (now - ctime < YOUNG_S):
             try:
-                info, role, mine, driver = _details(p, pid, ctime, run_dir, logs, is_driver)
+                entry = (_facts(p, pid, ctime), now)
             except (psutil.Error, OSError):
                 continue  # gone between the listing and the read
-            entry = (info, role, mine, driver, now)
             if cache is not None:
                 cache[key] = entry
-        info, role, mine, driver = entry[:4]
-        driver_alive |= driver
-        out.append((p, info, role, mine))
+        out.append((p, entry[0]))
     if cache is not None:
         for key in [k for k in cache if k not in seen]:
             del cache[key]
-    if driver_alive:
-        # Ray's workers are children of the raylet, not of the driver: while this run's
-        # driver lives, the machine's SkyRL Ray workers are its own (one cluster per run).
-        out = [(p, i, r, m or (r is not None and (i.get("cmd") or i.get("name") or "").startswith("ray::"))) for p, i, r, m in out]
     return out
 
 
-def _own(scanned: list[tuple[psutil.Process, dict[str, Any], str | None, bool]]) -> dict[int, tuple[psutil.Process, dict[str, Any], str | None]]:
-    """The run's processes: those that belong, and every descendant of one that does."""
-    by_pid = {i["pid"]: (p, i, r, m) for p, i, r, m in scanned}
-    own: dict[int, tuple[psutil.Process, dict[str, Any], str | None]] = {}
-    for pid, (p, info, role, _mine) in by_pid.items():
-        cur, hops = pid, 0
-        while cur and hops < 32:
-            entry = by_pid.get(cur)
-            if entry is None:
-                break
-            if entry[3]:
-                own[pid] = (p, info, role)
-                break
-            cur = entry[1].get("ppid")
-            hops += 1
-    return own
+def _claim(scanned: list[tuple[psutil.Process, Facts]], run_dir: str, logs: set[str],
+           framework: Framework) -> dict[int, str | None]:
+    return claim((f for _p, f in scanned), scope_for(run_dir, logs, framework), driver_role_for(framework, frozenset(logs)))
 
 
-def run_processes(run_dir: str, logs: list[str] | None = None) -> dict[str, list[int]]:
+def run_processes(run_dir: str, logs: list[str] | None = None, framework: Framework | None = None) -> dict[str, list[int]]:
     """role → pids of the run's live processes (zombies are not alive)."""
-    return scan_run(run_dir, logs)[0]
+    return scan_run(run_dir, logs, framework)[0]
 
 
-def scan_run(run_dir: str, logs: list[str] | None = None) -> tuple[dict[str, list[int]], dict[str, list[str]]]:
+def scan_run(run_dir: str, logs: list[str] | None = None,
+             framework: Framework | None = None) -> tuple[dict[str, list[int]], dict[str, list[str]]]:
     """(role → pids of the run's live processes, user → roles runtop could not inspect)."""
-    scanned = _scan(run_dir, {os.path.realpath(p) for p in logs or ()})
-    own = _own(scanned)
+    from runtop.frameworks import UNKNOWN
+
+    scanned = _scan()
+    own = _claim(scanned, run_dir, {os.path.realpath(p) for p in logs or ()}, framework or UNKNOWN)
+    facts = {f.pid: f for _p, f in scanned}
     out: dict[str, list[int]] = {}
-    for pid, (_p, info, role) in own.items():
-        if role and info.get("status") != psutil.STATUS_ZOMBIE:
+    for pid, role in own.items():
+        if role and facts[pid].status != psutil.STATUS_ZOMBIE:
             out.setdefault(role, []).append(pid)
     return out, denied_roles(scanned, own)
 
@@ -317,7 +269,7 @@ class ProcessSampler:
 
         self.framework = framework or UNKNOWN
         self._procs: dict[tuple[int, float], psutil.Process] = {}
-        self._details: dict[Any, Any] = {}
+        self._facts: dict[tuple[int, float], tuple[Facts, float]] = {}
         self.seen_roles: set[str] = set()
 
     def set_logs(self, logs: list[str]) -> None:
@@ -325,17 +277,19 @@ class ProcessSampler:
 
     def sample(self, finished: bool = False) -> ProcessSnapshot:
         try:
-            scanned = _scan(self.run_dir, self.logs, self._details, self.framework.is_driver)
-            own = _own(scanned)
+            scanned = _scan(self._facts)
+            own = _claim(scanned, self.run_dir, self.logs, self.framework)
         except (psutil.Error, OSError) as e:
             return ProcessSnapshot(error=f"process scan failed: {e}", taken_at=time.time())
         keep: dict[tuple[int, float], psutil.Process] = {}
         rows: dict[int, ProcInfo] = {}
-        for pid, (proc, info, role) in list(own.items())[:MAX_PROCS]:
-            key = (pid, info.get("create_time") or 0.0)
+        by_pid = {f.pid: (p, f) for p, f in scanned}
+        for pid, role in list(own.items())[:MAX_PROCS]:
+            proc, facts = by_pid[pid]
+            key = (pid, facts.create_time)
             cached = self._procs.get(key)
             cpu = rss = None
-            status = info.get("status") or "?"
+            status = facts.status
             target = cached or proc
             try:
                 with target.oneshot():
@@ -348,8 +302,8 @@ class ProcessSampler:
             except (psutil.Error, OSError):
                 cpu = rss = None  # exited between the scan and now: shown without numbers this once
             keep[key] = cached or proc
-            title = info.get("cmd") or info.get("name") or "?"
-            rows[pid] = ProcInfo(pid, key[1], info.get("ppid") or 0, title[:200], role, status, cpu, rss)
+            title = facts.cmd or facts.name or "?"
+            rows[pid] = ProcInfo(pid, key[1], facts.ppid, title[:200], role, status, cpu, rss)
         self._procs = keep
         snap = ProcessSnapshot(procs=_tree_order(rows), denied=denied_roles(scanned, own), taken_at=time.time())
         alive = snap.roles()
