@@ -75,7 +75,8 @@ def test_check_and_status_on_a_directory_of_runs_judge_every_run_not_the_newest_
 def test_one_run_dir_reads_as_it_always_did(tmp_path):
     out = three_runs(tmp_path)
     r = runtop("check", os.path.join(out, "z-dead"))
-    assert r.returncode == 2 and r.stdout.startswith("Down: reverse-text") and "z-dead" not in r.stdout.splitlines()[0]
+    # One run's check line (named by its directory, the config's name beside it), not a table.
+    assert r.returncode == 2 and r.stdout.startswith("Down: z-dead (reverse-text") and not r.stdout.startswith("verdict")
     doc = json.loads(runtop("status", "--json", os.path.join(out, "b-finished")).stdout)
     assert isinstance(doc, dict) and doc["health"]["verdict"] == "Finished"
 

@@ -140,7 +140,7 @@ EXPECT: dict[str, Expect] = {
     "runtop check tests/corpus/primerl-main-enospc-during-save/run":
         Expect(2, r"^Down: run — trainer died: OSError during checkpoint save \(step 6\) \(\[Errno 28\] No space left on device\)"),
     "runtop outputs/my-run": Expect(0, r"Down +trainer died: torch\.OutOfMemoryError", face="tui"),
-    "runtop status outputs/my-run": Expect(0, r"^## \d{4}-\d\d-\d\d \d\d:\d\d UTC\n\n\*\*Step\*\*: 2 / 9\n\*\*Health\*\*: Down — trainer died"),
+    "runtop status outputs/my-run": Expect(0, r"^## \d{4}-\d\d-\d\d \d\d:\d\d UTC\n\n\*\*Step\*\*: trainer 2/9 · rollouts 3\n\*\*Health\*\*: Down — trainer died"),
     "runtop status --json outputs/my-run": Expect(0, r"^\{\n  \"runtop_version\": ", check=_json_down),
     "runtop status outputs/my-run --append": Expect(0, r"runtop: appended a check-in \(Down\) to \S+/outputs/my-run/STATUS\.md", check=_appended),
     "runtop status tests/corpus/holdout/skyrl-newest-training-done/run/logs/gsm8k_small.log --ckpt-dir tests/corpus/holdout/skyrl-newest-training-done/run/ckpts":
@@ -148,7 +148,7 @@ EXPECT: dict[str, Expect] = {
     "runtop outputs/": Expect(0, r"2 runs in outputs/ +· +1 Down +· +1 Finished[\s\S]*Down +my-run +trainer died[\s\S]*Finished +other-run +finished at step 3", face="tui"),
     "runtop check --all outputs/": Expect(2, r"^Down: my-run — trainer died: torch\.OutOfMemoryError.*\nFinished: other-run — finished at step 3"),
     "runtop serve outputs/my-run": Expect(0, r"runtop my-run", face="http"),
-    "runtop check outputs/my-run": Expect(2, r"^Down: reverse-text--qwen3-0\.6b--sim — trainer died.*\ndown +crash +since "),
+    "runtop check outputs/my-run": Expect(2, r"^Down: my-run \(reverse-text--qwen3-0\.6b--sim\) — trainer died.*\ndown +crash +since "),
     "runtop status --all outputs/": Expect(0, TABLE),
     "runtop check --json outputs/my-run": Expect(2, r"^\{\n  \"runtop_version\": ", check=_json_down),
     "runtop watch outputs/my-run --every 1h": Expect(130, r"appended a check-in \(Down\) to \S+/outputs/my-run/STATUS\.md", face="until", check=_appended),

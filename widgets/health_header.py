@@ -18,7 +18,7 @@ BAND_STYLE = {"Finished": "white on dark_blue", "Healthy": "green", "Degraded": 
 
 
 # The least of a next step the band keeps before the step and last write give way to it.
-MIN_ADVICE = 60
+MIN_ADVICE = 80
 
 
 def last_write_age(view: View) -> float | None:
