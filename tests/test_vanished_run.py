@@ -277,3 +277,34 @@ def test_an_oom_kill_of_the_runs_process_is_the_cause(killed_run):
     first = engine.verdict.alerts[0]
     assert first.cause == "OOM killer"
     assert f"the kernel's OOM killer killed python3 pid {trainer.pid} (trainer)" in engine.verdict.reasons[0]
+
+
+@pytest.mark.parametrize("framework", ["skyrl", "verl", "trl", "openrlhf", "nemo-rl"])
+def test_every_frameworks_demo_killed_whole_is_down_within_two_polls(tmp_path, framework):
+    """The same death in every framework's shape of processes (Ray actors, a driver writing
+    its log, vLLM beside the trainer)."""
+    root = tmp_path / "run"
+    demo = start_demo(root, "--framework", framework, "--steps", "400", "--speed", "100")
+    try:
+        assert step_until_exists_any(root)
+        engine = watcher(root)
+        assert step_until(engine, lambda e: bool(e.state.processes) and e.state.step is not None), engine.state.processes
+        kill_session(demo)
+        assert step_until(engine, lambda e: e.verdict.verdict == "Down", 10), engine.verdict.reasons
+        assert engine.lifetimes.gone_samples == 2
+        assert engine.verdict.alerts[0].rule == "vanished" and "the logs say nothing" in engine.verdict.reasons[0]
+    finally:
+        if demo.poll() is None:
+            os.killpg(demo.pid, signal.SIGKILL)
+            demo.wait(10)
+
+
+def step_until_exists_any(root: Path, timeout: float = 30.0) -> bool:
+    """The run's first log is there (each framework lays its files out its own way)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if root.is_dir() and any(p.suffix in (".log", ".jsonl") or p.name.endswith(".log") for p in root.rglob("*") if p.is_file()):
+            time.sleep(1.0)  # the rest of its files a moment later
+            return True
+        time.sleep(0.1)
+    return False
