@@ -6,7 +6,7 @@ the rest; `findings` what they answer with.
 A finding names its rule, a severity (info / warning / critical), a one-line cause
 and its evidence (file and log time, or the value). `down` marks the findings that
 mean the run is not training any more. Thresholds come from `runtop.config`. The
-rules are what the seeds' authors did by hand each hour (see docs/incidents.md):
+rules are what the people in docs/incidents.md did by hand each hour:
 each cites the incident that drove it.
 """
 
@@ -33,7 +33,8 @@ __all__ = ["RULES", "Facts", "Finding"]
 
 # ---- crash ----------------------------------------------------------------------
 def crash(f: Facts) -> list[Finding]:
-    """A fatal error ends a log and the role's process is gone (seed 000 SIGBUS, the OOM sample).
+    """A fatal error ends a log and the role's process is gone (the SIGBUS save in
+    docs/incidents.md#sigbus-save-core-dumps, the OOM sample).
 
     The cause is the most specific error of the death, not the wrapper that reported it
     (`runtop.causes`); a death an engine or NCCL announces is Down even while the
@@ -185,8 +186,8 @@ def _clock(s: RunState, ts: float) -> str:
 
 
 def inference_dead(f: Facts) -> list[Finding]:
-    """vLLM stopped while the trainer waits (seed 002): its process gone, or the orchestrator
-    retrying `Inference server was not reached`."""
+    """vLLM stopped while the trainer waits (docs/incidents.md#vllm-dies-silently): its process
+    gone, or the orchestrator retrying `Inference server was not reached`."""
     s = f.state
     # A framework that launches vLLM itself always has it; elsewhere (SkyRL's engines are Ray
     # actors) only once it was seen.
@@ -231,7 +232,8 @@ def seconds_in(text: str) -> float | None:
 
 # ---- progress -----------------------------------------------------------------------
 def stalled(f: Facts) -> list[Finding]:
-    """No step for k × the median step time, or no write at all (a reclaimed spot pod: seed 002)."""
+    """No step for k × the median step time, or no write at all (a reclaimed spot pod:
+    docs/incidents.md#vllm-dies-silently)."""
     s = f.state
     if f.finished() or s.open_fatals():
         return []  # a crash explains the silence; the crash rule says so
@@ -294,7 +296,8 @@ def _newest_log_time(s: RunState) -> str | None:
 
 
 def rollouts_hung(f: Facts) -> list[Finding]:
-    """Batches stuck at 0/N while vLLM rejects every request (seeds 002/004: `max_tokens` too large)."""
+    """Batches stuck at 0/N while vLLM rejects every request (`max_tokens` too large:
+    docs/incidents.md#max-tokens-stuck-rollouts)."""
     s = f.state
     rejects = [e for e in s.errors if e.kind == Kind.MAX_TOKENS_TOO_LARGE]
     if not rejects:

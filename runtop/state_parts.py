@@ -21,7 +21,7 @@ MAX_DEATH_ERRORS = 64  # fatal errors kept per death to choose its cause from
 MAX_LOG_LINES = 1000  # the Logs pane's tail: the only text RunState keeps, and bounded
 MAX_LOST_STEPS = 500
 MAX_DURATIONS = 4096
-SLOW_CALL_THRESHOLD_S = 180.0  # the seeds' "slow execution" threshold
+SLOW_CALL_THRESHOLD_S = 180.0  # the notes' "slow execution" threshold (docs/incidents.md#sigbus-save-core-dumps)
 
 
 class _Unwritten(dict):  # type: ignore[type-arg]

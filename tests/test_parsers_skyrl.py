@@ -1,4 +1,5 @@
-"""SkyRL driver-log lines, as seeds 000/001 and docs/formats.md show them, → events."""
+"""SkyRL driver-log lines, as docs/incidents.md (its SkyRL incidents) and docs/formats.md show them,
+→ events."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ STEP_1 = (
 )
 
 
-def test_a_whole_step_gives_the_seeds_table_row():
+def test_a_whole_step_gives_the_check_in_table_row():
     events = skyrl_events_of(STEP_1)
     row = merged(events, 1)
     # The status dict is authoritative and full precision.

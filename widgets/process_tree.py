@@ -1,5 +1,6 @@
 """The run's process tree: roles recognised by title, CPU%, RSS, age, state; missing or
-zombie roles in red (a dead inference server while the trainer waits is seed 002's quiet death)."""
+zombie roles in red (a dead inference server while the trainer waits is the quiet death of
+docs/incidents.md#vllm-dies-silently)."""
 
 from __future__ import annotations
 
