@@ -1,4 +1,4 @@
-"""The per-step metrics, described once (issue 13): which role owns each, its JSON key,
+"""The per-step metrics, described once: which role owns each, its JSON key,
 its label in the check-in and the TUI, its digits, its column width and whether it is a
 sparkline. The state's ownership, the JSON row of `runtop status --json`, the check-in's
 table, the TUI's step table, sparklines and chart are all drawn from `METRICS` (glances'

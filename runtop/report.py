@@ -1,8 +1,8 @@
 """`RunState` → the check-in (STATUS.md shape); the JSON document is `report_json`'s.
 
 Unknown values are "n/a", never 0. Every string that
-leaves runtop passes through `public` (docs/formats.md: shell traces print API keys; issue 10:
-escape sequences in logs).
+leaves runtop passes through `public` (docs/formats.md: shell traces print API keys; and logs
+carry escape sequences).
 """
 
 from __future__ import annotations

@@ -258,7 +258,7 @@ def stalled(f: Facts) -> list[Finding]:
     if quiet >= max(f.cfg.silence_s, limit):
         nobody = alive is not None and not any(p for r, p in alive.items() if r != "ray")
         # Silent this long, the run is not training, whether its processes are gone (a
-        # reclaimed pod) or alive and hung (an NCCL hang): Down either way (issue 14: a
+        # reclaimed pod) or alive and hung (an NCCL hang): Down either way (a
         # critical stall under a "Degraded" verdict read as a contradiction).
         alive_but = "; its processes are alive but silent: hung?" if alive and not nobody else ""
         gone = "; no run process alive: the pod or job may be gone"
@@ -267,7 +267,7 @@ def stalled(f: Facts) -> list[Finding]:
             # The scheduler still runs it: its processes are on nodes this machine cannot see.
             gone = f"; SLURM job {job.job_id} is still {job.state_text} on {job.nodes or 'its nodes'}: hung?"
         msg = f"no log write anywhere for {duration(quiet)}" + (gone if nobody else (f"; {waiting}" if waiting else alive_but))
-        # Since the last write: when the silence began, not when runtop noticed it (issue 14).
+        # Since the last write: when the silence began, not when runtop noticed it.
         evidence = f"newest write {duration(quiet)} ago" + (f"; stacks: {f.forensics}" if f.forensics else "")
         if live is not None and live.last_step_ts is not None:
             evidence += f"; trainer /metrics: step {live.step}, {duration((f.now - live.last_step_ts) * f.cfg.time_scale)} ago"
@@ -366,7 +366,7 @@ def _denied_text(s: RunState) -> str:
 
 def unreadable(f: Facts) -> list[Finding]:
     """A log runtop cannot read (permission, I/O error, vanished) hides whatever it says: a
-    dead run must not look Healthy because its trainer.log is `chmod 000` (issue 12)."""
+    dead run must not look Healthy because its trainer.log is `chmod 000`."""
     s = f.state
     out = []
     for info in s.files.values():
@@ -382,7 +382,7 @@ def unreadable(f: Facts) -> list[Finding]:
 
 
 def process_access(f: Facts) -> list[Finding]:
-    """Say what runtop cannot see: another user's titled processes (issue 10)."""
+    """Say what runtop cannot see: another user's titled processes."""
     s = f.state
     return [
         Finding(

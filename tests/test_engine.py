@@ -1,4 +1,4 @@
-"""One engine for every command (issue 13): the same facts give the same verdict in the TUI
+"""One engine for every command: the same facts give the same verdict in the TUI
 and in `runtop check`."""
 
 from __future__ import annotations

@@ -238,7 +238,7 @@ def test_vllm_alive_but_holding_no_gpu_memory(tmp_path):
 
 
 def test_a_backfill_that_failed_is_said_not_swallowed():
-    """Issue 13: `backfill_error` was set and never shown. The history behind the live tail
+    """`backfill_error` was once set and never shown. The history behind the live tail
     could not be read: the verdict says so (never better than Degraded)."""
     from runtop.state import RunState
 
@@ -248,7 +248,7 @@ def test_a_backfill_that_failed_is_said_not_swallowed():
 
 
 def test_a_stall_is_one_incident_however_long_it_lasts(simulated):
-    """Issue 14: the stall's message carries its growing duration; each poll used to be a
+    """The stall's message carries its growing duration; each poll used to be a
     "new" critical finding (a toast and a bell each). One incident, announced once, whose
     `since` is the last write (when the silence began), not when runtop noticed it."""
     import os
@@ -274,7 +274,7 @@ def test_a_stall_is_one_incident_however_long_it_lasts(simulated):
 
 
 def test_alerts_speak_the_logs_clock_even_when_the_pod_logs_in_another_zone(simulated):
-    """Issue 14: a crash's time came from its log line and a stall's from runtop's own clock:
+    """A crash's time once came from its log line and a stall's from runtop's own clock:
     two clocks in one column, hours apart on a pod that logs in UTC. Every `since` is put on
     the logs' clock, read against the newest log's last line and its modification time."""
     import datetime as dt

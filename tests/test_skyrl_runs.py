@@ -42,7 +42,7 @@ def test_status_json_on_a_healthy_skyrl_log_has_every_column(skyrl_run):
             assert isinstance(row[col], float), (row["step"], col)
         assert {"generate", "fwd_logprobs_values_reward", "policy_train", "sync_weights"} <= set(row["phases_s"])
         assert row["origin"]["trainer"] == "log+status"
-        # SkyRL's rollout side is its generator, named so (issue 13), never prime-rl's orchestrator.
+        # SkyRL's rollout side is its generator, named so, never prime-rl's orchestrator.
         assert "generator" in row["origin"] and "orchestrator" not in row["origin"]
     ro = doc["rollouts"]
     assert set(ro["format_failures"]) <= {f"rule_{n}" for n in range(1, 9)} and ro["format_failures"]
