@@ -20,7 +20,7 @@ runtop's full backfill (`runtop check --full`), the ratio, peak RSS, and the tim
 the first answer (`runtop status --json`: each long log's last 8 MB, said).
 The children run with Python's bytecode cache on (in a temp dir), as an installed runtop
 has it: a sandbox's PYTHONDONTWRITEBYTECODE would add ~0.1 s of compiling to every figure.
-Goals (issue 18): backfill <= 3x grep (2x is the line to cross), <= 150 MB RSS, first status <= 1 s.
+Goals: backfill <= 3x grep (2x is the line to cross), <= 150 MB RSS, first status <= 1 s.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What twenty followed runs cost beside one: CPU and peak RSS of the runs table (issue 17).
+"""What twenty followed runs cost beside one: CPU and peak RSS of the runs table.
 
     python benchmarks/fleet.py [--seconds 60] [--runs 20] [--rate 20]
 

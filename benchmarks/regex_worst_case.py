@@ -1,4 +1,4 @@
-"""Worst-case line cost of every parser (issue 10), beside a typical line and `grep`.
+"""Worst-case line cost of every parser, beside a typical line and `grep`.
 
     python benchmarks/regex_worst_case.py
 

@@ -13,7 +13,7 @@ The line mix has a step line every 40 lines (2.5 steps/s): far busier than a rea
 
 toolong pins an old Textual, so it lives in its own virtual environment:
     python3 -m venv /tmp/tlvenv && /tmp/tlvenv/bin/pip install toolong
-Goal (issue 4): runtop <= 3 % of one core and <= 150 MB RSS.
+Goal: runtop <= 3 % of one core and <= 150 MB RSS.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Key → repaint latency of the TUI while a burst of log lines arrives (issue 13).
+"""Key → repaint latency of the TUI while a burst of log lines arrives.
 
     python benchmarks/ui_latency.py [--burst-mb 64] [--keys 20]
 
@@ -9,7 +9,7 @@ the terminal's output). The help screen is closed with `?` too (`--esc`: with Es
 adds the 100 ms Textual waits after a lone ESC byte). First on the idle run, then while a writer appends BURST_MB of
 mixed orchestrator and trainer lines (warnings, tracebacks, tqdm frames without their
 `\\r`) as fast as it can. Prints p50 / p95 / max for both, side by side.
-Goal (issue 13): p95 <= 100 ms during the burst.
+Goal: p95 <= 100 ms during the burst.
 """
 
 from __future__ import annotations

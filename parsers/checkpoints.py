@@ -18,7 +18,7 @@ from enum import Enum
 
 
 class Problem(str, Enum):
-    """Why a checkpoint is not complete: what the rules and actions decide on (issue 13: no
+    """Why a checkpoint is not complete: what the rules and actions decide on (no
     rule searches the prose `reason`, which is for people)."""
 
     IN_PROGRESS = "in_progress"  # a `.tmp` file: being written, or interrupted

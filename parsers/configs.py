@@ -21,7 +21,7 @@ class RunConfig:
     ckpt_interval: int | None = None
     keep_last: int | None = None
     model: str | None = None
-    # Where the run serves its own Prometheus text (issue 17): the trainer's metrics server
+    # Where the run serves its own Prometheus text: the trainer's metrics server
     # (`[trainer.metrics_server]` in rl.toml, `[metrics_server]` in trainer.toml; port 8000
     # when the table is there without one) and the inference server's port (`[inference.server]`,
     # `[server]` in inference.toml).
@@ -52,7 +52,7 @@ def _int(v: object) -> int | None:
 
 
 # tomllib is quadratic in the number of parts of a dotted key (`a.a.a.…`: 1.5 s for a 64 KB
-# line, issue 10); no real config nests keys this deep.
+# line); no real config nests keys this deep.
 MAX_KEY_DOTS = 64
 
 

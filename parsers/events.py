@@ -22,7 +22,7 @@ ENV = "env"
 LAUNCHER = "launcher"
 
 class Kind(str, Enum):
-    """The notice kinds runtop recognises by name (issue 13: one list, not strings matched
+    """The notice kinds runtop recognises by name (one list, not strings matched
     across files). A notice's kind may also be an exception type (`torch.OutOfMemoryError`)
     or a crash signature (`SIGBUS`); those stay plain strings."""
 
@@ -118,7 +118,7 @@ class Notice:
     time: str | None = None
     fatal: bool = False
     count: int = 1  # Ray folds repeated lines into one (`[repeated 7x across cluster]`)
-    # Root-cause reading (issue 12): a wrapper reports a death whose cause is printed
+    # Root-cause reading: a wrapper reports a death whose cause is printed
     # elsewhere; pid/actor name the process it speaks of; rank orders ways to die (lower
     # is more specific); certain: dead whatever the process table says.
     wrapper: bool = False
@@ -243,7 +243,7 @@ class Unrecognised:
 @dataclass(frozen=True, slots=True)
 class Unparsed:
     """A record or line that made a parser fail: counted and named, never an exception
-    (issue 10: one malformed line used to kill every command on every restart).
+    (one malformed line used to kill every command on every restart).
 
     `line` is the number the reader gave the record's first line (0: not known).
     """

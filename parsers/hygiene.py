@@ -1,4 +1,4 @@
-"""What may leave runtop: printable text with secrets hidden (issue 10).
+"""What may leave runtop: printable text with secrets hidden.
 
 Two hazards live in a run's logs and configs:
 - **Terminal escapes.** A log line carrying OSC 52 set the tmux paste buffer to

@@ -1,4 +1,4 @@
-"""Any JSONL of per-step rows (issue 16, "and for everything else"): `{"step": N, key: value, …}`
+"""Any JSONL of per-step rows, for every framework runtop has no plug-in for: `{"step": N, key: value, …}`
 or `{"step": N, "data": {key: value}}`, keys named as runtop's metric registry names them
 (`reward`, `loss`, `entropy`, `kl`, …) or mapped onto those names by the caller; every other
 number is kept as an extra. Each number goes to the side of the run that owns it."""

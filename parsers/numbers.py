@@ -1,6 +1,6 @@
 """Numbers and JSON from untrusted text, total: a bad value is None, never an exception.
 
-Issue 10: `'²'.isdigit()` is true and `int('²')` raises; `float('1.2.3')` raises;
+`'²'.isdigit()` is true and `int('²')` raises; `float('1.2.3')` raises;
 JSON nested 1000 deep raises RecursionError; an int of 5,000 digits raises
 ValueError (CPython's digit limit). Every parser reads numbers through here.
 """
@@ -18,8 +18,8 @@ _FLOAT_RE = re.compile(r"[-+]?(?:[0-9]{1,40}(?:\.[0-9]{0,40})?|\.[0-9]{1,40})(?:
 
 
 # The step lines' numbers, one object per distinct value: a week of step lines repeats the same
-# few (`Turns 1.0`, `Error 0.0%`, `31.0s`) and each copy was 24 bytes a row of a 200k-step run
-# (issue 18). Bounded: past this many values each number is its own again.
+# few (`Turns 1.0`, `Error 0.0%`, `31.0s`) and each copy was 24 bytes a row of a 200k-step run.
+# Bounded: past this many values each number is its own again.
 MAX_SHARED_FLOATS = 4096
 _SHARED: dict[float, float] = {}
 _ZERO, _MINUS_ZERO = 0.0, float("-0.0")  # equal as keys, so kept apart by sign

@@ -55,7 +55,7 @@ ROLLOUT_FAILED_RE = re.compile(
 )
 EMPTY_BATCH_RE = re.compile(r"Step (\d+): empty train batch", re.ASCII)
 # The lookbehinds in this file and skyrl.py start a match only where a word starts: without
-# them `\w+` rescans the rest of a 64 KB word from every position (issue 10: 13 s a line).
+# them `\w+` rescans the rest of a 64 KB word from every position (13 s a line).
 ROLLOUT_KV_RE = re.compile(r"(?<!\w)(\w+)=(\S+)", re.ASCII)
 ACTIVE_TASKS_RE = re.compile(r"Active tasks: (\d+)", re.ASCII)
 LAG_RE = re.compile(r"(min|mean|median|p50|p90|p99|max)=([\d.]+)ms", re.ASCII)

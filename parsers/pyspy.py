@@ -1,4 +1,4 @@
-"""`py-spy dump` output, read (issue 15: maintainers' first answer to a hang report is "send a
+"""`py-spy dump` output, read (maintainers' first answer to a hang report is "send a
 py-spy dump"). Shapes from genuine dumps users posted (huggingface/accelerate#3104,
 modelscope/ms-swift#6312, rwth-i6/returnn#1484):
 

@@ -273,7 +273,7 @@ class RecordAssembler:
         self._pending: Record | None = None
         self._header = header or _default_header
         # The number of the next line fed; the reader sets it from the tailer's count so
-        # that a record that cannot be parsed is named by its line (issue 10).
+        # that a record that cannot be parsed is named by its line.
         self.line_base = 1
 
     def feed(self, lines: list[str]) -> list[Record]:

@@ -23,7 +23,7 @@ GLUE_WORDS = (b"ERROR", b"CRITICAL", b"WARNING", b"INFO ", b"SUCCESS")
 
 @dataclass(frozen=True)
 class BulkNoise:
-    """What a grep child may drop from a long stretch before `skim` (issue 18), in `skim`'s own
+    """What a grep child may drop from a long stretch before `skim`, in `skim`'s own
     terms, so the two agree by construction: every line holding a latest-wins marker (the newest
     of each chunk is put back) or a `drop` marker (fixed strings: `grep -F`, at memory speed),
     less the `drop` lines that also hold a `glue` word, which a second grep, beside it on
@@ -68,7 +68,7 @@ def skim(data: bytes) -> bytes:
     order, and a stat line moved past an engine crash would say the engine lived on.
     The substring tests run on the whole chunk first (`find`, stopping at the second hit),
     so a chunk without noise is returned untouched without being split; a chunk with noise
-    is split once per kind present and filtered in one pass (issue 18: the two passes per
+    is split once per kind present and filtered in one pass (the two passes per
     kind were a quarter of a GB backfill).
     """
     drops = [m for m in DROP if m in data]

@@ -33,7 +33,7 @@ MAX_DICT_CHARS = 64 * 1024
 # a colon: `'policy_loss': -0.0031`, `'loss/avg_final_rewards': '0.4100'`, `'x': nan`. A dict
 # with none (an agent's transcript: `{'role': 'assistant', 'content': …}`) gives no event, so
 # it is not parsed at all: ast.literal_eval of every transcript line was most of a SkyRL
-# backfill (issue 18). A false match only costs the parse; a number can never be missed. One
+# backfill. A false match only costs the parse; a number can never be missed. One
 # class of what may stand between the colon and the number (a superset of `\s*["'(]?\s*[-+]?`):
 # 0.4 µs a 200-character transcript line against 1.2 for the exact form.
 NUMERIC_VALUE_RE = re.compile(r":[\s\"'(+-]*(?:[0-9]|\.[0-9]|nan|inf)", re.ASCII | re.I)

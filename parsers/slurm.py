@@ -1,4 +1,4 @@
-"""What `squeue` and `sacct` say of one job (issue 17), read in every shape they print.
+"""What `squeue` and `sacct` say of one job, read in every shape they print.
 
 Pure: text in, `SlurmJob` out. Two generations of each:
 - `--json` (Slurm ≥ 21.08). Its fields changed shape in 23.02: a state is a list

@@ -60,7 +60,7 @@ def clean_bytes(data: bytes) -> bytes:
     same physical line: each frame becomes its own line (docs/formats.md).
     """
     # docs/formats.md: loguru, Ray and vLLM write colour codes into files; a hostile line can
-    # carry any other escape (issue 10). None of them is stored.
+    # carry any other escape. None of them is stored.
     data = strip_escapes_bytes(data)
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")

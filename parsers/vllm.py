@@ -77,7 +77,7 @@ def parse_record(rec: Record, role: str = INFERENCE) -> list[Event]:
     text = msg if not lines else msg + "\n" + "\n".join(lines)
     m = MAX_TOKENS_RE.search(text)
     if m:
-        # The rollouts then hang at 0/N (seeds 002/004): name it.
+        # The rollouts then hang at 0/N (docs/incidents.md#max-tokens-stuck-rollouts): name it.
         detail = text[m.start() :].split("\n", 1)[0]
         return [Notice(INFERENCE, "ERROR", Kind.MAX_TOKENS_TOO_LARGE, detail.strip(), t)]
     if "ulimit" in msg:

@@ -34,7 +34,7 @@ from runtop.sources.tmux import Pane, Tmux, TmuxError
 from runtop.state import RunState
 
 # Plain words, flags, `key=value`, paths and quotes; a redirect may end the line (`&> logs/x.log`).
-# ASCII only (issue 11): no NEL, NBSP, ideographic space or look-alike digits in what is typed.
+# ASCII only: no NEL, NBSP, ideographic space or look-alike digits in what is typed.
 SAFE_WORDS_RE = re.compile(r"^[\w@%+=:,./'\"\- ]+$", re.ASCII)
 REDIRECT_RE = re.compile(r"(\s+(?:\d?>>?|&>>?)\s*[\w./-]+(?:\s+2>&1)?)+\s*$")
 
@@ -126,7 +126,7 @@ class Context:
         return [p for role, pids in (self.state.processes or {}).items() if role != "ray" for p in pids]
 
     def pane(self) -> Pane:
-        """The Launcher pane, proven (issue 11): the pane the user named (`--tmux-target`);
+        """The Launcher pane, proven: the pane the user named (`--tmux-target`);
         else the pane whose shell started the run's live processes; else the pane recorded
         in `.runtop/launch.json` while the run lived, if that same shell is still there;
         else the `--tmux-session` the user named. Nothing else is guessed."""
@@ -165,7 +165,7 @@ class Context:
 class ActionSpec:
     """One vetted action: its key is defined here only (the TUI's bindings and the
     read-only guard come from this table), and `destructive` alone decides that the user
-    must type a token to confirm it (issue 13)."""
+    must type a token to confirm it."""
 
     name: str
     key: str
@@ -277,7 +277,7 @@ def _target_note(ctx: Context) -> str:
 
 
 def _slurm_plan(ctx: Context, name: str) -> Plan | None:
-    """A run in a SLURM job resumes by `sbatch` of its script and stops by `scancel` (issue 17);
+    """A run in a SLURM job resumes by `sbatch` of its script and stops by `scancel`;
     None: not a SLURM run, or the user gave the launch command themselves."""
     from runtop.actions_slurm import NoProof, resume_text, stop_text
 
@@ -308,7 +308,7 @@ def _resume_plan(ctx: Context, *, after_stop: bool = False) -> Plan:
         running = alive(ctx)
         if running:
             # A resume typed while the launcher runs sits in its tty and runs by itself when
-            # it exits, minutes later (issue 11).
+            # it exits, minutes later.
             raise ActionError(f"the run is still running ({', '.join(sorted(running))}): stop it first (X), or restart (T)")
     full = disk_refusal(ctx.state, ctx.disk())
     if full is not None:

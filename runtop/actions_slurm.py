@@ -1,4 +1,4 @@
-"""Resume and stop for a run that lives in a SLURM job (issue 17): `sbatch` of the run's own
+"""Resume and stop for a run that lives in a SLURM job: `sbatch` of the run's own
 batch script, `scancel` of its own job, typed into the Launcher like every other action.
 
 The proof that a script is this run's: it lies in the run dir (prime-rl's SLURM entrypoint

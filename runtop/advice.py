@@ -77,7 +77,7 @@ def _down(state: RunState, verdict: Verdict) -> Advice:
     action: str | None
     slurm = state.slurm
     if slurm is not None and slurm.job is not None:
-        # A SLURM run resumes by sbatch of its script, once its job has ended (issue 17).
+        # A SLURM run resumes by sbatch of its script, once its job has ended.
         if not slurm.job.state.ended:
             then, action = f"scancel job {slurm.job.job_id}, then resubmit from {at}", "stop"
         else:

@@ -1,4 +1,4 @@
-"""The engine's one door to the outside world (issue 15): each verdict goes through the
+"""The engine's one door to the outside world: each verdict goes through the
 notifier, and what it decides is handed to the delivery workers (apprise targets, the
 heartbeat, the `--on-alert` command). `observe` runs in the engine's thread and only
 enqueues; `problems` is what the status and the TUI say about a failing target."""

@@ -1,4 +1,4 @@
-"""The root cause of a death: one place, for every framework (issue 12).
+"""The root cause of a death: one place, for every framework.
 
 A process that dies rarely says why in its last line. torchrun prints each rank's
 traceback, then its own `ChildFailedError` summary; Ray's driver prints

@@ -27,7 +27,7 @@ from runtop.parsers.hygiene import public
 
 COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send", "notify", "forensics", "export", "serve")
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
-# `runtop check` (issue 12): an Unknown is not a Healthy; a script must be able to tell.
+# `runtop check`: an Unknown is not a Healthy; a script must be able to tell.
 CHECK_EXIT = {"Healthy": 0, "Finished": 0, "Degraded": 1, "Down": 2, "Unknown": 4}
 EXIT_CANNOT_READ = 3
 EXIT_READ_ONLY = 4
@@ -35,7 +35,7 @@ CHUNK_BYTES = 4 << 20
 
 
 class _Parser(argparse.ArgumentParser):
-    """A bad argument is one line and an exit code (issue 14): 2, or 3 for `check`, whose
+    """A bad argument is one line and an exit code: 2, or 3 for `check`, whose
     codes scripts read (3: runtop could not judge the run)."""
 
     def error(self, message: str) -> NoReturn:
@@ -45,7 +45,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _bounded(parse: Callable[[str], float], low: float, *, above: bool, what: str, hint: str, high: float = math.inf) -> Callable[[str], Any]:
     """An argparse type: `parse` the text, then insist on a finite value from `low` (or
-    `above` it) to `high`. `--interval 0` was a busy loop and `nan` a traceback (issue 14)."""
+    `above` it) to `high`. `--interval 0` was a busy loop and `nan` a traceback."""
 
     def check(text: str) -> Any:
         try:
@@ -100,7 +100,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     """The command line; `scenario_help=False` leaves out the demo scenarios' list, whose
-    simulators cost every `status` and `check` 25 ms of imports (issue 18)."""
+    simulators cost every `status` and `check` 25 ms of imports."""
     parser = _Parser(
         prog="runtop",
         description="Live monitor for RL training runs. `runtop PATH` follows a run; `runtop status PATH` reports once.",
@@ -262,7 +262,7 @@ def files(args: argparse.Namespace) -> dict[str, Any]:
 
 def print(*parts: object, **kw: Any) -> None:  # noqa: A001 - shadows the builtin on purpose
     """Every line the commands print passes here: run text (a finding, a launch command, an
-    error) loses its controls and secrets (issue 10). What is sent to tmux is not printed."""
+    error) loses its controls and secrets. What is sent to tmux is not printed."""
     builtins.print(*(public(str(p)) for p in parts), **kw)
 
 

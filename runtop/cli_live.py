@@ -233,7 +233,7 @@ def _use_tui(args: argparse.Namespace) -> bool:
 
 
 def _run_fleet(runs: list[str], args: argparse.Namespace) -> int:
-    """The runs table; Enter opens a run in its full view, Esc there comes back (issue 17)."""
+    """The runs table; Enter opens a run in its full view, Esc there comes back."""
     from runtop.cli_fleet import print_table
     from runtop.fleet import BACK, Fleet
 
@@ -269,7 +269,7 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
     acfg = load_actions(args.config)
     from runtop.alerting import Alerting
 
-    # The same alerting as `runtop watch` (issue 15): a TUI left open in tmux pages too.
+    # The same alerting as `runtop watch`: a TUI left open in tmux pages too.
     ncfg = notify_config(args)
     alerting = Alerting(ncfg, os.path.basename(layout.root.rstrip("/")) or layout.root, layout.root)
     quit_after = max(0.1, deadline - time.monotonic()) if deadline is not None else None
@@ -291,7 +291,7 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
     if fleet and result == BACK:
         return BACK
     if app.return_code:
-        # Textual has shown what failed above; the shell must see it too (issue 10).
+        # Textual has shown what failed above; the shell must see it too.
         _err(f"the TUI stopped on an internal error (exit {app.return_code}); `runtop status PATH` still reads the run")
         return EXIT_INTERNAL
     return EXIT_OK
@@ -329,7 +329,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     kw = {"max_steps": args.steps} if args.steps else {}
     sim = fw.simulator(args.dir, args.scenario, speed=args.speed, **kw)
-    # The rules judge in simulated time (issue 14: at 20× a stall took 15 real minutes to be
+    # The rules judge in simulated time (at 20× a stall took 15 real minutes to be
     # called): every duration they wait for is divided by the speed.
     args.simulated_speed = args.speed
     # SIGTERM and SIGHUP (a closed terminal, `kill`) end the demo like ctrl+c: the temp dir
@@ -385,7 +385,7 @@ def _has_logs(path: str) -> bool:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Serve each run's verdict as Prometheus metrics, or write them to a textfile (issue 17)."""
+    """Serve each run's verdict as Prometheus metrics, or write them to a textfile."""
     from prometheus_client import start_http_server, write_to_textfile
 
     from runtop.engine import Engine
@@ -442,7 +442,7 @@ def _names(paths: list[str], most: int = 8) -> str:
 
 
 def cmd_forensics(args: argparse.Namespace) -> int:
-    """Hang forensics now, into RUN/.runtop/forensics/<UTC time>/ (issue 15)."""
+    """Hang forensics now, into RUN/.runtop/forensics/<UTC time>/."""
     from runtop.forensics import collect
     from runtop.snapshot import RunJudge, read_run_reader
 

@@ -1,4 +1,4 @@
-"""`runtop serve PATH` (issue 17): the TUI in a browser, through textual-serve, when SSH to
+"""`runtop serve PATH`: the TUI in a browser, through textual-serve, when SSH to
 the training box is not at hand.
 
 textual-serve has no authentication: whoever reaches the port drives the app. So it binds

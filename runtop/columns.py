@@ -1,4 +1,4 @@
-"""The per-step metrics, described once (issue 13): which role owns each, its JSON key,
+"""The per-step metrics, described once: which role owns each, its JSON key,
 its label in the check-in and the TUI, its digits, its column width and whether it is a
 sparkline. The state's ownership, the JSON row of `runtop status --json`, the check-in's
 table, the TUI's step table, sparklines and chart are all drawn from `METRICS` (glances'
@@ -18,7 +18,7 @@ TRAINER, ROLLOUT = "trainer", "rollout"
 class Metric:
     name: str  # the `StepRow.value` key, and the JSON key
     owner: str  # TRAINER or ROLLOUT: which side of the run the number comes from
-    label: str = ""  # the check-in's header (the seeds' words); "" = not a table column
+    label: str = ""  # the check-in's header (the words of docs/incidents.md's notes); "" = not a table column
     short: str = ""  # the TUI's header
     digits: int = 4  # significant digits in the check-in
     width: int = 0  # characters in the TUI's step table (0: not a column)

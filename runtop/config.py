@@ -63,7 +63,7 @@ class Thresholds:
     rollout_fail_share: float = 0.9
     bell: bool = True
     # Seconds of the run's own time per real second: `runtop demo` plays a run 20× faster and
-    # the rules count its silences in its time (issue 14). Not a config key: 1 for a real run.
+    # the rules count its silences in its time. Not a config key: 1 for a real run.
     time_scale: float = 1.0
 
 
@@ -87,7 +87,7 @@ def _table(path: str | None, name: str) -> tuple[str, dict[str, Any]] | None:
     return path, section
 
 
-# The values each threshold may take (issue 14: an out-of-range value made rules that never
+# The values each threshold may take (an out-of-range value made rules that never
 # fire, or fire always, silently). (low, high, low is allowed): None is unbounded.
 _SECONDS = (0.0, None, True)
 _SHARE = (0.0, 1.0, True)
@@ -188,7 +188,7 @@ SEVERITIES = ("info", "warning", "critical")
 
 @dataclass(frozen=True)
 class NotifyConfig:
-    """`[notify]`: who hears of an incident when no one is looking at the screen (issue 15)."""
+    """`[notify]`: who hears of an incident when no one is looking at the screen."""
 
     urls: tuple[str, ...] = ()  # apprise URLs: slack://…, ntfys://topic, json://host:port/path
     min_severity: str = "critical"  # the least severe finding that is sent

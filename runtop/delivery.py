@@ -1,4 +1,4 @@
-"""Sending what `runtop.notify` decided (issue 15): apprise targets, a dead-man's switch and an
+"""Sending what `runtop.notify` decided: apprise targets, a dead-man's switch and an
 `--on-alert` command, each in its own thread with its own queue, so a target that refuses or
 hangs is retried with back-off and reported, and never holds the engine or another target.
 

@@ -1,5 +1,5 @@
 """Carry out a confirmed plan: one dispatch at a time per run, the audit entry on disk
-before any key, and every key only to the proven pane at a shell prompt (issue 11).
+before any key, and every key only to the proven pane at a shell prompt.
 
 Planning (what would be sent, or why not) lives in `runtop.actions`; this module is the
 only one that types into tmux.
@@ -42,7 +42,7 @@ def dispatch(p: Plan, ctx: Context, *, confirmation: str | None, progress: Calla
     lock_fd: int | None = None
     audited = False
     try:
-        # One dispatch at a time for this run, across processes (issue 11: two `runtop send`s
+        # One dispatch at a time for this run, across processes (two `runtop send`s
         # at once merged into one line), and the audit entry on disk before any key goes.
         lock_fd = _lock(ctx)
         sends_keys = any(s.kind in ("keys", "interrupt") for s in p.steps)
@@ -123,7 +123,7 @@ def _lock(ctx: Context) -> int:
 
 
 def _same_step(ctx: Context, p: Plan) -> None:
-    """What was confirmed is what is sent (issue 11): the checkpoints are listed again from
+    """What was confirmed is what is sent: the checkpoints are listed again from
     disk, and if the last complete one is not the step the user confirmed, nothing goes."""
     from runtop.discovery import DiscoveryError
     from runtop.frameworks import get as get_framework
@@ -142,7 +142,7 @@ def _same_step(ctx: Context, p: Plan) -> None:
 
 
 def _idle_pane(ctx: Context) -> Pane:
-    """The proven pane, as it is now: the same shell, at its prompt (issue 11: text typed
+    """The proven pane, as it is now: the same shell, at its prompt (text typed
     while a program runs in the foreground goes to that program, or waits in the tty)."""
     proven = ctx.pane()
     now = ctx.tmux.pane(proven.pane_id)

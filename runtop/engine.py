@@ -1,4 +1,4 @@
-"""The engine: the run's files plus the system probes, judged by the rules (issue 13).
+"""The engine: the run's files plus the system probes, judged by the rules.
 
 One `Engine` serves the TUI (stepped from its worker thread), `runtop status`, `check`
 and `watch` (`snapshot.RunJudge` drives one over a reader read to the end), so the same
@@ -101,7 +101,7 @@ class Engine:
         self.live = run or LiveRun(layout, poll=poll, interval=interval, processes=False)
         self.system = SystemView(vllm_url=vllm_url)
         self.health = HealthTracker(thresholds)
-        # Hang forensics (issue 15): taken in a thread of its own when a stall begins (if
+        # Hang forensics: taken in a thread of its own when a stall begins (if
         # `forensics_on_stall`) or when asked (`F`); the newest result is named by the stall.
         self.forensics_on_stall = False
         self.gpu_idle = GpuIdleTracker()  # since when each GPU has sat idle holding the run's memory
@@ -115,7 +115,7 @@ class Engine:
         self.last_forensics: Forensics | None = None
         self._forensics_running = threading.Event()
         self._forensics_done: queue.SimpleQueue[Forensics] = queue.SimpleQueue()
-        # Who hears of an incident when no one looks at the screen (issue 15): every verdict goes there.
+        # Who hears of an incident when no one looks at the screen: every verdict goes there.
         self.alerting = alerting
         self.verdict: Verdict = self._judge()
         self._judged_reads = False  # no verdict yet judges what was read
@@ -146,14 +146,14 @@ class Engine:
             self.probes.append(Probe("vllm", interval, self._sample_vllm, idle_period=idle))
         # The Launcher pane (tmux capture-pane): launcher-only lines such as
         # `Trainer failed with exit code 1` reach the Logs pane this way.
-        # The SLURM job (issue 17): asked only where the run names one; squeue and sacct
+        # The SLURM job: asked only where the run names one; squeue and sacct
         # reach the controller and its database, so at most every 30 s.
         self._slurm = slurm or SlurmClient()
         self.slurm_job = slurm_job  # `--slurm-job ID`, where the run dir names none
-        # The trainer's own /metrics (issue 17), where its config serves one: steps seen on the
+        # The trainer's own /metrics, where its config serves one: steps seen on the
         # trainer's clock, not through a shared filesystem's caching.
         self.probes.append(Probe("trainer", interval, self._sample_trainer, idle_period=idle))
-        # The Ray cluster (issue 17): only one runtop can tie to the run; its state API at most every 30 s.
+        # The Ray cluster: only one runtop can tie to the run; its state API at most every 30 s.
         self.ray_address = ray_address
         self._ray = ray or RayClient()
         self.probes.append(Probe("ray", max(interval, RAY_PERIOD_S), self._sample_ray, idle_period=max(interval, RAY_PERIOD_S), deadline=30.0))
@@ -214,7 +214,7 @@ class Engine:
         """Read the run's files and the due probes. True when anything changed.
 
         The files are read in slices of `SLICE_BYTES` per file, the lock released between
-        them (issue 13: a 64 MB burst of warnings held the lock for 5 s, and every key that
+        them (a 64 MB burst of warnings held the lock for 5 s, and every key that
         repaints waited that long): the screen is never more than one slice behind a key.
         """
         changed = False

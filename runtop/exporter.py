@@ -1,4 +1,4 @@
-"""runtop's judgment as Prometheus metrics (issue 17: join the engines users already run, do
+"""runtop's judgment as Prometheus metrics (join the engines users already run, do
 not imitate them): `runtop export PATH… --port 9464`, or `--textfile FILE` for
 node_exporter's textfile collector. One engine per run, stepped by the exporter's loop; each
 scrape reads every engine's newest verdict and state under its lock (no I/O on a scrape).

@@ -36,7 +36,7 @@ class Finding:
     since: str | None = None  # on the logs' clock (`HH:MM:SS`), as the Logs pane shows times
     since_ts: float | None = None  # a wall time it began (a stall's last write): put on the logs' clock when shown
     down: bool = False  # the run is not training any more
-    # For a death (issue 12): the cause an expert names, the wrapper that reported it, the open phase.
+    # For a death: the cause an expert names, the wrapper that reported it, the open phase.
     cause: str | None = None
     wrapper: str | None = None
     phase: str | None = None
@@ -45,7 +45,7 @@ class Finding:
 
     @property
     def label(self) -> str:
-        """The severity in words that agree with the verdict (issue 14: "critical" lines under
+        """The severity in words that agree with the verdict ("critical" lines under
         a Degraded band read as a contradiction): `down` makes the run Down; `act now` is
         critical while the run still trains (a failed save, a full disk, a NaN loss)."""
         if self.down:
@@ -55,7 +55,7 @@ class Finding:
     @property
     def key(self) -> str:
         """What makes two findings the same incident: the rule and its subject, never its
-        numbers (issue 14: a stall's growing duration made every poll a "new" critical
+        numbers (a stall's growing duration made every poll a "new" critical
         finding, a toast and a bell each). Without a subject, the message's words before
         its first colon, every number in them blanked."""
         return f"{self.rule}:{self.subject if self.subject is not None else shape_of(self.message)}"
@@ -78,11 +78,11 @@ class Facts:
     gpu: GpuSnapshot | None = None
     missing_roles: list[str] = field(default_factory=list)  # from the process sampler, when there is one
     zombie_roles: list[str] = field(default_factory=list)
-    # Alert targets that are failing now (issue 15): said, never sent (a pager about itself).
+    # Alert targets that are failing now: said, never sent (a pager about itself).
     notify_problems: list[str] = field(default_factory=list)
     forensics: str | None = None  # the newest hang forensics: what the stacks show, and where
     gpu_idle: dict[int, Any] = field(default_factory=dict)  # GPU index → `rules_hang.Idle`
-    slurm: SlurmSnapshot | None = None  # the run's SLURM job, where it has one (issue 17)
+    slurm: SlurmSnapshot | None = None  # the run's SLURM job, where it has one
     trainer_live: TrainerLive | None = None  # the trainer's own /metrics: steps on its clock
     ray: RaySnapshot | None = None  # the run's Ray cluster (state API), where runtop can tie one to it
     lifetimes: LifetimesView | None = None  # the run's processes over time (`runtop.lifetimes`)
@@ -91,7 +91,7 @@ class Facts:
     def alive(self) -> dict[str, list[int]] | None:
         """role → pids, or None when the process table was not read or cannot be trusted:
         titled processes runtop may not inspect (another user's) could be this run's, so
-        their absence proves nothing (issue 10)."""
+        their absence proves nothing."""
         if self.state.process_denied:
             return None
         return self.state.processes

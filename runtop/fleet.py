@@ -1,4 +1,4 @@
-"""A fleet of runs followed at once (issue 17): one engine per run, stepped gently by one
+"""A fleet of runs followed at once: one engine per run, stepped gently by one
 thread, and a row per run for the runs table and `status --all`.
 
 A run not being looked at needs its verdict, not its every line: its engine reads at most

@@ -1,4 +1,4 @@
-"""Hang forensics (issue 15): what a maintainer asks for first, saved before anyone restarts
+"""Hang forensics: what a maintainer asks for first, saved before anyone restarts
 the run. Into `RUN/.runtop/forensics/<UTC time>/`:
 
 - `stacks/<role>-<pid>.txt`: a `py-spy dump` of every run process (or why there is none:

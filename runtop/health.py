@@ -166,7 +166,7 @@ def _verdict(state: RunState, findings: list[Finding]) -> str:
     if any(f.down for f in findings):
         return "Down"
     if state.run_finished() and not any(f.rule in BLOCKS_FINISHED for f in findings):
-        # A run that ended normally is Finished, whatever its files' age (issue 12).
+        # A run that ended normally is Finished, whatever its files' age.
         return "Finished"
     if any(f.severity in ("critical", "warning") for f in findings):
         return "Degraded"

@@ -1,4 +1,4 @@
-"""What proves a tmux pane and a launch command belong to a run (issue 11).
+"""What proves a tmux pane and a launch command belong to a run.
 
 - the pane whose shell is an ancestor of the run's live processes, remembered in
   `RUN/.runtop/launch.json` (with the command its shell started) for after they die;
@@ -19,13 +19,13 @@ import psutil
 from runtop.sources.tmux import Pane
 
 # A launch command: optional `VAR=value` assignments, then the launcher itself, from the
-# first word on (issue 11: `echo "waiting for rl trainer"` is no launch of `rl`).
+# first word on (`echo "waiting for rl trainer"` is no launch of `rl`).
 LAUNCH_HINT_RE = re.compile(
     r"^((?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*(?:(?:uv run )?rl(?: |$).*|(?:uv run )?python3? -m skyrl\S*.*|bash \S+\.sh.*))$",
     re.ASCII,
 )
 # A shell prompt that ends in `$ ` or `# ` (bash, zsh's `%` too): only a line that starts with
-# one is something the user typed; any other line is output (issue 11: a line the run
+# one is something the user typed; any other line is output (a line the run
 # printed, `[info] next: bash evil.sh`, was taken as the launch command).
 PROMPT_RE = re.compile(r"^[^\s$#%]{0,200}(?:\s[^$#%]{0,80})?[$#%] (?=\S)", re.ASCII)
 

@@ -1,6 +1,6 @@
 """Follow a run live: the recent tail first, the full history backfilled behind it.
 
-Cold start on a huge log must show a status at once (issue 2): a tail reader
+Cold start on a huge log must show a status at once: a tail reader
 starts `TAIL_BYTES` before the end of each log while a second reader reads every
 file from the top in a worker thread into its own, private state. When it has
 caught up, the live view swaps to it; from then on one reader follows the files.
@@ -48,8 +48,8 @@ class LiveRun:
         self._backfilling = False
         self._stop = threading.Event()
         self._last_procs = float("-inf")
-        # Step rows of the history, handed over chunk by chunk while the backfill reads (issue 18:
-        # the charts and the step table fill as the history lands, not only when it is all read).
+        # Step rows of the history, handed over chunk by chunk while the backfill reads (the
+        # charts and the step table fill as the history lands, not only when it is all read).
         self._history: queue.SimpleQueue[list[Any]] = queue.SimpleQueue()
         self._tail_first: int | None = None  # the first step the live tail itself read
         if self._needs_backfill(tail_bytes):
@@ -125,7 +125,7 @@ class LiveRun:
         changed |= self.reader.poll(max_bytes=max_bytes, rescan_every=self.interval, ckpt_every=max(self.interval, 5.0))
         changed |= self._take_history()
         if self.backfill_error and self.reader.state.backfill_error != self.backfill_error:
-            # Errors never vanish (issue 13): the header says so through the `unreadable` rule.
+            # Errors never vanish: the header says so through the `unreadable` rule.
             self.reader.state.backfill_error = self.backfill_error
             self.reader.state.notes.append(self.backfill_error)
             changed = True
@@ -185,7 +185,7 @@ def follow(
     layout: RunLayout, *, interval: float = 2.0, poll: bool = False, deadline: float | None = None, out: IO[str] | None = None,
     cfg: Thresholds | None = None,
 ) -> int:
-    """Print a rolling status until Ctrl-C (a terminal view until the TUI of issue 4).
+    """Print a rolling status until Ctrl-C (`runtop follow`, and the TUI's stand-in off a terminal).
 
     A run that writes nothing is judged again all the same, every few intervals: silence
     is what a stall is, and a status that waits for news never calls one."""
@@ -211,7 +211,7 @@ def follow(
                         footer += f" — reading history {bf:.0%}"
                     out.write("\x1b[H\x1b[2J" + to_markdown(live.state, verdict) + "\n" + footer + " — Ctrl-C to quit\n")
                 else:
-                    # A run not Healthy says why on its line (issue 14: "Down" alone named nothing).
+                    # A run not Healthy says why on its line ("Down" alone named nothing).
                     why = verdict.reasons[0] if verdict.reasons and verdict.verdict in ("Down", "Degraded") else None
                     out.write(public(_summary_line(live.state, verdict.verdict, why)) + "\n")
                 out.flush()

@@ -1,4 +1,4 @@
-"""The Logs pane's tail: the newest lines of every log, merged by time (issue 13: a UI
+"""The Logs pane's tail: the newest lines of every log, merged by time (a UI
 buffer, owned by the engine's reading, not a fact of the run's state).
 
 One writer (the engine's thread: the reader's polls and the Launcher pane's lines); the

@@ -1,4 +1,4 @@
-"""What to tell the researcher, and when (issue 15): the seeds' crashes were found hours late
+"""What to tell the researcher, and when: the crashes in docs/incidents.md were found hours late
 because nobody was looking at the screen that saw them.
 
 `Notifier` turns the engine's verdicts into messages: one when incidents begin (a

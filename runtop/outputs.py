@@ -1,6 +1,6 @@
 """Files runtop appends to (STATUS.md, the audit log): only where it means to write.
 
-Issue 10: a `STATUS.md` or `.runtop/audit.log` symlinked outside the run was followed
+A `STATUS.md` or `.runtop/audit.log` symlinked outside the run was once followed
 and appended to; a read-only or directory STATUS.md killed `watch` with exit 70. Each
 append opens with `O_NOFOLLOW` (a symlink is refused, not followed), checks that the
 file's directory really lies inside the run dir, and fails with one line.

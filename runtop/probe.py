@@ -1,5 +1,5 @@
 """A probe: one source of system facts (processes, disks, GPUs, vLLM's `/metrics`, tmux),
-asked at its own period in a thread of its own, under a deadline (issue 10).
+asked at its own period in a thread of its own, under a deadline.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class Probe:
 
     The engine starts a due probe and collects it later (`collect`): a probe that hangs
     (a `/metrics` endpoint dripping bytes, a stuck tmux or NVML call) never stalls the
-    reader or the screen (issue 10). Past its deadline it says "slow: gave up after N s"
+    reader or the screen. Past its deadline it says "slow: gave up after N s"
     once and backs off to `idle_period`. While its source is `Unavailable` (or one of
     `unavailable`'s exceptions) the probe waits `idle_period` between tries.
     """
@@ -75,7 +75,7 @@ class Probe:
             self._pending = False
             self._wait = self.idle_period
             return True, None, str(e)
-        except Exception as e:  # noqa: BLE001 - one failing source never takes the app down (issue 4)
+        except Exception as e:  # noqa: BLE001 - one failing source never takes the app down
             self._pending = False
             return True, None, f"{self.name} probe failed: {type(e).__name__}: {e}"
         if not done:

@@ -1,4 +1,4 @@
-"""Frozen, versioned views of a run: what the engine hands the screen (issue 13).
+"""Frozen, versioned views of a run: what the engine hands the screen.
 
 The engine's `RunState` is written by one thread (the engine's) and must never be read
 while it changes. After each bounded slice of reading, the engine publishes a `View`

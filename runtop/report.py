@@ -1,8 +1,8 @@
 """`RunState` → the check-in (STATUS.md shape); the JSON document is `report_json`'s.
 
 Unknown values are "n/a", never 0. Every string that
-leaves runtop passes through `public` (docs/formats.md: shell traces print API keys; issue 10:
-escape sequences in logs).
+leaves runtop passes through `public` (docs/formats.md: shell traces print API keys; and logs
+carry escape sequences).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _trend(rows: list[StepRow], name: str, label: str, digits: int = 3, pct: boo
     return f"{label} {conv(s[0][1])} -> {conv(s[-1][1])} (range {conv(lo)}-{conv(hi)}, steps {s[0][0]}-{s[-1][0]})"
 
 
-# The step table the seeds' notes wrote by hand; a column shows only when some row has it.
+# The step table the run notes in docs/incidents.md kept by hand; a column shows only when some row has it.
 def step_table(rows: list[StepRow], last: int = 10) -> list[str]:
     rows = rows[-last:]
     cols = [(c.name, c.label, c.digits) for c in STEP_COLUMNS if any(finite(r.value(c.name)) is not None for r in rows)]
@@ -81,7 +81,7 @@ def step_table(rows: list[StepRow], last: int = 10) -> list[str]:
 
 
 def _agent_lines(state: RunState) -> list[str]:
-    """skyrl-agent's layer, in the words of the seeds' check-ins."""
+    """skyrl-agent's layer, in the words of the check-ins in docs/incidents.md#sigbus-save-core-dumps."""
     a = state.agent
     out = []
     fw = get_framework(state.framework)

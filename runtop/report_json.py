@@ -1,7 +1,7 @@
 """`RunState` → the JSON document of `runtop status --json` (schema in the README).
 
 Unknown values are `null`, never 0; NaN and ±Infinity become `null` (the document is
-always strict JSON); every string passes through `public` (secrets, escapes: issue 10).
+always strict JSON); every string passes through `public` (secrets, escapes).
 The `steps` list is streamed one row at a time by `write_json`.
 """
 
@@ -50,7 +50,7 @@ def step_dict(row: StepRow) -> dict[str, Any]:
 
 
 def _redact_all(obj: Any) -> Any:
-    """The JSON boundary (issue 10): strings printable with secrets hidden, keys too;
+    """The JSON boundary: strings printable with secrets hidden, keys too;
     NaN and ±Infinity (a `time/*` key, a rollout score) become null, never a crash."""
     if isinstance(obj, str):
         return public(obj)
@@ -82,7 +82,7 @@ def _pass_rates(state: RunState) -> dict[str, float]:
 
 
 def _health(v: Verdict) -> dict[str, Any]:
-    """The verdict, its reasons, and for a death the cause an expert names (issue 12)."""
+    """The verdict, its reasons, and for a death the cause an expert names."""
     death = next((a for a in v.alerts if a.cause), None)
     return {
         "verdict": v.verdict,
@@ -102,7 +102,7 @@ def _next(state: RunState, v: Verdict) -> dict[str, Any] | None:
 
 
 def _slurm(snap: Any) -> dict[str, Any] | None:
-    """The run's SLURM job as squeue/sacct last said (issue 17); None: the run names no job."""
+    """The run's SLURM job as squeue/sacct last said; None: the run names no job."""
     if snap is None:
         return None
     job = snap.job
@@ -118,7 +118,7 @@ def _slurm(snap: Any) -> dict[str, Any] | None:
 
 
 def _ray(snap: Any) -> dict[str, Any] | None:
-    """The run's Ray cluster as its state API last said (issue 17); None: none tied to the run."""
+    """The run's Ray cluster as its state API last said; None: none tied to the run."""
     if snap is None:
         return None
     return {

@@ -6,7 +6,7 @@ the rest; `findings` what they answer with.
 A finding names its rule, a severity (info / warning / critical), a one-line cause
 and its evidence (file and log time, or the value). `down` marks the findings that
 mean the run is not training any more. Thresholds come from `runtop.config`. The
-rules are what the seeds' authors did by hand each hour (see docs/incidents.md):
+rules are what the people in docs/incidents.md did by hand each hour:
 each cites the incident that drove it.
 """
 
@@ -33,7 +33,8 @@ __all__ = ["RULES", "Facts", "Finding"]
 
 # ---- crash ----------------------------------------------------------------------
 def crash(f: Facts) -> list[Finding]:
-    """A fatal error ends a log and the role's process is gone (seed 000 SIGBUS, the OOM sample).
+    """A fatal error ends a log and the role's process is gone (the SIGBUS save in
+    docs/incidents.md#sigbus-save-core-dumps, the OOM sample).
 
     The cause is the most specific error of the death, not the wrapper that reported it
     (`runtop.causes`); a death an engine or NCCL announces is Down even while the
@@ -185,8 +186,8 @@ def _clock(s: RunState, ts: float) -> str:
 
 
 def inference_dead(f: Facts) -> list[Finding]:
-    """vLLM stopped while the trainer waits (seed 002): its process gone, or the orchestrator
-    retrying `Inference server was not reached`."""
+    """vLLM stopped while the trainer waits (docs/incidents.md#vllm-dies-silently): its process
+    gone, or the orchestrator retrying `Inference server was not reached`."""
     s = f.state
     # A framework that launches vLLM itself always has it; elsewhere (SkyRL's engines are Ray
     # actors) only once it was seen.
@@ -231,7 +232,8 @@ def seconds_in(text: str) -> float | None:
 
 # ---- progress -----------------------------------------------------------------------
 def stalled(f: Facts) -> list[Finding]:
-    """No step for k × the median step time, or no write at all (a reclaimed spot pod: seed 002)."""
+    """No step for k × the median step time, or no write at all (a reclaimed spot pod:
+    docs/incidents.md#vllm-dies-silently)."""
     s = f.state
     if f.finished() or s.open_fatals():
         return []  # a crash explains the silence; the crash rule says so
@@ -256,7 +258,7 @@ def stalled(f: Facts) -> list[Finding]:
     if quiet >= max(f.cfg.silence_s, limit):
         nobody = alive is not None and not any(p for r, p in alive.items() if r != "ray")
         # Silent this long, the run is not training, whether its processes are gone (a
-        # reclaimed pod) or alive and hung (an NCCL hang): Down either way (issue 14: a
+        # reclaimed pod) or alive and hung (an NCCL hang): Down either way (a
         # critical stall under a "Degraded" verdict read as a contradiction).
         alive_but = "; its processes are alive but silent: hung?" if alive and not nobody else ""
         gone = "; no run process alive: the pod or job may be gone"
@@ -265,7 +267,7 @@ def stalled(f: Facts) -> list[Finding]:
             # The scheduler still runs it: its processes are on nodes this machine cannot see.
             gone = f"; SLURM job {job.job_id} is still {job.state_text} on {job.nodes or 'its nodes'}: hung?"
         msg = f"no log write anywhere for {duration(quiet)}" + (gone if nobody else (f"; {waiting}" if waiting else alive_but))
-        # Since the last write: when the silence began, not when runtop noticed it (issue 14).
+        # Since the last write: when the silence began, not when runtop noticed it.
         evidence = f"newest write {duration(quiet)} ago" + (f"; stacks: {f.forensics}" if f.forensics else "")
         if live is not None and live.last_step_ts is not None:
             evidence += f"; trainer /metrics: step {live.step}, {duration((f.now - live.last_step_ts) * f.cfg.time_scale)} ago"
@@ -294,7 +296,8 @@ def _newest_log_time(s: RunState) -> str | None:
 
 
 def rollouts_hung(f: Facts) -> list[Finding]:
-    """Batches stuck at 0/N while vLLM rejects every request (seeds 002/004: `max_tokens` too large)."""
+    """Batches stuck at 0/N while vLLM rejects every request (`max_tokens` too large:
+    docs/incidents.md#max-tokens-stuck-rollouts)."""
     s = f.state
     rejects = [e for e in s.errors if e.kind == Kind.MAX_TOKENS_TOO_LARGE]
     if not rejects:
@@ -363,7 +366,7 @@ def _denied_text(s: RunState) -> str:
 
 def unreadable(f: Facts) -> list[Finding]:
     """A log runtop cannot read (permission, I/O error, vanished) hides whatever it says: a
-    dead run must not look Healthy because its trainer.log is `chmod 000` (issue 12)."""
+    dead run must not look Healthy because its trainer.log is `chmod 000`."""
     s = f.state
     out = []
     for info in s.files.values():
@@ -379,7 +382,7 @@ def unreadable(f: Facts) -> list[Finding]:
 
 
 def process_access(f: Facts) -> list[Finding]:
-    """Say what runtop cannot see: another user's titled processes (issue 10)."""
+    """Say what runtop cannot see: another user's titled processes."""
     s = f.state
     return [
         Finding(

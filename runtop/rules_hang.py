@@ -1,4 +1,4 @@
-"""Hangs that leave the logs talking (issue 15): a GPU holding a run's memory at 0 % while no
+"""Hangs that leave the logs talking: a GPU holding a run's memory at 0 % while no
 step completes (a rank stuck in a collective: its peers' logs may go on), and the env
 server's event loop lagging (rollouts time out while every process looks alive)."""
 

@@ -1,6 +1,6 @@
 """The rules about how the run is doing, not whether it lives: checkpoints, disks, the
-training signal, rollout quality and the environment (each cites the incident of the
-seeds that drove it)."""
+training signal, rollout quality and the environment (each cites the incident in
+docs/incidents.md that drove it)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ from runtop.units import duration, human_bytes
 
 # ---- checkpoints --------------------------------------------------------------------
 def checkpoint_incomplete(f: Facts) -> list[Finding]:
-    """A save that did not finish, a `policy/` of only `common.pt` (seed 000), or one orders of
-    magnitude smaller than the previous one."""
+    """A save that did not finish, a `policy/` of only `common.pt`
+    (docs/incidents.md#sigbus-save-core-dumps), or one orders of magnitude smaller than the previous
+    one."""
     s = f.state
     cks = sorted(s.checkpoints.values(), key=lambda c: c.step)
     if not cks:
@@ -90,7 +91,8 @@ def _series(s: RunState, column: str, window: int = 50) -> list[tuple[int, float
 
 
 def training_signal(f: Facts) -> list[Finding]:
-    """Entropy sliding (seed 000: 7.45 → 6.91 → 6.16), grad-norm or KL spikes, reward collapse, NaN loss."""
+    """Entropy sliding (7.45 → 6.91 → 6.16 in docs/incidents.md#sigbus-save-core-dumps), grad-norm
+    or KL spikes, reward collapse, NaN loss."""
     s = f.state
     cfg = f.cfg
     out = []
@@ -212,7 +214,8 @@ def rollout_quality(f: Facts) -> list[Finding]:
 
 # ---- the environment -----------------------------------------------------------------------
 def environment(f: Facts) -> list[Finding]:
-    """`ulimit` warnings and too many open files (seed 002), and error kinds never seen before."""
+    """`ulimit` warnings and too many open files (docs/incidents.md#vllm-dies-silently), and error
+    kinds never seen before."""
     s = f.state
     out = []
     if s.warnings.get(Kind.ULIMIT):

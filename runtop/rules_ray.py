@@ -1,4 +1,4 @@
-"""Rules on the Ray cluster a run lives in (issue 17): which actor died, why, and which node
+"""Rules on the Ray cluster a run lives in: which actor died, why, and which node
 was lost, from Ray's state API rather than the driver's wrapper.
 
 A Ray-based run's log usually says only `ActorDiedError: The actor died unexpectedly` (a

@@ -1,4 +1,4 @@
-"""Rules on the SLURM job a run lives in (issue 17): what the scheduler did to it.
+"""Rules on the SLURM job a run lives in: what the scheduler did to it.
 
 A job the scheduler ended (its time limit, a preemption, a failed node, the cgroup's
 memory limit, a `scancel`) leaves logs that just stop: the run reads as a stall until

@@ -16,7 +16,7 @@ from runtop.state import RunState
 
 # Read in bounded chunks: memory holds one chunk of lines at a time, never a whole log.
 CHUNK = 4 << 20
-# `status` and `check` on a week-old run (issue 18): each log's last BOUNDED_TAIL bytes, not
+# `status` and `check` on a week-old run: each log's last BOUNDED_TAIL bytes, not
 # its GBs of history (the verdict lives at the end; `--full` reads it all and says how long it took).
 BOUNDED_TAIL = 8 << 20
 
@@ -37,7 +37,7 @@ def read_and_judge(path: str, *, ckpt_dir: str | None = None, cfg: Thresholds | 
 
 class RunJudge:
     """Judges a reader's state with the same engine the TUI runs: the rules over the run's
-    processes, disks and GPUs (issue 13: the TUI and `runtop check` agree on the same facts).
+    processes, disks and GPUs (the TUI and `runtop check` agree on the same facts).
 
     Kept across check-ins (`runtop watch`), it remembers when each finding began and
     samples the disks often enough for a growth rate; used once, it is `runtop check`.

@@ -86,7 +86,7 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
     _track_rows: bool = field(default=False, repr=False)  # set by the publisher: a headless read keeps no marks
     lost_steps: deque[StepRow] = field(default_factory=lambda: deque(maxlen=MAX_LOST_STEPS))
     # Bumped whenever any step row changes, whichever row: a pane that shows steps repaints
-    # on it (issue 13: with the orchestrator a step ahead, the trainer's numbers land in the
+    # on it (with the orchestrator a step ahead, the trainer's numbers land in the
     # row before the last, and a signature of the last row alone missed them).
     steps_version: int = 0
     trainer_step: int | None = None
@@ -130,7 +130,7 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
     first_time: str | None = None  # log clock of the first record read (for the run's duration)
     # Rollouts that ended since the orchestrator's last step: error type (None: ok), time,
     # message, and who said so (the orchestrator and the env server each report the same
-    # rollout). 90 % failing with one type while no step comes is a stuck run (issue 12).
+    # rollout). 90 % failing with one type while no step comes is a stuck run.
     rollouts_since_step: deque[tuple[str | None, str | None, str, str]] = field(default_factory=lambda: deque(maxlen=MAX_RECENT_ROLLOUTS))
     sample_filter: SampleFilter | None = None
     _saving: dict[str, int] = field(default_factory=dict, repr=False)  # role → checkpoint step being saved
@@ -227,7 +227,7 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
     def log_clock(self, ts: float) -> str | None:
         """The wall time `ts` on the logs' own clock (`HH:MM:SS`), read against the newest log
         whose last timestamped line and modification time are both known; None without one.
-        The alerts speak one clock, the one the Logs pane shows (issue 14: a crash's log time
+        The alerts speak one clock, the one the Logs pane shows (a crash's log time
         stood above a stall's wall-clock time in one column, hours apart on a UTC pod)."""
         ref = max((f for f in self.files.values() if f.kind == "log" and f.last_time and f.mtime is not None),
                   key=lambda f: f.mtime or 0.0, default=None)

@@ -1,7 +1,6 @@
 """The reducers of what goes wrong: notices become errors and warnings, the fatal errors of
-each death are kept for `runtop.causes` to choose from, with the phase that was open
-(issue 12), and the deaths that end their logs are read back (issue 13: `RunState` split
-by concern)."""
+each death are kept for `runtop.causes` to choose from, with the phase that was open, and the
+deaths that end their logs are read back (`RunState` split by concern)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The reducers of what the run says about itself: how many steps it will take, its launch
 command's overrides, where it saves checkpoints, the other logs it names, and the lines
-runtop could not read (issue 13: `RunState` split by concern)."""
+runtop could not read (`RunState` split by concern)."""
 
 from __future__ import annotations
 

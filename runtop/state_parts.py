@@ -1,5 +1,5 @@
 """What a `RunState` is made of: the step rows, attempts, checkpoints, errors, counters
-and file records it keeps, and the bounds that keep it small (issue 13: `runtop/state.py`
+and file records it keeps, and the bounds that keep it small (`runtop/state.py`
 holds the aggregate and its reducers, this module the parts)."""
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ MAX_DEATH_ERRORS = 64  # fatal errors kept per death to choose its cause from
 MAX_LOG_LINES = 1000  # the Logs pane's tail: the only text RunState keeps, and bounded
 MAX_LOST_STEPS = 500
 MAX_DURATIONS = 4096
-SLOW_CALL_THRESHOLD_S = 180.0  # the seeds' "slow execution" threshold
+SLOW_CALL_THRESHOLD_S = 180.0  # the notes' "slow execution" threshold (docs/incidents.md#sigbus-save-core-dumps)
 
 
 class _Unwritten(dict):  # type: ignore[type-arg]
     """The one empty mapping every row starts with: a week-long run holds 200k rows, and five
-    empty dicts each were 300 bytes a row (issue 18). The writer (`StepReducers._on_step`)
+    empty dicts each were 300 bytes a row. The writer (`StepReducers._on_step`)
     puts a dict of the row's own in its place; a write to this one is a bug, and raises."""
 
     def _refuse(self, *_a: object, **_k: object) -> None:
@@ -102,7 +102,7 @@ class ErrorEntry:
     kind: str
     message: str
     fatal: bool
-    # Root-cause reading (issue 12, `runtop.causes`): see `parsers.events.Notice`.
+    # Root-cause reading (`runtop.causes`): see `parsers.events.Notice`.
     wrapper: bool = False
     pid: int | None = None
     actor: str | None = None
@@ -196,7 +196,7 @@ class FileInfo:
     fatal: ErrorEntry | None = None
     fatals: list[ErrorEntry] = field(default_factory=list)
     active_after_fatal: bool = False
-    # Records that made a parser fail (issue 10): how many, and the last one's line and reason.
+    # Records that made a parser fail: how many, and the last one's line and reason.
     unparsed: int = 0
     unparsed_line: int = 0
     unparsed_reason: str = ""
@@ -204,7 +204,7 @@ class FileInfo:
 
 @dataclass(frozen=True, slots=True)
 class LogRecord:
-    """One record whole, for the Logs pane's Enter (issue 14: a traceback is read whole, not
+    """One record whole, for the Logs pane's Enter (a traceback is read whole, not
     its head and tail). Shared by every pane line the record gave; bounded by the parser's
     own caps (head and tail of a long continuation, `dropped` between them)."""
 

@@ -1,7 +1,7 @@
 """The reducers of what rollouts, env servers and the agent layer say: rollout records,
 env-server `rollout start/done`, failed rollouts since the last step, prime-rl's sample
 filter, SkyRL's timer phases, trajectories, format failures, the model's own errors and
-slow tool calls (issue 13: `RunState` split by concern; each reducer writes its own fields).
+slow tool calls (`RunState` split by concern; each reducer writes its own fields).
 """
 
 from __future__ import annotations

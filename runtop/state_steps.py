@@ -1,6 +1,6 @@
 """The reducers of the step rows: one row per step, each side's numbers in it, which source
 wins, the rows an earlier attempt lost, and what is derived from them (the step now, the
-median step time, the ETA). Issue 13: `RunState` split by concern.
+median step time, the ETA). `RunState` split by concern.
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ class StepReducers:
 
     def _pooled(self, mapping: dict[str, Any]) -> dict[str, Any]:
         """One shared dict per content (almost every row of a run has the same sources, and
-        often the same extras): a row's own were 350 bytes each of a week-long run's 200k rows
-        (issue 18). Shared dicts are never written in place: the writer copies first."""
+        often the same extras): a row's own were 350 bytes each of a week-long run's 200k rows.
+        Shared dicts are never written in place: the writer copies first."""
         pool = self._shared_dicts
         if 0.0 in mapping.values():
             return mapping  # 0.0 == -0.0: a row's -0.0 must not read 0.0 from another's dict
@@ -104,8 +104,8 @@ class StepReducers:
         return row
 
     def merge_history(self, rows: list[StepRow]) -> bool:
-        """Rows of the run's history read by the backfill while the live tail shows the present
-        (issue 18): placed where their steps go; True when any was new."""
+        """Rows of the run's history read by the backfill while the live tail shows the present:
+        placed where their steps go; True when any was new."""
         if not rows:
             return False
         for row in rows:

@@ -1,4 +1,4 @@
-"""Desktop notifications through the terminal, over SSH (issue 15): OSC 777 (foot, WezTerm,
+"""Desktop notifications through the terminal, over SSH: OSC 777 (foot, WezTerm,
 Ghostty, Kitty, urxvt) or OSC 9 (iTerm2, which `LC_TERMINAL` names across ssh), wrapped for
 tmux's passthrough when inside tmux (it passes only with `set -g allow-passthrough on`), and
 `tmux display-message` to every client attached to the tmux runtop runs in."""

@@ -1,4 +1,4 @@
-"""Find regexes whose cost grows faster than the line (issue 10: quadratic backtracking).
+"""Find regexes whose cost grows faster than the line (quadratic backtracking).
 
 Shared by tests/test_regex_linear.py and benchmarks/regex_worst_case.py. Each compiled
 pattern of a module is run (search and findall) over lines built from its own alphabet:
@@ -67,7 +67,7 @@ def units(p: re.Pattern[str], quick: bool = False) -> list[str]:
     a = alphabet(p)
     pairs = ["".join(pair) for pair in itertools.combinations(a, 2)]
     # Big alphabets (the redaction's words) give thousands of pairs: an even sample of them,
-    # plus the pairs that found quadratic patterns before (issue 10).
+    # plus the pairs that found quadratic patterns before.
     stride = max(1, len(pairs) // MAX_PAIRS)
     return list(a) + pairs[::stride] + KNOWN_PAIRS + lit
 
@@ -153,7 +153,7 @@ def parser_entries() -> dict[str, tuple[Callable[[str], object], list[str]]]:
 def parser_units(quick: bool = False) -> list[str]:
     import importlib
 
-    # Pairs that made patterns quadratic before (issue 10), and a few of each kind.
+    # Pairs that made patterns quadratic before, and a few of each kind.
     pairs = ["7 ", "7.", "a ", "a=", "_a", "7_", "'\\", '"\\', "| ", "a:", "E.", "[a", "a\t", "=a", "7f", "-a"]
     if quick:
         return pairs

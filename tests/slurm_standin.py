@@ -1,4 +1,4 @@
-"""Stand-in `squeue`, `sacct`, `sbatch` and `scancel` for the SLURM tests (issue 17): real executables on
+"""Stand-in `squeue`, `sacct`, `sbatch` and `scancel` for the SLURM tests: real executables on
 `PATH` that print what each SLURM generation prints, for jobs described in the JSON file
 named by `$RUNTOP_FAKE_SLURM` (the tests write it; no cluster is on this machine).
 

@@ -1,5 +1,5 @@
-"""Issue 11's security list, on a real tmux server: each case sends nothing, or exactly
-the vetted text once."""
+"""The security cases of sending an action, on a real tmux server: each case sends nothing, or
+exactly the vetted text once."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_flag_like_run_names_are_refused(live_run):
     assert "not a plain name" in plan("resume", ctx).disabled
 
 
-# ---- two runs on one machine (issue 11's first report) ------------------------------------
+# ---- two runs on one machine --------------------------------------------------------------
 @pytest.fixture
 def two_runs(tmp_path):
     """RUN_A (alive, `xa/outputs/my-run`) and RUN_B (dead, `xb/outputs/my-run`: the same

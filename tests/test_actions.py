@@ -200,7 +200,7 @@ def test_injection_never_reaches_the_pane(live_run):
         assert p.disabled and "runtop will not send" in p.disabled or "control characters" in (p.disabled or "")
     # The Launcher pane's history: a typed command is found; a log line that looks like one is refused.
     assert launch_from_pane(["ubuntu@h100:~/prime-rl$ uv run rl @ configs/rl.toml --run.name x", "14:00:01 INFO Starting"]) == "uv run rl @ configs/rl.toml --run.name x"
-    # Output lines are never commands (issue 11), whatever they say.
+    # Output lines are never commands, whatever they say.
     assert launch_from_pane(["14:00:01 INFO uv run rl @ x.toml; touch PWNED"]) is None
     assert launch_from_pane(["[info] next: bash evil.sh", "user@h:~$ echo waiting for rl trainer to finish"]) is None
     assert launch_from_pane(["rl @ configs/evil.toml --run.name x > victim.txt", "Progress: 10% rl @ x"]) is None
@@ -309,7 +309,7 @@ def test_launcher_pane_lines_reach_the_logs_tail(live_run):
 
 
 def test_action_keys_are_defined_once_and_destructive_alone_decides_the_typed_token(monkeypatch):
-    """Issue 13: the key bar, the help screen and the read-only guard come from the action
+    """The key bar, the help screen and the read-only guard come from the action
     registry; a destructive action always asks for a typed token, a harmless one never."""
     from types import SimpleNamespace
 

@@ -57,9 +57,10 @@ def judged_corpus(name: str, tmp_path: Path):
 
 # ---- a full disk ----------------------------------------------------------------------------
 def test_the_disk_is_full_of_core_dumps_runtop_says_free_them_first_and_r_is_not_offered(skyrl_run):
-    """Seed 000: a 9 GB core dump filled the disk and the save died of ENOSPC. Resuming onto that
-    disk fails again: runtop names the dump, its size and folder, and the failed save, says to
-    resume from the last complete checkpoint after that, and refuses `R` until the dump is gone."""
+    """docs/incidents.md#sigbus-save-core-dumps: a 9 GB core dump filled the disk and the save died
+    of ENOSPC. Resuming onto that disk fails again: runtop names the dump, its size and folder, and
+    the failed save, says to resume from the last complete checkpoint after that, and refuses `R`
+    until the dump is gone."""
     root = skyrl_run("disk-full", max_steps=6)
     (core,) = glob.glob(os.path.join(root, "ray", "*", "runtime_resources", "working_dir_files", "core.67012"))
     state, verdict = read_and_judge(root, processes=False)
@@ -159,9 +160,9 @@ def test_an_oom_names_the_setting_to_lower_in_each_frameworks_own_words(case, se
 
 
 def test_sigbus_in_a_save_says_dev_shm_then_the_last_complete_checkpoint(tmp_path):
-    """Seed 000's SIGBUS in a Megatron save: /dev/shm is too small for the save. runtop says so
-    (with /dev/shm's size as the probe sees it), then resume from the last COMPLETE checkpoint,
-    never the failed save beside it."""
+    """The SIGBUS in a Megatron save of docs/incidents.md#sigbus-save-core-dumps: /dev/shm is too
+    small for the save. runtop says so (with /dev/shm's size as the probe sees it), then resume from
+    the last COMPLETE checkpoint, never the failed save beside it."""
     root = str(tmp_path / "skyrl")
     SkyrlSimulator(root, scenario="sigbus-checkpoint", autoretry=False, max_steps=6).run()
     state, verdict = read_and_judge(root, processes=False)

@@ -1,4 +1,4 @@
-"""Reaching the researcher (issue 15): incidents, recoveries and the finish go to real apprise
+"""Reaching the researcher: incidents, recoveries and the finish go to real apprise
 `json://` targets on 127.0.0.1, once each; a target that refuses or hangs is retried and
 reported and never holds the engine; the heartbeat pings; `--on-alert` runs an argv."""
 

@@ -1,4 +1,4 @@
-"""The fast backfill reads the same runs as the careful one (issue 18): with the cheap first
+"""The fast backfill reads the same runs as the careful one: with the cheap first
 passes switched back to their exhaustive forms (the two-pass skim, a literal_eval of every
 logged dict), every corpus case and every simulator scenario gives the same state, field by
 field, as the fast path — and as the fast path with every log read through the grep child

@@ -1,4 +1,4 @@
-"""`runtop status` on a week-old run (issue 18): each long log's last 8 MB answer at once, and
+"""`runtop status` on a week-old run: each long log's last 8 MB answer at once, and
 the answer says what it left out; `--full` reads everything."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A long stretch of a log is read through a grep child that drops its noise (issue 18), and
+"""A long stretch of a log is read through a grep child that drops its noise, and
 the lines handed on are exactly the ones the Python reading hands on: a record glued before
 or behind an access line survives, the newest progress line of a chunk stays in place, a
 grep that is missing, not GNU's or dies part-way leaves the bytes to Python and loses nothing."""

@@ -16,7 +16,7 @@ def runtop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 
 
 def test_check_exit_codes(simulated, tmp_path):
-    """0 Healthy or Finished, 1 Degraded, 2 Down, 3 cannot read, 4 Unknown (issue 12)."""
+    """0 Healthy or Finished, 1 Degraded, 2 Down, 3 cannot read, 4 Unknown."""
     r = runtop("check", simulated("healthy", max_steps=4))
     assert r.returncode == 0 and r.stdout.startswith("Finished:")
     empty = tmp_path / "booting"
@@ -139,7 +139,7 @@ def _check_as_unprivileged(root: str) -> tuple[int, str]:
 
 
 def test_an_unreadable_log_never_leaves_a_run_healthy():
-    """Issue 12: `chmod 000` on trainer.log mid-run left a dead run Healthy, the error only in
+    """`chmod 000` on trainer.log mid-run once left a dead run Healthy, the error only in
     a note. runtop names the file and the error, and says Degraded at best (exit 1)."""
     import shutil
     import tempfile

@@ -120,7 +120,7 @@ def test_demo_simulates_a_skyrl_run_too():
 
 
 BAD_ARGUMENTS = [
-    # (argv after the run dir is put in, exit code, words of the one line) — issue 14's list
+    # (argv after the run dir is put in, exit code, words of the one line)
     (["watch", "{run}", "--interval", "0"], 2, "give a number of seconds above 0"),
     (["watch", "{run}", "--interval", "-1"], 2, "give a number of seconds above 0"),
     (["tui", "{run}", "--interval", "nan"], 2, "give a number of seconds above 0"),
@@ -144,7 +144,7 @@ BAD_ARGUMENTS = [
 
 @pytest.mark.parametrize(("argv", "code", "words"), BAD_ARGUMENTS, ids=[" ".join(a[:1] + a[2:]) for a, _c, _w in BAD_ARGUMENTS])
 def test_every_bad_argument_is_one_line_and_an_exit_code(simulated, tmp_path, capsys, argv, code, words):
-    """Issue 14: `--interval 0` was a busy loop, `nan` a traceback, a binary `--config` an
+    """`--interval 0` was a busy loop, `nan` a traceback, a binary `--config` an
     "internal error". Each is now one line on stderr and exit 2 (3 for `check`), before anything starts."""
     from runtop.cli import main
 
@@ -171,7 +171,7 @@ def test_every_bad_argument_is_one_line_and_an_exit_code(simulated, tmp_path, ca
 
 
 def test_demo_calls_a_stall_in_the_simulated_runs_own_time():
-    """Issue 14: `--scenario stalled` showed Healthy for 10 minutes at 20×: the rules now count
+    """`--scenario stalled` showed Healthy for 10 minutes at 20×: the rules now count
     the silence in the simulated run's seconds, and the rolling line says why it is Down."""
     r = runtop("demo", "--scenario", "stalled", "--speed", "400", "--duration", "7", "--interval", "0.5")
     assert r.returncode == 0, r.stderr

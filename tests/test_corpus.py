@@ -22,7 +22,7 @@ CASES = [p.name for p in cases()]
 HELD_OUT = [p.name for p in cases(holdout=True)]
 
 
-def test_the_corpus_covers_every_class_of_issue_12():
+def test_the_corpus_covers_every_framework_layout_and_failure_class():
     assert len(CASES) >= 25
     names = " ".join(CASES)
     for word in ("primerl-main", "primerl-v05", "primerl-v06", "skyrl-upstream", "skyrl-biomni", "vllm", "torchrun", "ray", "nccl"):

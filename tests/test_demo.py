@@ -1,4 +1,4 @@
-"""The demo shows everything working (issue 14): the simulated run starts real processes
+"""The demo shows everything working: the simulated run starts real processes
 with a real run's titles, in its directory, that live and die as its logs say, and a GPU
 reading marked simulated that follows them."""
 

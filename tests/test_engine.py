@@ -1,4 +1,4 @@
-"""One engine for every command (issue 13): the same facts give the same verdict in the TUI
+"""One engine for every command: the same facts give the same verdict in the TUI
 and in `runtop check`."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from runtop.sources.processes import ProcInfo as ProcessInfo
 from tests.tui_helpers import FixedProcs
 
 # vLLM's process is up, the trainer and orchestrator wait, and NVML says the engine's
-# process holds 0 MiB: its engine died (seed 002). Recorded in `python -m runtop.sources.gpu`'s shape.
+# process holds 0 MiB: its engine died (docs/incidents.md#vllm-dies-silently). Recorded in
+# `python -m runtop.sources.gpu`'s shape.
 ENGINE_GONE = {
     "driver": "570.86.15",
     "gpus": [

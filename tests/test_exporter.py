@@ -1,4 +1,4 @@
-"""runtop's judgment in Prometheus (issue 17): `runtop export` on a real HTTP endpoint read
+"""runtop's judgment in Prometheus: `runtop export` on a real HTTP endpoint read
 by prometheus_client's own parser, the node_exporter textfile, and the contrib dashboard and
 alerting rules that use those metrics."""
 
@@ -114,7 +114,7 @@ def test_the_alerting_rules_load_and_use_only_what_runtop_exports():
 
 
 def test_a_slurm_runs_job_state_and_time_left_are_exported(tmp_path):
-    """Issue 17: Alertmanager can page on a job about to hit its limit before the next checkpoint."""
+    """Alertmanager can page on a job about to hit its limit before the next checkpoint."""
     from prometheus_client import generate_latest
 
     from runtop.discovery import discover

@@ -1,4 +1,4 @@
-"""Failing neighbours (issue 10): a slow /metrics endpoint, a hanging tmux or NVML call, a
+"""Failing neighbours: a slow /metrics endpoint, a hanging tmux or NVML call, a
 lost GPU, another user's processes. Each is said in its own pane or finding, and none
 stalls the reader, the screen or a command."""
 
@@ -73,7 +73,7 @@ def test_a_dripping_metrics_endpoint_gives_up_on_its_total_deadline(drip_server)
 
 
 def test_a_dripping_trainer_endpoint_is_given_up_too(drip_server):
-    """Issue 17: the trainer's /metrics shares vLLM's bounded scrape (`sources.prometheus_text`)."""
+    """The trainer's /metrics shares vLLM's bounded scrape (`sources.prometheus_text`)."""
     from runtop.probe import Unavailable
     from runtop.sources.trainer_metrics import fetch as fetch_trainer
 

@@ -1,4 +1,4 @@
-"""Several runs at once (issue 17): `status --all` and `check --all` judge every run under a
+"""Several runs at once: `status --all` and `check --all` judge every run under a
 directory, most troubled first; `check --all` exits with the worst run's code."""
 
 from __future__ import annotations

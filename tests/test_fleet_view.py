@@ -1,4 +1,4 @@
-"""The runs table (issue 17): twenty runs with mixed verdicts on one screen, most troubled
+"""The runs table: twenty runs with mixed verdicts on one screen, most troubled
 first; Enter opens a run, Esc in it comes back; the fleet's thread leaves the open run alone."""
 
 from __future__ import annotations

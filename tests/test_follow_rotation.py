@@ -1,4 +1,4 @@
-"""Follow without loss (issue 10): numbered lines written through each rotation and
+"""Follow without loss: numbered lines written through each rotation and
 replacement a real run's logs go through; every complete line is seen exactly once,
 except bytes deleted before any read could see them."""
 

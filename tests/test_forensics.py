@@ -1,4 +1,4 @@
-"""Hang forensics (issue 15): the stacks a maintainer asks for first, saved before anyone
+"""Hang forensics: the stacks a maintainer asks for first, saved before anyone
 restarts the run: a real `py-spy dump` of a real stuck child, and what the stacks show."""
 
 from __future__ import annotations

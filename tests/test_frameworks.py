@@ -1,4 +1,4 @@
-"""The framework seam (issue 13): everything a framework does differently lives in its
+"""The framework seam: everything a framework does differently lives in its
 plug-in under runtop/frameworks/, and nothing else names a framework."""
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def test_an_unknown_framework_gets_a_plug_in_that_knows_nothing():
 
 
 def test_a_frameworks_own_counters_live_in_its_plug_in(skyrl_run, simulated):
-    """Issue 13: skyrl-agent's trajectories, rewards, format rules and code errors are
+    """skyrl-agent's trajectories, rewards, format rules and code errors are
     SkyRL's alone: the common state has no field for them, the plug-in folds them into its
     own state, and a prime-rl run keeps none (the same events reach no reducer there)."""
     import dataclasses

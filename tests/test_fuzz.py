@@ -1,4 +1,4 @@
-"""Fuzz (issue 10): every parser entry point is total, and whole mutated run dirs never
+"""Fuzz: every parser entry point is total, and whole mutated run dirs never
 kill a command.
 
 The per-parser fuzz is marked `slow` (10,000 examples each); CI runs it, as it runs every

@@ -1,4 +1,4 @@
-"""Hangs the logs do not show (issue 15): a GPU holding the run's memory at 0 % while no step
+"""Hangs the logs do not show: a GPU holding the run's memory at 0 % while no step
 completes, and the env server's event loop lagging."""
 
 from __future__ import annotations

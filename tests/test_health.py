@@ -1,4 +1,4 @@
-"""Each incident of the seeds, reproduced by the simulators, caught by its rule with its cause;
+"""Each incident of docs/incidents.md, reproduced by the simulators, caught by its rule with its cause;
 and a long healthy run that raises nothing."""
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ def test_a_run_that_ended_normally_is_finished_not_stalled_or_down(tmp_path):
 
 
 def test_sigbus_in_a_save_leaves_only_common_pt(tmp_path):
-    """Seed 000, attempt #1: SIGBUS in the Megatron save; `policy/` holds a 421 KB common.pt."""
+    """docs/incidents.md#sigbus-save-core-dumps, attempt #1: SIGBUS in the Megatron save; `policy/` holds a
+    421 KB common.pt."""
     root = str(tmp_path / "run")
     SkyrlSimulator(root, scenario="sigbus-checkpoint", max_steps=6, autoretry=False).run()
     _state, v = read_and_judge(root)
@@ -69,7 +70,8 @@ def test_sigbus_in_a_save_leaves_only_common_pt(tmp_path):
 
 
 def test_core_dumps_fill_the_disk_then_the_next_save_hits_enospc(tmp_path):
-    """Seed 000, attempt #3: 49 GB of core dumps, then `No space left on device` in the save."""
+    """docs/incidents.md#sigbus-save-core-dumps, attempt #3: 49 GB of core dumps, then `No space left on
+    device` in the save."""
     root = str(tmp_path / "run")
     SkyrlSimulator(root, scenario="disk-full", max_steps=6).run()
     _state, v = read_and_judge(root)
@@ -98,7 +100,8 @@ def test_a_disk_over_85_percent_and_one_full_before_the_next_checkpoint(tmp_path
 
 
 def test_inference_dies_silently_while_the_trainer_waits(tmp_path):
-    """Seed 002: vLLM is gone, nothing in its log; the trainer and orchestrator still run."""
+    """docs/incidents.md#vllm-dies-silently: vLLM is gone, nothing in its log; the trainer and orchestrator
+    still run."""
     root = tmp_path / "outputs" / "run"
     sim = Simulator(str(root), scenario="healthy", max_steps=20)
     sim.run(until=sim.START + 200)
@@ -122,7 +125,8 @@ def test_inference_dies_silently_while_the_trainer_waits(tmp_path):
 
 
 def test_rollouts_hung_at_zero_with_the_max_tokens_error(tmp_path):
-    """Seeds 002/004: batches stay at 0/N because max_tokens exceeds the context."""
+    """docs/incidents.md#max-tokens-stuck-rollouts: batches stay at 0/N because max_tokens exceeds the
+    context."""
     root = str(tmp_path / "run")
     Simulator(root, scenario="rollouts-hung").run()
     _state, v = read_and_judge(root)
@@ -150,7 +154,7 @@ def test_rollouts_hung_and_silent_lead_with_the_rejection_not_the_silence(tmp_pa
 
 
 def test_a_pod_vanishes_and_nothing_writes_any_more(tmp_path):
-    """Seed 002: the spot pod is reclaimed; the logs simply stop."""
+    """docs/incidents.md#vllm-dies-silently: the spot pod is reclaimed; the logs simply stop."""
     root = str(tmp_path / "run")
     Simulator(root, scenario="stalled", max_steps=20).run()
     old = time.time() - 2 * 3600
@@ -215,7 +219,8 @@ def test_config_file_overrides_and_bad_keys(tmp_path):
 
 
 def test_vllm_alive_but_holding_no_gpu_memory(tmp_path):
-    """Seed 002: the API server process lingers, its GPU is at ~0 MiB: the engine is gone."""
+    """docs/incidents.md#vllm-dies-silently: the API server process lingers, its GPU is at ~0 MiB: the
+    engine is gone."""
     from runtop.sources.gpu import GpuProcess, GpuReading, GpuSnapshot
 
     root = str(tmp_path / "run")
@@ -233,7 +238,7 @@ def test_vllm_alive_but_holding_no_gpu_memory(tmp_path):
 
 
 def test_a_backfill_that_failed_is_said_not_swallowed():
-    """Issue 13: `backfill_error` was set and never shown. The history behind the live tail
+    """`backfill_error` was once set and never shown. The history behind the live tail
     could not be read: the verdict says so (never better than Degraded)."""
     from runtop.state import RunState
 
@@ -243,7 +248,7 @@ def test_a_backfill_that_failed_is_said_not_swallowed():
 
 
 def test_a_stall_is_one_incident_however_long_it_lasts(simulated):
-    """Issue 14: the stall's message carries its growing duration; each poll used to be a
+    """The stall's message carries its growing duration; each poll used to be a
     "new" critical finding (a toast and a bell each). One incident, announced once, whose
     `since` is the last write (when the silence began), not when runtop noticed it."""
     import os
@@ -269,7 +274,7 @@ def test_a_stall_is_one_incident_however_long_it_lasts(simulated):
 
 
 def test_alerts_speak_the_logs_clock_even_when_the_pod_logs_in_another_zone(simulated):
-    """Issue 14: a crash's time came from its log line and a stall's from runtop's own clock:
+    """A crash's time once came from its log line and a stall's from runtop's own clock:
     two clocks in one column, hours apart on a pod that logs in UTC. Every `since` is put on
     the logs' clock, read against the newest log's last line and its modification time."""
     import datetime as dt

@@ -1,5 +1,5 @@
 """While the history of a long log is read behind the live tail, the step table and the
-charts fill chunk by chunk (issue 18), below the steps the tail read itself, and the
+charts fill chunk by chunk, below the steps the tail read itself, and the
 hand-over at the end leaves exactly the whole run."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hostile input (issue 10): the sample run plus one hostile line or file, through every
+"""Hostile input: the sample run plus one hostile line or file, through every
 headless command. No command dies (exit 70), no escape byte and no secret reaches any
 output, and the bad record is counted and named instead of taking the run down with it.
 """

@@ -28,7 +28,7 @@ def test_tail_first_then_backfilled_history(tmp_path):
             f.write("14:00:00 SUCCESS Step 3001 |   31.0s | Reward 0.6 | Trainable 1/2 (50.0%)\n")
         live.step()
         assert live.state.rollout_step == 3001 and live.state.steps[3001].value("reward") == 0.6
-        # The Logs pane's tail is the engine's, not the state's (issue 13): the takeover by
+        # The Logs pane's tail is the engine's, not the state's: the takeover by
         # the backfilled reader kept what it showed, and the new line came after it, once.
         after = live.tail.lines()
         assert live.tail.seq == seq + 1 and after[-2] == shown[-1] and "Step 3001" in after[-1].text

@@ -1,4 +1,4 @@
-"""`--metrics FILE` (issue 16, "and for everything else"): any JSONL of per-step rows read
+"""`--metrics FILE`, for every framework runtop has no plug-in for: any JSONL of per-step rows read
 beside a run, its keys mapped by `[metrics]` onto runtop's metric names; bad input is one line."""
 
 from __future__ import annotations

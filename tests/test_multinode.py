@@ -1,4 +1,4 @@
-"""A multi-node prime-rl run (issue 17): every node's log is read (`trainer/node_R.log`, with
+"""A multi-node prime-rl run: every node's log is read (`trainer/node_R.log`, with
 `trainer.log` only node 0's link), a node that dies shows only in its own file, and runtop
 names it."""
 

@@ -1,4 +1,4 @@
-"""The NeMo-RL plug-in (issue 16) on its own: step blocks read line by line whatever Ray's
+"""The NeMo-RL plug-in on its own: step blocks read line by line whatever Ray's
 lines cut them into, timing bullets as phases, tmp_step saves, and its automatic resume."""
 
 from __future__ import annotations

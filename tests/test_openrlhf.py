@@ -1,4 +1,4 @@
-"""The OpenRLHF plug-in (issue 16) on its own: the Ray prefix alone on its line (#350), the
+"""The OpenRLHF plug-in on its own: the Ray prefix alone on its line (#350), the
 Episode bar as progress, DeepSpeed's `latest` tag, and its resume."""
 
 from __future__ import annotations

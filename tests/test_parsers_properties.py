@@ -92,7 +92,7 @@ def test_skyrl_shuffled_records_never_raise(lines, text):
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from([b"[rank0]:", b"[rank12]: ", b"[default3]:", b"[trainer0]:", b"[", b"]:", b"\n", b"\n[", b"x", b" ", b"[rank", b"0]:", b"epoch [1/1]: "]), max_size=30))
 def test_rank_prefixes_go_as_the_line_start_regex_takes_them(parts):
-    """`strip_rank_prefixes` searches for `\\n[` instead of trying `(?m)^` at every byte (issue 18:
+    """`strip_rank_prefixes` searches for `\\n[` instead of trying `(?m)^` at every byte (that was
     7.7 s a GB of a SkyRL log); it removes exactly what the regex removes."""
     from runtop.parsers.text import TORCHRUN_PREFIX_RE_B, strip_rank_prefixes
 

@@ -1,4 +1,5 @@
-"""SkyRL driver-log lines, as seeds 000/001 and docs/formats.md show them, → events."""
+"""SkyRL driver-log lines, as docs/incidents.md (its SkyRL incidents) and docs/formats.md show them,
+→ events."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ STEP_1 = (
 )
 
 
-def test_a_whole_step_gives_the_seeds_table_row():
+def test_a_whole_step_gives_the_check_in_table_row():
     events = skyrl_events_of(STEP_1)
     row = merged(events, 1)
     # The status dict is authoritative and full precision.
@@ -98,7 +99,7 @@ def test_rollouts_done_is_not_the_step_done():
     """`global_step: N` means the rollouts are in; only `Finished: 'step'` finishes the step."""
     events = skyrl_events_of(STEP_1.split("\rPolicy")[0])
     roles = {(e.role, e.step) for e in of_type(events, StepMetrics)}
-    assert ("generator", 1) in roles  # SkyRL's rollout side is its generator, not an orchestrator (issue 13)
+    assert ("generator", 1) in roles  # SkyRL's rollout side is its generator, not an orchestrator
     assert not any(e.role == "trainer" for e in of_type(events, StepMetrics))
     phases = of_type(events, Phase)
     assert phases[0].name == "step" and phases[0].started
@@ -342,7 +343,7 @@ _EXACT_NUMERIC_VALUE = r":\s*[\"'(]?\s*[-+]?(?:[0-9]|\.[0-9]|nan|inf)"
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.sampled_from([":", " ", "\t", "'", '"', "(", "+", "-", "0", ".", ".5", "nan", "Inf", "x"]), max_size=12).map("".join))
 def test_the_dict_prefilter_passes_all_the_exact_form_passes(text):
-    """The cheaper prefilter (one class between colon and number, issue 18) is a superset of
+    """The cheaper prefilter (one class between colon and number) is a superset of
     the exact form: it may parse a dict for nothing, never skip one with a number."""
     import re
 

@@ -143,7 +143,7 @@ def test_a_reused_pid_is_a_new_process(tmp_path):
         newcomer.wait()
 
 
-# ---- ownership by identity (issue 11) ----------------------------------------------------
+# ---- ownership by identity -------------------------------------------------------------------
 ARGV_ONLY = "import sys, time; time.sleep(120)"
 
 

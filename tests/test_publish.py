@@ -1,4 +1,4 @@
-"""The screen reads frozen views (issue 13): the engine writes its state on its own thread
+"""The screen reads frozen views: the engine writes its state on its own thread
 and publishes copies; a view, once handed out, never changes under the pane drawing it."""
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def test_what_did_not_change_is_shared_not_copied(tmp_path):
 
 
 async def test_the_screen_repaints_while_the_engine_holds_its_lock(simulated):
-    """Issue 13: the screen never waits on the disk. The engine's lock is held (as during a
+    """The screen never waits on the disk. The engine's lock is held (as during a
     read of a 64 MB burst) and a key that repaints is answered anyway."""
     app = make_app(simulated("healthy", max_steps=9, stop_after=4))
     async with app.run_test(size=BIG) as pilot:

@@ -1,4 +1,4 @@
-"""The run's Ray cluster (issue 17): when the log says only `ActorDiedError`, Ray's state API
+"""The run's Ray cluster: when the log says only `ActorDiedError`, Ray's state API
 says which actor died and why, and that becomes the cause. The answers are recorded from a real
 cluster (`tests/recordings/ray_state_2.60.json`: ray 2.60.0, `ray start --head` plus a second
 node on one machine; an actor SIGKILLed as the kernel's OOM killer does, one `ray.kill`ed, one

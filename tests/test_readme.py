@@ -38,7 +38,7 @@ def test_every_package_is_installed():
 
 
 def test_the_json_schema_names_every_metric_of_the_registry():
-    """Issue 13: the metric registry drives the JSON step row; the README's schema says so,
+    """The metric registry drives the JSON step row; the README's schema says so,
     and this keeps the two equal: a metric added to `runtop.columns` is documented."""
     from runtop.columns import METRICS
 

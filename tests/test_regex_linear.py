@@ -1,4 +1,4 @@
-"""Every regex and every parser costs linear time in the line's length (issue 10: one
+"""Every regex and every parser costs linear time in the line's length (one
 64 KB `Step 7 | 777…` line cost 70 s of CPU, on the engine thread, holding the lock).
 
 A ratio, not a wall-clock limit: from 8 KB to 64 KB a linear cost grows about 8×, a
@@ -8,7 +8,7 @@ characters repeated, behind the heads real lines start with. The figures are pri
 
 The full sweep (every character and pair of every alphabet) is marked `slow`, like the
 fuzz: CI runs it. While you work, the same checks run on the shapes that were quadratic
-before (issue 10) and each pattern's own text.
+before and each pattern's own text.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The check-in (markdown) and the JSON, from a state built event by event (issue 13:
-tests mirror the folders). The stories run end to end elsewhere; here each line's meaning."""
+"""The check-in (markdown) and the JSON, from a state built event by event (tests mirror the
+folders). The stories run end to end elsewhere; here each line's meaning."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The run's own Prometheus endpoints (issue 17): the trainer's `/metrics` says whether steps
+"""The run's own Prometheus endpoints: the trainer's `/metrics` says whether steps
 still come when the files on a shared filesystem say nothing, and the inference server is
 asked on the port the run's config gives it. Real HTTP servers on 127.0.0.1 serve pages made
 by prometheus_client, the library prime-rl's `MetricsServer` uses (its gauges, its names)."""

@@ -1,4 +1,4 @@
-"""`runtop serve` (issue 17): the TUI in a browser through textual-serve, on 127.0.0.1, each
+"""`runtop serve`: the TUI in a browser through textual-serve, on 127.0.0.1, each
 session read-only unless `--allow-actions`. Driven with a real HTTP and websocket client
 (aiohttp, textual-serve's own dependency) against the real server in a child process."""
 

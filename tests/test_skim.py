@@ -1,4 +1,4 @@
-"""The backfill's first pass (issue 18) drops exactly what the earlier two-pass skim dropped:
+"""The backfill's first pass drops exactly what the earlier two-pass skim dropped:
 the same lines out, in the same order, for any mix of noise, glued records and duplicates."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ LINES = [
 
 
 def reference(data: bytes) -> bytes:
-    """The skim before issue 18 (two list passes per kind), kept as the oracle."""
+    """The earlier skim (two list passes per kind), kept as the oracle."""
     lines: list[bytes] | None = None
     for marker in DROP:
         if marker in data:

@@ -42,7 +42,7 @@ def test_status_json_on_a_healthy_skyrl_log_has_every_column(skyrl_run):
             assert isinstance(row[col], float), (row["step"], col)
         assert {"generate", "fwd_logprobs_values_reward", "policy_train", "sync_weights"} <= set(row["phases_s"])
         assert row["origin"]["trainer"] == "log+status"
-        # SkyRL's rollout side is its generator, named so (issue 13), never prime-rl's orchestrator.
+        # SkyRL's rollout side is its generator, named so, never prime-rl's orchestrator.
         assert "generator" in row["origin"] and "orchestrator" not in row["origin"]
     ro = doc["rollouts"]
     assert set(ro["format_failures"]) <= {f"rule_{n}" for n in range(1, 9)} and ro["format_failures"]
@@ -63,7 +63,8 @@ def test_status_json_on_a_healthy_skyrl_log_has_every_column(skyrl_run):
 
 
 def test_sigbus_in_a_save_leaves_a_broken_checkpoint_and_runtop_says_which_is_safe(skyrl_run):
-    """Seed 000, attempt #1: SIGBUS in the Megatron save at step 4 leaves a 421 KB common.pt."""
+    """docs/incidents.md#sigbus-save-core-dumps, attempt #1: SIGBUS in the Megatron save at step 4 leaves
+    a 421 KB common.pt."""
     root = skyrl_run("sigbus-checkpoint", max_steps=6, autoretry=False)
     state = read_run(root, processes=False)
     broken, good = state.checkpoints[4], state.checkpoints[2]
@@ -95,7 +96,7 @@ def test_disk_full_save_is_down_with_no_space_left(skyrl_run):
     assert [(c["step"], c["complete"]) for c in doc["checkpoints"]] == [(2, True), (4, False)]
 
 
-def test_markdown_check_in_has_the_seeds_step_table(skyrl_run):
+def test_markdown_check_in_has_the_step_table_kept_by_hand(skyrl_run):
     root = skyrl_run("healthy", max_steps=3)
     md = runtop("status", root).stdout
     assert "| step | reward | policy loss | clip ratio | entropy | grad norm | response length | step time |" in md
@@ -197,9 +198,10 @@ def test_skyrl_processes_are_found_from_the_driver_writing_the_log(skyrl_run, tm
 
 @pytest.mark.parametrize("wrapper_first", [False, True], ids=["dump-then-wrapper", "wrapper-then-dump"])
 def test_sigbus_during_save_is_named_whichever_order_ray_printed_it(skyrl_run, wrapper_first):
-    """Seed 000 as Ray prints it: the driver's ActorDiedError before or after the worker's own
-    `*** SIGBUS received` (docs/formats.md, "What genuine output adds"). The expert's reading:
-    the worker died of SIGBUS during save_checkpoints; look at /dev/shm."""
+    """The SIGBUS of docs/incidents.md#sigbus-save-core-dumps as Ray prints it: the driver's
+    ActorDiedError before or after the worker's own `*** SIGBUS received` (docs/formats.md, "What
+    genuine output adds"). The expert's reading: the worker died of SIGBUS during save_checkpoints;
+    look at /dev/shm."""
     root = skyrl_run("sigbus-checkpoint", max_steps=6, autoretry=False, wrapper_first=wrapper_first)
     state = read_run(root, processes=False)
     v = judge(state, Facts(state, time.time(), Thresholds()))

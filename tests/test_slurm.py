@@ -1,4 +1,4 @@
-"""A run under SLURM (issue 17): when the scheduler ends the job, runtop says so as the cause,
+"""A run under SLURM: when the scheduler ends the job, runtop says so as the cause,
 in every SLURM generation's words. `squeue`/`sacct`/`sbatch` are stand-ins on `PATH`
 (`tests/slurm_standin.py`) printing the shapes of real captures of Slurm 23.11, 21.08 and
 20.11 (no `--json`)."""

@@ -1,4 +1,4 @@
-"""Resume and stop of a SLURM run (issue 17), typed into a real tmux Launcher pane on a private
+"""Resume and stop of a SLURM run, typed into a real tmux Launcher pane on a private
 socket: `sbatch` of the run's own batch script once its job has ended, `scancel` of its own job
 while it runs, and nothing where runtop cannot prove the script is this run's."""
 

@@ -33,7 +33,7 @@ def fixed_dir(request) -> Iterator[str]:
 
 SIZES = [(80, 24), (120, 40), (200, 50)]
 # (scenario, simulator options, the clock's distance from the last write, every role alive):
-# the four states a researcher must read at a glance (issue 14).
+# the four states a researcher must read at a glance.
 STATES = {
     "healthy": ("healthy", {"max_steps": 9, "stop_after": 4}, 42.0, True),
     "down-oom": ("trainer-oom", {"max_steps": 9}, 42.0, False),
@@ -61,7 +61,7 @@ def test_main_layout_skyrl_healthy(snap_compare, size, fixed_dir):
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
 @pytest.mark.parametrize("scenario", ["healthy", "worker-oom"])
 def test_main_layout_verl(snap_compare, size, scenario, fixed_dir):
-    """A verl run through its plug-in alone (issue 16): steps, phases, checkpoints, a worker's OOM."""
+    """A verl run through its plug-in alone: steps, phases, checkpoints, a worker's OOM."""
     from runtop.frameworks import get
     from runtop.sources.processes import ProcessSnapshot, ProcInfo
 
@@ -76,7 +76,7 @@ def test_main_layout_verl(snap_compare, size, scenario, fixed_dir):
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
 @pytest.mark.parametrize("scenario", ["healthy", "cuda-oom"])
 def test_main_layout_trl(snap_compare, size, scenario, fixed_dir):
-    """A TRL GRPOTrainer run through its plug-in alone (issue 16)."""
+    """A TRL GRPOTrainer run through its plug-in alone."""
     from runtop.frameworks import get
     from runtop.sources.processes import ProcessSnapshot, ProcInfo
 
@@ -88,7 +88,7 @@ def test_main_layout_trl(snap_compare, size, scenario, fixed_dir):
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
 def test_main_layout_openrlhf_actor_oom(snap_compare, size, fixed_dir):
-    """An OpenRLHF run whose actor dies of OOM, through its plug-in alone (issue 16)."""
+    """An OpenRLHF run whose actor dies of OOM, through its plug-in alone."""
     from runtop.frameworks import get
     from runtop.sources.processes import ProcessSnapshot
 
@@ -99,7 +99,7 @@ def test_main_layout_openrlhf_actor_oom(snap_compare, size, fixed_dir):
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=["80x24", "200x50"])
 def test_main_layout_nemo_rl_healthy(snap_compare, size, fixed_dir):
-    """A NeMo-RL GRPO run through its plug-in alone (issue 16)."""
+    """A NeMo-RL GRPO run through its plug-in alone."""
     from runtop.frameworks import get
     from runtop.sources.processes import ProcessSnapshot, ProcInfo
 

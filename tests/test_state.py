@@ -1,4 +1,4 @@
-"""The state's reducers, one event at a time (issue 13: tests mirror the folders).
+"""The state's reducers, one event at a time (tests mirror the folders).
 
 Each test is a small story of what a run's logs say and what runtop must then believe.
 """

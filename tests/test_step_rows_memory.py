@@ -1,4 +1,4 @@
-"""A week-long run holds 200k step rows (issue 18: 1.1 KB a row made a 1 GB backfill 289 MB).
+"""A week-long run holds 200k step rows (1.1 KB a row made a 1 GB backfill 289 MB).
 Rows share what they can without one row's write reaching another: the empty mappings are one
 shared, write-refusing dict, and rows whose numbers came from the same sources share one
 origin dict, which is never written in place."""

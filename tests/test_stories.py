@@ -1,4 +1,4 @@
-"""What a researcher sees for each failure of the seeds, on simulated runs."""
+"""What a researcher sees for each failure in docs/incidents.md, on simulated runs."""
 
 from __future__ import annotations
 

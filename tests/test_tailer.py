@@ -140,8 +140,8 @@ _PIECES = ["Step 12 | Reward 0.5", "  50%|█████     | 2/4", " — ", "
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=8).map("".join), min_size=1, max_size=40))
 def test_c1_and_bidi_are_removed_whichever_way_the_chunk_is_cleaned(tmp_path, lines):
-    """Issue 10's controls are removed line by line where few lines are non-ASCII and by one
-    regex where most are (issue 18: the regex over a whole 4 MB chunk was 4 s a GB of SkyRL
+    """C1 controls and bidi overrides are removed line by line where few lines are non-ASCII and by one
+    regex where most are (the regex over a whole 4 MB chunk was 4 s a GB of SkyRL
     log): either way the lines are those of one regex over the whole decoded chunk."""
     p = tmp_path / "trainer.log"
     p.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Pages through the terminal (issue 15): an OSC desktop notification in the form the
+"""Pages through the terminal: an OSC desktop notification in the form the
 terminal reads, wrapped for tmux's passthrough, and a message in the status line of every
 client attached to the tmux runtop runs in (a real server on a private socket, a real client)."""
 

@@ -1,4 +1,4 @@
-"""The TRL GRPOTrainer plug-in (issue 16) on its own: dicts without step numbers counted by the
+"""The TRL GRPOTrainer plug-in on its own: dicts without step numbers counted by the
 bar, the summary as the end, tmp-checkpoints, and the resume it types."""
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ async def test_number_keys_zoom_a_pane_on_a_large_screen(simulated):
         await pilot.press("5")
         await pilot.pause()
         assert app.screen.maximized is app.query_one("#disk")
-        # Issue 14: a zoomed pane takes the whole screen, not its natural height.
+        # A zoomed pane takes the whole screen, not its natural height.
         assert app.query_one("#disk").region.height >= 45
         await pilot.press("5")
         await pilot.pause()
@@ -164,7 +164,7 @@ async def test_logs_level_filter_search_and_pause(simulated):
         await pilot.pause()
         text = pane(app, "logs")
         assert "/OutOfMemory" in text and "torch.OutOfMemoryError" in text and "Starting" not in text
-        # Issue 14: the matches are highlighted, Esc clears the search, `/` opens empty.
+        # The matches are highlighted, Esc clears the search, `/` opens empty.
         drawn = app.query_one("#log-view").content
         assert any("yellow" in str(span.style) and drawn.plain[span.start : span.end].lower() == "outofmemory" for span in drawn.spans)
         await pilot.press("escape")
@@ -213,7 +213,7 @@ async def test_the_app_follows_a_live_run(tmp_path):
         rest = [a for a in sim.script() if a[0] > sim.START + 40]
         for _at, act in rest[: len(rest) // 2]:
             act()
-        # What the screen shows is the engine's newest published view (issue 13).
+        # What the screen shows is the engine's newest published view.
         shown = first
         for _ in range(60):
             await pilot.pause(0.1)
@@ -265,7 +265,7 @@ async def test_s_appends_a_check_in(simulated):
 
 
 async def test_the_trainers_numbers_for_a_step_show_while_the_orchestrator_is_a_step_ahead(simulated):
-    """Issue 13: the orchestrator runs a step ahead (the normal async case), so the trainer's
+    """The orchestrator runs a step ahead (the normal async case), so the trainer's
     loss for step N lands in the row before the last; it must show at the next repaint, not
     two steps later."""
     from runtop.parsers.events import ORCHESTRATOR, TRAINER, StepMetrics
@@ -280,7 +280,7 @@ async def test_the_trainers_numbers_for_a_step_show_while_the_orchestrator_is_a_
 
 
 async def test_a_stale_run_rings_once_however_many_polls_it_stays_stale(simulated, monkeypatch):
-    """Issue 14: a silent pod rang the bell and stacked a toast on every refresh (the stall
+    """A silent pod once rang the bell and stacked a toast on every refresh (the stall
     message carries its growing duration). Kept open for 60 polls: one toast, one bell."""
     import itertools
     import time as _time
@@ -319,7 +319,7 @@ async def test_a_stale_run_rings_once_however_many_polls_it_stays_stale(simulate
 
 
 async def test_the_layout_follows_every_resize_both_ways(simulated):
-    """Issue 14: resizing the tmux pane is the main use; the layout was one resize behind
+    """Resizing the tmux pane is the main use; the layout was one resize behind
     (200×50 → 80×24 kept the full layout squeezed; 80×24 → 130×45 kept the compact one)."""
     from tests.tui_helpers import healthy_tree
 
@@ -342,7 +342,7 @@ async def test_the_layout_follows_every_resize_both_ways(simulated):
 
 
 async def test_ctrl_c_quits_the_palette_holds_runtops_commands_and_help_lists_navigation(simulated):
-    """Issue 14: ctrl+c did not quit, the palette held none of runtop's commands, `?` left
+    """`ctrl+c` once did not quit, the palette held none of runtop's commands, `?` left
     out the navigation keys and was cut at 80×24."""
     from runtop.tui.keys import help_rows, palette_entries
 
@@ -366,7 +366,7 @@ async def test_ctrl_c_quits_the_palette_holds_runtops_commands_and_help_lists_na
 
 
 def test_the_chart_marks_whole_steps_a_round_stride_apart():
-    """Issue 14: the chart's x axis had ticks at step 1.75."""
+    """The chart's x axis once had ticks at step 1.75."""
     from runtop.tui.chart_screen import step_ticks
 
     assert step_ticks(1, 4, 8) == [1, 2, 3, 4]
@@ -375,7 +375,7 @@ def test_the_chart_marks_whole_steps_a_round_stride_apart():
 
 
 async def test_enter_shows_every_alert_whole(simulated):
-    """Issue 14: alert text and its evidence were cut to one line at every size. Enter (or
+    """Alert text and its evidence were once cut to one line at every size. Enter (or
     `a`) shows each alert whole: message, cause, phase, evidence, since, and the next step."""
     from runtop.tui.alerts_screen import AlertsScreen
 
@@ -394,7 +394,7 @@ async def test_enter_shows_every_alert_whole(simulated):
 
 
 async def test_enter_on_a_log_line_shows_its_traceback_whole_and_w_wraps(simulated):
-    """Issue 14: the Logs pane shows a traceback's first and last two lines, each cut at the
+    """The Logs pane shows a traceback's first and last two lines, each cut at the
     pane's edge. Focused, it has a cursor; Enter opens that line's record whole (every line
     the parser kept, where it came from) and `w` wraps long lines in place."""
     from runtop.tui.record_screen import RecordScreen
@@ -438,7 +438,7 @@ async def test_enter_on_a_log_line_shows_its_traceback_whole_and_w_wraps(simulat
 
 
 async def test_every_logged_metric_has_a_sparkline_when_zoomed_and_the_chart_picks_any(simulated):
-    """Issue 14: the metrics pane showed a fixed seven and the chart cycled through those.
+    """The metrics pane showed a fixed seven and the chart cycled through those.
     Now the grid holds every number the run logs (the framework's extras and the step phases
     too), says how many it cannot fit, zooms with 0, and the chart's picker lists them all."""
     from textual.widgets import OptionList

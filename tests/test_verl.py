@@ -1,4 +1,4 @@
-"""The verl plug-in (issue 16) on its own: step lines in every shape users posted, its
+"""The verl plug-in on its own: step lines in every shape users posted, its
 checkpoints' completeness, discovery and the resume it types."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Each pane's picture from a view built by hand (issue 13: tests mirror the folders).
+"""Each pane's picture from a view built by hand (tests mirror the folders).
 
 Widgets render a `View` and nothing else, so a pane can be drawn without an app, a run
 or a terminal: here each one's words for the states a researcher must read at a glance.
@@ -76,7 +76,7 @@ def test_the_step_table_shows_each_sides_numbers_in_one_row_per_step():
 
 
 def test_a_column_never_mixes_fixed_and_exponent_notation():
-    """Issue 14: the KL column read `9.30e-04` above `0.00136`."""
+    """The KL column once read `9.30e-04` above `0.00136`."""
     from runtop.widgets.render import column_format
 
     kl = column_format([0.00093, 0.00136, 0.00153])
@@ -95,7 +95,7 @@ def test_sparklines_draw_the_metrics_that_have_numbers():
 
 def test_agent_gauges_come_from_the_plug_ins_own_counters_only():
     """SkyRL-agent's ft/gt pass rates and format rules show when its plug-in counted them;
-    a prime-rl run draws none (issue 13: the counters live in the plug-in's state)."""
+    a prime-rl run draws none (the counters live in the plug-in's state)."""
     from runtop.frameworks import get
 
     fw = get("skyrl")
@@ -117,7 +117,7 @@ def test_a_view_carries_the_log_tail_it_was_published_with():
 
 
 def test_the_band_names_the_next_step_and_its_key():
-    """Issue 14: the verdict band says what to do next: a dead run with a complete checkpoint
+    """The verdict band says what to do next: a dead run with a complete checkpoint
     is resumed from it (R); one without sends the user to the logs; a healthy run is calm. The key
     comes first: a long next step is cut at the band's end."""
     s = run()
@@ -147,7 +147,7 @@ def test_a_long_cause_takes_two_lines_of_the_band():
 
 
 def test_the_disk_pane_keeps_its_columns_when_a_checkpoint_fails():
-    """Issue 14: a long reason squeezed the bar, the percent and the sizes to nothing exactly
+    """A long reason once squeezed the bar, the percent and the sizes to nothing exactly
     when a checkpoint failed. The reason goes on a line of its own; the disks keep theirs."""
     import dataclasses
 
@@ -166,7 +166,7 @@ def test_the_disk_pane_keeps_its_columns_when_a_checkpoint_fails():
 
 
 def test_the_demos_gpus_say_simulated_and_a_machines_do_not():
-    """Issue 14: the demo shows a GPU reading, labelled so no one takes it for a machine's."""
+    """The demo shows a GPU reading, labelled so no one takes it for a machine's."""
     import dataclasses
 
     from runtop.sources.gpu import GpuReading, GpuSnapshot
@@ -181,7 +181,7 @@ def test_the_demos_gpus_say_simulated_and_a_machines_do_not():
 
 
 def test_alert_words_agree_with_the_verdict():
-    """Issue 14: "critical" lines under a Degraded band read as a contradiction. A finding
+    """Lines marked "critical" under a Degraded band once read as a contradiction. A finding
     that makes the run Down says `down`; one that needs you while the run still trains (a
     failed save) says `act now`; both still ring (their severity stays critical)."""
     dead = Finding("crash", "critical", "trainer died: SIGBUS", down=True)
@@ -194,7 +194,7 @@ def test_alert_words_agree_with_the_verdict():
 
 
 def test_the_processes_pane_leads_with_the_runs_slurm_job():
-    """Issue 17: on a login node the job is all there is to see of the run's processes."""
+    """On a login node the job is all there is to see of the run's processes."""
     from runtop.parsers.slurm import JobState, SlurmJob
     from runtop.sources.processes import ProcessSnapshot
     from runtop.sources.slurm import JobRef, SlurmSnapshot
@@ -215,7 +215,7 @@ def test_the_processes_pane_leads_with_the_runs_slurm_job():
 
 
 def test_the_processes_pane_says_why_the_ray_state_api_or_the_trainer_endpoint_gave_nothing():
-    """Issue 17: a probe the run's config asked for and that failed is said, not silent."""
+    """A probe the run's config asked for and that failed is said, not silent."""
     import dataclasses
 
     from runtop.sources.processes import ProcessSnapshot

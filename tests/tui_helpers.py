@@ -26,8 +26,9 @@ H100 = {
 
 
 class FixedDisks:
-    """A disk reading that does not depend on this machine (snapshots). `pressure`: seed 000's
-    disk at 92 % with a 9 GB core dump and /dev/shm filling during a save."""
+    """A disk reading that does not depend on this machine (snapshots). `pressure`: the disk of
+    docs/incidents.md#sigbus-save-core-dumps at 92 % with a 9 GB core dump and /dev/shm filling
+    during a save."""
 
     def __init__(self, pressure: bool = False) -> None:
         self.pressure = pressure

@@ -1,1 +1,1 @@
-"""The Textual app: screens, bindings and the wiring of sources to widgets (issue 4)."""
+"""The Textual app: screens, bindings and the wiring of sources to widgets."""

@@ -1,4 +1,4 @@
-"""Every alert in full (issue 14: alert text and its evidence were cut to one line at every
+"""Every alert in full (alert text and its evidence were cut to one line at every
 size, even zoomed): the whole message, the cause an expert names, the wrapper that reported
 it, what the run was doing, the evidence, since when, and the next step."""
 

@@ -91,10 +91,10 @@ class RuntopApp(VettedActions, App[int]):
     Screen.-compact LogsPane.-slot { display: block; height: 1fr; }
     Screen.-compact #body.-empty { display: none; }
     /* A screen under 50 rows (120×40): the logs take 8 rows, and a column whose panes do not
-       fit scrolls instead of drawing them over each other's borders (issue 14). */
+       fit scrolls instead of drawing them over each other's borders. */
     Screen.-short LogsPane { height: 8; }
     #left, #right { overflow-y: auto; }
-    /* A zoomed pane (0-9) takes the whole body, whatever its natural height (issue 14: it
+    /* A zoomed pane (0-9) takes the whole body, whatever its natural height (it
        kept its height in a field of hatching; the logs stayed at 12 rows). */
     .-maximized { height: 1fr; max-height: 100%; }
     /* The top band's panes are sized in fr against each other: alone on the screen, 3fr was
@@ -102,7 +102,7 @@ class RuntopApp(VettedActions, App[int]):
     #metrics.-maximized, #alerts.-maximized { width: 100%; }
     LogsPane.-maximized { height: 1fr; }
     /* In a tmux split, toasts sit at the top right, over the sparklines' ranges: never over
-       the logs a researcher reads when one arrives (issue 14). A full screen keeps them at
+       the logs a researcher reads when one arrives. A full screen keeps them at
        the bottom right, over the ends of long log lines, clear of the alerts pane. */
     Screen.-compact ToastRack { dock: top; align: right top; margin-top: 4; margin-bottom: 0; }
     """
@@ -115,7 +115,7 @@ class RuntopApp(VettedActions, App[int]):
 
     def notify(self, message: str, *, title: str = "", markup: bool = False, **kw: Any) -> None:
         """Every toast shows run text (a finding, an error): controls and secrets masked, and
-        no Rich markup read from it (issue 10)."""
+        no Rich markup read from it."""
         message, title = mask(str(message)), mask(str(title))
         self.toasts.append(message + title)
         super().notify(message, title=title, markup=markup, **kw)
@@ -185,7 +185,7 @@ class RuntopApp(VettedActions, App[int]):
 
     def on_resize(self, event: events.Resize) -> None:
         # The event carries the new size; `self.size` may still be the old one while it is
-        # handled (issue 14: the layout was one resize behind).
+        # handled (the layout was one resize behind).
         self._term = event.size
         self._apply_layout()
         # Once the new layout has sizes, the panes whose size changed draw themselves again.
@@ -258,7 +258,7 @@ class RuntopApp(VettedActions, App[int]):
             self.notify(done.line(), title="hang forensics saved", severity="warning", timeout=20)
 
     def _follow_verdict(self) -> None:
-        """The compact slot shows what the verdict asks to read (issue 14): the logs while the
+        """The compact slot shows what the verdict asks to read: the logs while the
         run is Down or Degraded (the traceback, the retries), the steps otherwise; until the
         user picks a pane with a number key."""
         if self._slot_chosen:
@@ -274,7 +274,7 @@ class RuntopApp(VettedActions, App[int]):
 
     def refresh_panes(self) -> None:
         # The newest frozen view, taken without a lock: the engine may be mid-read, and a
-        # pane still never sees a half-applied poll (issue 13).
+        # pane still never sees a half-applied poll.
         if self._stop:
             return  # the engine's last message can arrive after the panes are gone
         try:

@@ -1,5 +1,5 @@
 """A larger chart (plotext) of any metric the run logs: a picker down the left lists them
-all (↑/↓ or a click picks; `m` the next), the chart fills the rest (issue 14: only the
+all (↑/↓ or a click picks; `m` the next), the chart fills the rest (only the
 seven sparkline metrics could be charted, by cycling)."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def chart_text(view: View, name: str, width: int, height: int) -> Text:
 
 def step_ticks(first: int, last: int, most: int) -> list[int]:
     """Whole steps to mark on the x axis, a round stride (1, 2, 5, 10, 20, 50, …) apart and
-    at most `most` of them (issue 14: ticks at step 1.75)."""
+    at most `most` of them (ticks at step 1.75)."""
     span = max(1, last - first)
     k, stride = 0, 1
     while span // stride >= most:

@@ -2,7 +2,7 @@
 
 A destructive action needs its token typed (the step number, or `stop`): the focus is in
 that input, Enter with the right token sends, and Enter with an empty or wrong one, or
-Esc, cancels (issue 11: the token was typed into a focused Cancel button). A
+Esc, cancels (the token was typed into a focused Cancel button). A
 non-destructive one opens with Cancel focused, so Enter on a fresh modal never sends."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The runs table (issue 17): every run of a fleet on one line, most troubled first.
+"""The runs table: every run of a fleet on one line, most troubled first.
 
 `runtop DIR` on a directory of runs opens this; Enter opens the run under the cursor in its
 own full view (the app exits with its path and the command line runs the run's app), Esc

@@ -24,7 +24,7 @@ class HelpScreen(ModalScreen[None]):
         t.add_column()
         for key, what in help_rows():
             t.add_row(key, what)
-        # Scrolls when the terminal is shorter than the list (issue 14: cut at 80×24).
+        # Scrolls when the terminal is shorter than the list (cut at 80×24).
         with VerticalScroll():
             yield Static("[b]runtop keys[/b]  (Esc closes)\n")
             yield Static(t)

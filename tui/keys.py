@@ -24,13 +24,13 @@ PANES = tuple(sorted((p.key, p.id, p.title) for p in PANE_SPECS if p.key))
 
 KEYS: tuple[Key, ...] = (
     Key("q", "quit", "Quit"),
-    # What every terminal program does on ctrl+c (issue 14: Textual reserves it for copy).
+    # What every terminal program does on ctrl+c (Textual reserves it for copy).
     Key("ctrl+c", "quit", "Quit (as q)", show=False, shown_key="ctrl+c"),
     Key("question_mark", "help", "Help", shown_key="?"),
     *(Key(k, f"pane('{pid}')", f"{title}", show=False) for k, pid, title in PANES),
     Key("minus", "hide_pane", "Hide the selected pane", show=False, shown_key="-"),
     Key("plus", "show_all", "Show hidden panes", show=False, shown_key="+"),
-    # Vetted actions (issue 6), from the one action registry: each opens the confirmation modal
+    # Vetted actions, from the one action registry: each opens the confirmation modal
     # first (the check-in writes at once); none in read-only mode.
     *(
         Key(a.key, "checkin" if a.name == "checkin" else f"act('{a.name}')", a.label, show=a.shown, shown_key=a.key)
@@ -56,7 +56,7 @@ def bindings() -> list[BindingType]:
 
 def palette_entries() -> list[tuple[str, str, str]]:
     """(title, help, action) for the command palette (ctrl+p): every command of the key
-    table, named in words, with its key (issue 14: the palette held none of runtop's)."""
+    table, named in words, with its key (the palette held none of runtop's)."""
     out = []
     seen: set[str] = set()
     for k in KEYS:

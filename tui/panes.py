@@ -1,4 +1,4 @@
-"""One pane registry (issue 13): every pane's id, number key, title, widget class and where
+"""One pane registry: every pane's id, number key, title, widget class and where
 it sits. The app composes, binds keys and refreshes from it; a new pane is one line here."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One log record whole (issue 14: the Logs pane showed a traceback's first and last two
+"""One log record whole (the Logs pane showed a traceback's first and last two
 lines, cut at the pane's edge): every line the parser kept, where it came from, and how
 many lines of a very long record's middle were not kept. `w` toggles wrap."""
 

@@ -54,7 +54,7 @@ class VettedActions(_Base):
         return True
 
     def on_key(self, event: events.Key) -> None:
-        # Read-only hides the action keys; pressing one still gets an answer (issue 11).
+        # Read-only hides the action keys; pressing one still gets an answer.
         if self.read_only and event.key in READ_ONLY_KEYS and not self._confirming:
             self.notify("read-only: actions are off", timeout=4)
         elif event.key == RESUME_KEY and self.resume_refused is not None and not self._confirming:
@@ -94,7 +94,7 @@ class VettedActions(_Base):
             self.call_from_thread(self._done, f"{name}: {e}", True)
             return
         if p.disabled:
-            # A disabled action says why in a toast, not in an empty modal (issue 11).
+            # A disabled action says why in a toast, not in an empty modal.
             self.call_from_thread(self._done, f"{name} is disabled: {p.disabled}", True)
             return
         self.call_from_thread(self._confirm, p, ctx)

@@ -27,7 +27,7 @@ class DiskPane(Pane):
     def render_view(self, view: View) -> Text:
         """Fixed columns (label, bar, percent, sizes) drawn as lines, not a table: a long
         reason goes on a line of its own instead of squeezing the bar, the percent and the
-        sizes to nothing (issue 14: they vanished exactly when a checkpoint failed)."""
+        sizes to nothing (they vanished exactly when a checkpoint failed)."""
         d = view.system.disk
         inner = max(30, (self.size.width or 80) - 4)  # the border and the padding
         bar_w = max(6, min(16, inner - 60))

@@ -20,7 +20,7 @@ class GpuPane(Pane):
         if g is None:
             return Text(err or "probing NVML…", style="red" if err else "italic grey62")
         if g.error:
-            # No NVML library or no GPU: one line, the rest of runtop works (issue 4).
+            # No NVML library or no GPU: one line, the rest of runtop works.
             return Text(g.error, style="grey62")
         # The demo's readings say so, in the pane's title where the eye lands first.
         self.border_title = "gpus · simulated" if g.simulated else self.TITLE
@@ -30,7 +30,7 @@ class GpuPane(Pane):
         for _ in range(6):
             t.add_column(no_wrap=True)
         if err:
-            # A slow or failing probe keeps its last reading on screen, marked as such (issue 10).
+            # A slow or failing probe keeps its last reading on screen, marked as such.
             t.add_row("!", Text(f"{err}; showing the reading of {age(view.now - g.taken_at)} ago", style="yellow"), "", "", "", "")
         for d in g.gpus:
             if d.error:

@@ -12,7 +12,7 @@ from runtop.widgets.render import duration
 
 VERDICT_STYLE = {"Finished": "bold white on blue", "Healthy": "bold green", "Degraded": "bold yellow", "Down": "bold white on red", "Unknown": "bold grey70"}
 # The band under the run's name: the verdict's colour across the whole width, so it is the
-# first thing seen (issue 14: a 6-character chip was the least visible thing on screen).
+# first thing seen (a 6-character chip was the least visible thing on screen).
 # A healthy run's band is calm.
 BAND_STYLE = {"Finished": "white on dark_blue", "Healthy": "green", "Degraded": "black on yellow3", "Down": "bold white on red3", "Unknown": "grey70"}
 

@@ -137,7 +137,7 @@ class LogsPane(Vertical):
             t.append(f"{ln.source[:src_w]:<{src_w}} ", style="cyan")
             t.append(ln.text, style=LEVEL_STYLE.get(ln.level or "", ""))
             if self.query_text:
-                # The matches stand out (issue 14: a search filtered but did not show where).
+                # The matches stand out (a search filtered but did not show where).
                 t.highlight_words([self.query_text], style="black on yellow", case_sensitive=False)
             if i == cursor:
                 t.stylize("reverse")
@@ -228,7 +228,7 @@ class LogsPane(Vertical):
 
     def open_search(self) -> None:
         box = self.query_one(Input)
-        box.value = ""  # a new search starts empty (issue 14: `/` reopened the last one)
+        box.value = ""  # a new search starts empty (`/` reopened the last one)
         self.add_class("-searching")
         box.focus()
 

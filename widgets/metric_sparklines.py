@@ -1,5 +1,5 @@
 """Every metric the run logs, as a grid of sparklines: last value, trend, min and max over a
-bounded window (issue 14: a fixed seven, however many the run wrote). The known metrics
+bounded window (a fixed seven, however many the run wrote). The known metrics
 come first in the order a researcher reads them; then the rest of each side's numbers, the
 framework's extras (`trainable_frac`, `reverse-text/reward`) and the step phases' times.
 Zoomed (0) the grid fills the screen; `c` charts any of them."""
@@ -91,7 +91,7 @@ class MetricSparklines(Pane):
         cell_w = width // cols
         label_w = min(max(14, min(24, cell_w // 3)), max((len(label(n)) for n in shown), default=8))
         data = [(n, [v for _, v in series(view, n)]) for n in shown]
-        fmts = [column_format(vals) for _, vals in data]  # one format for a value and its range (issue 14)
+        fmts = [column_format(vals) for _, vals in data]  # one format for a value and its range
         ranges = [f"{f(min(vals))}…{f(max(vals))}" for f, (_, vals) in zip(fmts, data)]
         range_w = min(22, max((len(r) for r in ranges), default=0))
         # The sparklines take what the numbers leave: as wide as the cell allows, one column

@@ -15,7 +15,7 @@ from runtop.view import Slice, View
 
 class SafeStatic(Static):
     """A Static whose every update passes `masked`: the one chokepoint between run text and
-    the terminal (issue 10). Every widget that shows run text is one of these."""
+    the terminal. Every widget that shows run text is one of these."""
 
     def update(self, content: RenderableType = "", *, layout: bool = True) -> None:  # type: ignore[override]
         super().update(masked(content), layout=layout)
@@ -35,7 +35,7 @@ class Pane(SafeStatic):
     """
     TITLE = ""
     # The slices of the view this pane draws from (`runtop.publish.Slice`): it repaints when
-    # one of their versions moves, or its size does. Nothing else decides (issue 13: the
+    # one of their versions moves, or its size does. Nothing else decides (the
     # hand-written signatures each pane kept missed changes and repainted on noise).
     READS: tuple[Slice, ...] = ()
 
@@ -48,7 +48,7 @@ class Pane(SafeStatic):
 
     def on_resize(self) -> None:
         # Zooming a pane changes its size and nothing else: it must not wait for the run to
-        # write before it fills the screen (issue 14).
+        # write before it fills the screen.
         if self._view is not None:
             self.update_view(self._view)
 
@@ -56,7 +56,7 @@ class Pane(SafeStatic):
         raise NotImplementedError
 
     def update_view(self, view: View) -> bool:
-        # The size is the base class's business (issue 13): a pane that fits its text to its
+        # The size is the base class's business: a pane that fits its text to its
         # width must repaint when the width changes, whatever its own signature says (the
         # header drew before layout at a guessed width and kept it).
         self._view = view

@@ -1,5 +1,6 @@
 """The run's process tree: roles recognised by title, CPU%, RSS, age, state; missing or
-zombie roles in red (a dead inference server while the trainer waits is seed 002's quiet death)."""
+zombie roles in red (a dead inference server while the trainer waits is the quiet death of
+docs/incidents.md#vllm-dies-silently)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ class ProcessTree(Pane):
         cols: tuple[tuple[str, JustifyMethod], ...] = (
             ("pid", "right"), ("role", "left"), ("title", "left"), ("st", "left"), ("cpu", "right"), ("rss", "right"), ("age", "right"),
         )
-        # Numbers keep their width; the title takes what is left (issue 14: at 120×40 the
+        # Numbers keep their width; the title takes what is left (at 120×40 the
         # pids and CPU were cut to "41…" while the title kept its columns).
         min_w = {"pid": 7, "st": 3, "cpu": 4, "rss": 6, "age": 6}
         for col, just in cols:
@@ -76,7 +77,7 @@ JOB_STYLE = {"RUNNING": "green", "COMPLETING": "green", "PENDING": "yellow", "RE
 
 
 def slurm_line(view: View) -> Text | None:
-    """The run's SLURM job on one line (issue 17): on a login node it is all there is to see
+    """The run's SLURM job on one line: on a login node it is all there is to see
     of the run's processes."""
     snap = view.state.slurm
     if snap is None:
@@ -101,7 +102,7 @@ def slurm_line(view: View) -> Text | None:
 
 
 def ray_line(view: View) -> Text | None:
-    """The run's Ray cluster on one line (issue 17): nodes, GPUs, actors alive and dead; or why
+    """The run's Ray cluster on one line: nodes, GPUs, actors alive and dead; or why
     its state API gave nothing (the extra not installed, the cluster not answering)."""
     snap = view.state.ray
     if snap is None:
@@ -121,7 +122,7 @@ def ray_line(view: View) -> Text | None:
 
 
 def trainer_line(view: View) -> Text | None:
-    """The trainer's own /metrics, where the run's config serves one (issue 17)."""
+    """The trainer's own /metrics, where the run's config serves one."""
     live = view.system.trainer
     error = view.system.errors.get("trainer")
     if live is None:

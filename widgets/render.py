@@ -40,7 +40,7 @@ def num(v: float | None, digits: int = 4) -> str:
 
 
 def column_format(values: list[float], digits: int = 4) -> Callable[[float], str]:
-    """One number format for a column (issue 14: `9.30e-04` above `0.00136` in one column).
+    """One number format for a column (`9.30e-04` above `0.00136` in one column).
     Exponents for all when any value is tiny or huge, else the same decimals for all: enough
     for `digits` significant digits of the smallest, at most 6."""
     vals = [abs(v) for v in values if math.isfinite(v) and v != 0]
@@ -87,7 +87,7 @@ def bar(fraction: float, width: int, warn: float = 0.85, caution: float = 0.7) -
     pass both above 1 for a value whose high is good (a GPU's utilisation)."""
     fraction = min(max(fraction, 0.0), 1.0)
     filled = int(round(fraction * width))
-    # Calm while fine: colour only where a value is bad (issue 14: lime 100 % bars outshouted a dead run).
+    # Calm while fine: colour only where a value is bad (lime 100 % bars outshouted a dead run).
     style = "red" if fraction >= warn else "yellow" if fraction >= caution else CALM
     return Text("█" * filled, style=style) + Text("░" * (width - filled), style="grey37")
 

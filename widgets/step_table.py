@@ -1,4 +1,5 @@
-"""The step table the seeds wrote by hand: the newest steps that fit, scrollable when focused.
+"""The step table the notes in docs/incidents.md kept by hand: the newest steps that fit, scrollable
+when focused.
 
 It draws only the rows that fit into a fixed-height area, so a new step repaints this
 pane alone: no layout pass, no cache of every row (a DataTable re-renders all of its

@@ -1,4 +1,4 @@
-"""The framework plug-ins, registered in one table (issue 13).
+"""The framework plug-ins, registered in one table.
 
 Adding a framework is one new module here and one line in `REGISTRY`. Everything else
 asks `get(state.framework)`.

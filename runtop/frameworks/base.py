@@ -1,4 +1,4 @@
-"""What a framework plug-in provides (issue 13).
+"""What a framework plug-in provides.
 
 Everything that differs between RL frameworks lives in one `Framework` object: how its
 run directories and logs are recognised, which parser reads its logs, where its
@@ -119,8 +119,8 @@ class Framework:
         return lines
 
     def bulk_noise(self, tracked: Tracked) -> BulkNoise | None:
-        """What a grep child may drop from a long stretch of this log before the Python filter
-        (issue 18); None: read it all in Python. The default is vLLM's stat and access lines,
+        """What a grep child may drop from a long stretch of this log before the Python filter;
+        None: read it all in Python. The default is vLLM's stat and access lines,
         which any framework that runs vLLM may log; a plug-in that knows its logs names the
         kinds each one carries (a marker that never comes costs a backwards read of each chunk)."""
         from runtop.parsers.skim import VLLM_NOISE

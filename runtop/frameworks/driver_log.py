@@ -1,5 +1,5 @@
-"""What the frameworks that write one console log (wherever the user redirected it) share
-(issue 16): the log found by its signs in a file or in the run dir holding it, the newest of
+"""What the frameworks that write one console log (wherever the user redirected it) share:
+the log found by its signs in a file or in the run dir holding it, the newest of
 several, the run named for the log. A plug-in sets `signs` and `layout_name`."""
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ def _looks_like_primerl_run(path: str) -> bool:
 
 def _v06_partial(path: str) -> bool:
     """A v0.6 run dir copied or synced without its role logs: only `run_default/rollouts/…`
-    and env-server logs (issue 12: refused as "nothing runtop recognises" before)."""
+    and env-server logs (refused as "nothing runtop recognises" before)."""
     return bool(glob.glob(os.path.join(path, "run_default", "rollouts", "step_*", "train_rollouts.jsonl"))) or bool(
         glob.glob(os.path.join(path, "logs", "envs", "*", "*", "env_server.log"))
     )

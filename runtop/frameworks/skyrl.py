@@ -133,7 +133,7 @@ class SkyRL(Framework):
         return os.path.dirname(root) if os.path.basename(root) == "logs" else None
 
     def core_roots(self, root: str) -> list[str]:
-        # A SkyRL log's dir is `logs/`: core dumps land beside it (seed 000).
+        # A SkyRL log's dir is `logs/`: core dumps land beside it (docs/incidents.md#sigbus-save-core-dumps).
         return [os.path.dirname(root)] if os.path.basename(root) == "logs" else [root]
 
     def resume_words(self, state: RunState, words: list[str], step: int, ckpt_path: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""SkyRL-agent's own numbers (issue 13: framework-only counters live in the plug-in's state).
+"""SkyRL-agent's own numbers (framework-only counters live in the plug-in's state).
 
 skyrl-agent logs one line per finished trajectory and per reward (`ft_reward`/`gt_reward`),
 the format rule a trajectory broke and the model's own exceptions in its code blocks. No

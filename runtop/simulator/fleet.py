@@ -1,4 +1,4 @@
-"""A directory of simulated runs with mixed verdicts (issue 17): what the runs table, its
+"""A directory of simulated runs with mixed verdicts: what the runs table, its
 snapshot test and the fleet benchmark read. Every framework's plug-in writes its own runs."""
 
 from __future__ import annotations

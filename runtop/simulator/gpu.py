@@ -1,5 +1,5 @@
 """The demo's GPUs: readings in NVML's shape for the demo's own processes, marked
-`simulated` so no one mistakes them for a machine's (issue 14: the demo never showed the
+`simulated` so no one mistakes them for a machine's (the demo never showed the
 GPU pane working). A role's GPU is busy while its process lives and idle once it is gone,
 so a dead trainer reads as an idle GPU, as on a real box."""
 

@@ -3,7 +3,7 @@
 It writes what prime-rl main writes (docs/formats.md): `logs/attempt_1/*.log` with ANSI
 codes and torchrun prefixes behind a `logs/latest` symlink, `metrics.jsonl`,
 rollout `traces.jsonl`, checkpoints that appear over time (`.metadata.tmp` first,
-renamed when the save completes), and the failures of the seeds:
+renamed when the save completes), and the failures of docs/incidents.md:
 
 - healthy: runs to `max_steps` and finishes.
 - trainer-oom: the trainer dies of CUDA OOM (docs/formats.md, prime-rl); the other logs stop.
@@ -12,7 +12,8 @@ renamed when the save completes), and the failures of the seeds:
 - partial-checkpoint: a save leaves shards without `.metadata`, then the trainer dies.
 - disk-filling: checkpoints grow, a core dump appears, then `No space left on device`.
 - rollouts-hung: vLLM rejects every request (`max_tokens` too large); batches stay at 0/N.
-- entropy-collapse: from `fail_step` on, entropy loses a fifth of itself every step (seed 000's slide, faster).
+- entropy-collapse: from `fail_step` on, entropy loses a fifth of itself every step (the slide in
+  docs/incidents.md#sigbus-save-core-dumps, faster).
 
 Tests drive it synchronously (`run()`); `runtop demo` runs it in a thread (`start()`).
 The script is deterministic for a given seed.

@@ -44,7 +44,8 @@ class PrimeFailures:
     def _core_dump(self) -> None:
         path = os.path.join(self.root, "core.2210467")
         with open(path, "wb") as f:
-            f.truncate(9 << 30)  # 9 GiB apparent, sparse (seed 000: core dumps filled the disk)
+            # 9 GiB apparent, sparse (core dumps filled the disk: docs/incidents.md#sigbus-save-core-dumps)
+            f.truncate(9 << 30)
 
     def _trainer_oom(self, t: float) -> Iterator[Action]:
         msg = "CUDA out of memory. Tried to allocate 4.64 GiB. GPU 0 has a total capacity of 79.19 GiB of which 2.91 GiB is free."

@@ -1,7 +1,7 @@
 """The demo's processes: real children with the titles a real run's processes carry
 (`PRIME-RL::Trainer`, `ray::skyrl_entrypoint`, `VLLM::EngineCore`), working in the run's
 directory, so the process pane, the GPU pane and the rules that read them see a run that
-lives and dies as the simulated logs say (issue 14: the demo's process pane was empty).
+lives and dies as the simulated logs say (the demo's process pane was empty).
 
 Each child sets its title with setproctitle (what the frameworks themselves use), then
 waits for its end; it also ends when its parent goes, so a killed demo leaves none behind.

@@ -1,12 +1,12 @@
 """A live SkyRL run (skyrl-agent on skyrl-train, Megatron, Ray) written at an accelerated pace.
 
-It writes what seeds 000/001 saw (docs/formats.md, SkyRL): one driver log
-`logs/<run>.log` behind an autoretry wrapper, with ANSI-coloured Ray prefixes, a
-shell trace of the launch command, loguru records, the agent's bare reward prints,
-format-rule warnings, slow tool calls with their code, timeouts, context overflows,
-the model's own tracebacks, tqdm frames glued to the next record by `\\r`, the status
-dict and the `Step N:` dump; an `infra-*.log` with vLLM stats; and a checkpoint dir
-whose saves are complete or broken. Scenarios:
+It writes what the SkyRL incidents saw (docs/incidents.md#sigbus-save-core-dumps and
+#shm-fix-relaunch; docs/formats.md, SkyRL): one driver log `logs/<run>.log` behind an
+autoretry wrapper, with ANSI-coloured Ray prefixes, a shell trace of the launch command,
+loguru records, the agent's bare reward prints, format-rule warnings, slow tool calls with
+their code, timeouts, context overflows, the model's own tracebacks, tqdm frames glued to
+the next record by `\\r`, the status dict and the `Step N:` dump; an `infra-*.log` with
+vLLM stats; and a checkpoint dir whose saves are complete or broken. Scenarios:
 
 - healthy: every save completes; the run reaches `max_steps`.
 - sigbus-checkpoint: SIGBUS in a Megatron save leaves `policy/common.pt` alone; the
@@ -14,7 +14,7 @@ whose saves are complete or broken. Scenarios:
 - disk-full: a core dump fills the disk; the next save writes only `common.pt` and
   dies with `No space left on device`.
 - format-rising: from `fail_step` on, more trajectories fail the format rules each step
-  (seed 000's Rule 2 "think never closes" climbing).
+  (Rule 2, "think never closes", climbing as in docs/incidents.md#sigbus-save-core-dumps).
 
 Deterministic for a given seed; driven like the prime-rl simulator (`runtop.simulator.player`).
 """

@@ -1,5 +1,5 @@
-"""The SkyRL simulator's failures, in the shapes seeds 000/001 saw: SIGBUS in a Megatron
-save (the worker's dump, Ray's raylet line, the driver's ActorDiedError, the wrapper's
+"""The SkyRL simulator's failures, in the shapes of docs/incidents.md#sigbus-save-core-dumps: SIGBUS
+in a Megatron save (the worker's dump, Ray's raylet line, the driver's ActorDiedError, the wrapper's
 relaunch), a core dump, and a save that dies of `No space left on device`. Mixed into
 `SkyrlSimulator`, whose writers (`line`, `prints`, `raw`, `wrapper`) these use.
 """
@@ -79,7 +79,7 @@ class SkyrlFailures:
         d = os.path.join(self.root, "ray", "session_2026-02-19_09-08-35_055799_142", "runtime_resources", "working_dir_files")
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "core.67012"), "wb") as f:
-            f.truncate(9 << 30)  # 9 GiB apparent, sparse (seed 000)
+            f.truncate(9 << 30)  # 9 GiB apparent, sparse (docs/incidents.md#sigbus-save-core-dumps)
 
     def _enospc_save(self, t: float, step: int) -> Iterator[Action]:
         base = os.path.join(self.ckpt_dir, f"global_step_{step}")

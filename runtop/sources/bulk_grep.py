@@ -1,4 +1,4 @@
-"""A long stretch of a log read with its noise dropped in C: a GNU `grep -v` child (issue 18).
+"""A long stretch of a log read with its noise dropped in C: a GNU `grep -v` child.
 
 A week-old log is mostly lines runtop keeps one of or none of (progress lines, 2xx access
 lines). Splitting a GB into lines in Python to throw them away costs seconds; `grep` drops

@@ -62,7 +62,7 @@ AMBIGUOUS = "ambiguous:"
 
 def _put(out: dict[int, Checkpoint], ck: Checkpoint) -> None:
     """Two directories naming one step (`step_9`, `step_09`) are neither trusted: a resume by
-    number could load either (issue 11). Both show, marked; resume is disabled."""
+    number could load either. Both show, marked; resume is disabled."""
     prev = out.get(ck.step)
     if prev is None:
         out[ck.step] = ck

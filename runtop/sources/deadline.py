@@ -1,4 +1,4 @@
-"""Wall-clock deadlines for calls into things runtop does not control (issue 10).
+"""Wall-clock deadlines for calls into things runtop does not control.
 
 A `/metrics` endpoint that drips one byte every 0.5 s blocked the engine for minutes;
 a hanging `tmux` stalled it 10 s at a time; an NVML call has no timeout of its own; a

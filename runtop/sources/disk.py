@@ -1,10 +1,11 @@
-"""Disk pressure: the filesystems a run fills, how fast, and core dumps (seed 000).
+"""Disk pressure: the filesystems a run fills, how fast, and core dumps
+(docs/incidents.md#sigbus-save-core-dumps).
 
 Checkpoint saves can push `/dev/shm` to 70 % of a 512 GB tmpfs and SIGBUS when it is
-full; core dumps under Ray's session dirs filled a 369 GB root in seed 000, and the
-next save then wrote only `common.pt`. So: `/dev/shm`, the root filesystem, the
-output dir's and the checkpoint dir's, each once (several labels can share one
-filesystem), with a growth rate and a time-to-full from recent samples.
+full; core dumps under Ray's session dirs filled what was left of a 369 GB root (the same
+incident), and the next save then wrote only `common.pt`. So: `/dev/shm`, the root
+filesystem, the output dir's and the checkpoint dir's, each once (several labels can share
+one filesystem), with a growth rate and a time-to-full from recent samples.
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ class NvmlProbe:
         for i in range(count):
             try:
                 h = nv.nvmlDeviceGetHandleByIndex(i)
-            except Exception as e:  # noqa: BLE001 - a lost GPU (issue 10): say so on its row, read the rest
+            except Exception as e:  # noqa: BLE001 - a lost GPU: say so on its row, read the rest
                 gpus.append(GpuReading(i, f"GPU {i}", None, None, None, None, None, error=f"NVML: {_nvml_text(e)}"))
                 continue
             gpus.append(_reading(nv, i, h))

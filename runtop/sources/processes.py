@@ -121,7 +121,7 @@ def _facts(p: psutil.Process, pid: int, ctime: float) -> Facts:
             cwd = p.cwd()
         except psutil.AccessDenied:
             # Another user's process: it may be this run's, and runtop cannot tell. For a
-            # titled one, saying so beats calling it absent (issue 10: 76 of 77 denied read as Down).
+            # titled one, saying so beats calling it absent (76 of 77 denied read as Down).
             if role_of(name, " ".join(argv).strip()) is not None:
                 denied = _owner(p)
         except (psutil.Error, OSError):

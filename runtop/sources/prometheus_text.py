@@ -2,7 +2,7 @@
 one bounded fetch and one reading of its samples, for every probe that asks one.
 
 The fetch bounds each socket wait and the whole body: an endpoint that drips a byte every
-0.5 s never times out a single read (issue 10), and a stranger on the port cannot fill memory.
+0.5 s never times out a single read, and a stranger on the port cannot fill memory.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Ray cluster a run lives in (issue 17): its nodes and its dead actors, through Ray's
+"""The Ray cluster a run lives in: its nodes and its dead actors, through Ray's
 state API (`ray.util.state.list_nodes` / `list_actors(detail=True)`).
 
 Which cluster: `--ray-address`, or `RAY_ADDRESS` in the environment of one of the run's own

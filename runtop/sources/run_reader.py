@@ -51,7 +51,7 @@ class _Followed:
         is_log = tracked.kind == "log"
         self.tailer = FileTailer(
             tracked.path, max_line=MAX_LINE[tracked.kind], clean=is_log, prefilter=skim if is_log else None,
-            # A long stretch has its noise dropped by a grep child before `skim` (issue 18).
+            # A long stretch has its noise dropped by a grep child before `skim`.
             bulk=framework.bulk_noise(tracked) if is_log else None,
         )
         self.last_metric_step: dict[str, int] = {}
@@ -200,7 +200,7 @@ class RunReader:
         if fresh.attempt_dir and self.layout.attempt_dir and fresh.attempt_dir != self.layout.attempt_dir:
             for path in [p for p, f in self._followed.items() if f.tracked.kind == "log"]:
                 # `logs/latest` moved on within one poll: the old attempt's last lines (its
-                # traceback, often) are read before it leaves (issue 10).
+                # traceback, often) are read before it leaves.
                 self._read(self._followed[path], None)
                 self._drop(path)
             self.state.new_attempt(f"logs/latest → attempt_{fresh.attempt}", number=fresh.attempt)
@@ -261,7 +261,7 @@ class RunReader:
             for n, line in enumerate(lines, first_line):
                 try:
                     ev = rollouts.parse_line(line, step, path)
-                except Exception as e:  # noqa: BLE001 - a bad line is counted and named (issue 10)
+                except Exception as e:  # noqa: BLE001 - a bad line is counted and named
                     ev = Unparsed(n, f"{type(e).__name__}: {str(e)[:120]}")
                 if ev is not None:
                     self._apply(f, ev, n)
@@ -304,7 +304,7 @@ class RunReader:
                     evs: list[Event] = parse_generic(line, path, self.layout.metrics_map)
                 else:
                     evs = f.framework.metrics_line(line, path)
-            except Exception as e:  # noqa: BLE001 - a bad row is counted and named (issue 10)
+            except Exception as e:  # noqa: BLE001 - a bad row is counted and named
                 evs = [Unparsed(n, f"{type(e).__name__}: {str(e)[:120]}")]
             for ev in evs:
                 if isinstance(ev, StepMetrics):

@@ -1,4 +1,4 @@
-"""The SLURM job a run lives in (issue 17): which job, and what `squeue` and `sacct` say of it.
+"""The SLURM job a run lives in: which job, and what `squeue` and `sacct` say of it.
 
 The job is found, in this order, from `--slurm-job ID`; the newest `job_<id>.log` /
 `slurm-<id>.out` in the run dir (prime-rl's template writes `#SBATCH

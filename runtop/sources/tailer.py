@@ -8,7 +8,7 @@
   (a new inode: `mv`, or `logs/latest` pointing at a new attempt) start a new read
   from the top and are reported as a restart so the run state opens a new attempt
   instead of mixing two runs' steps.
-- Rotation loses nothing (issue 10): a file renamed aside (`trainer.log.1`) is read to
+- Rotation loses nothing: a file renamed aside (`trainer.log.1`) is read to
   its end before the new one, and followed a while longer for a writer that has not
   reopened its log; after copytruncate the unread lines are read from the copy; a file
   rewritten as old-plus-new (same first bytes, same bytes before our offset) goes on
@@ -57,7 +57,7 @@ class FileTailer(RotationFollower):
         self.chunk_size = chunk_size
         self.clean = clean
         self.prefilter = prefilter
-        # A long unread stretch has its noise dropped by a grep child first (issue 18).
+        # A long unread stretch has its noise dropped by a grep child first.
         self.bulk = bulk
         self._bulk: BulkGrep | None = None
         self._bulk_off = False  # grep is missing or failed here once: the bytes are read in Python
@@ -71,7 +71,7 @@ class FileTailer(RotationFollower):
         self._skipping = False  # inside an over-long line: drop bytes up to the next newline
         self._skip_first = False  # started mid-file: drop the first (partial) line
         self._was_missing = False
-        self.lines = 0  # physical lines handed on since `start_offset`: names a bad line (issue 10)
+        self.lines = 0  # physical lines handed on since `start_offset`: names a bad line
         self.start_offset = 0
         self._head = b""  # the file's first bytes: a rewrite under us changes them
         self._seen_tail = b""  # the last bytes read: a rewrite that kept them continues the file
@@ -295,7 +295,7 @@ class FileTailer(RotationFollower):
         if self.clean:
             complete = clean_bytes(complete)
         text = complete.decode("utf-8", "replace")
-        # C1 controls and bidi overrides (issue 10). Line by line where few lines are non-ASCII:
+        # C1 controls and bidi overrides. Line by line where few lines are non-ASCII:
         # one regex over a 4 MB chunk holding a tqdm bar's `█` or an em dash cost 13-18 ms (4 s
         # a GB of SkyRL log), and `isascii` passes the other lines at memory speed. Where most
         # are (more UTF-8 bytes beyond one a character than lines: CJK text), one regex over

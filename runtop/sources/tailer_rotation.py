@@ -1,5 +1,5 @@
-"""How a `FileTailer` follows a log through rotation and replacement without losing a line
-(issue 10): a file renamed aside is read to its end and followed a while longer, the unread
+"""How a `FileTailer` follows a log through rotation and replacement without losing a line:
+a file renamed aside is read to its end and followed a while longer, the unread
 lines of a copytruncate are read from the copy, and a file rewritten as old-plus-new goes
 on where it was. Mixed into `FileTailer`, which reads the file itself.
 """

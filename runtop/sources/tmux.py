@@ -57,7 +57,7 @@ class Tmux:
         where = ["-S", self.path] if self.path else ["-L", self.socket] if self.socket else []
         argv = [self.binary, *where, *args]
         try:
-            # errors=replace: a window named with byte 0xff must not fail every action (issue 10).
+            # errors=replace: a window named with byte 0xff must not fail every action.
             r = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise TmuxError(f"tmux {args[0]} slow: gave up after {TIMEOUT_S:g} s") from None
@@ -69,7 +69,7 @@ class Tmux:
         return r.stdout
 
     def display_to_clients(self, text: str, ms: int = 15000) -> int:
-        """Show `text` in the status line of every attached client (issue 15: a page that
+        """Show `text` in the status line of every attached client (a page that
         reaches whoever is attached, over SSH, whatever their terminal). Returns how many."""
         clients = [c for c in self._run("list-clients", "-F", "#{client_name}").splitlines() if c]
         for c in clients:
@@ -108,8 +108,8 @@ class Tmux:
     def launcher_pane(self, window: str = "Launcher", session: str | None = None, run_pids: list[int] | None = None) -> Pane:
         """The pane whose shell is an ancestor of one of the run's live processes (the shell
         that started `uv run rl`), proven by the process tree; or, with `session` given by
-        the user, that session's `window`. Never "the only Launcher window" (issue 11:
-        that typed into another run's pane)."""
+        the user, that session's `window`. Never "the only Launcher window" (that
+        typed into another run's pane)."""
         panes = self.panes()
         if run_pids:
             ancestors = ancestor_pids(run_pids)
@@ -133,7 +133,7 @@ class Tmux:
 
     def send_literal(self, pane: Pane, text: str) -> None:
         """The exact text, as typed (`send-keys -l`), then Enter, in one tmux command list:
-        two senders can no longer merge their lines between the text and its Enter (issue 11)."""
+        two senders can no longer merge their lines between the text and its Enter."""
         self._run("send-keys", "-t", pane.pane_id, "-l", "--", text, ";", "send-keys", "-t", pane.pane_id, "Enter")
 
     def send_interrupt(self, pane: Pane) -> None:

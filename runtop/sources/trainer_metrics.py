@@ -1,4 +1,4 @@
-"""The trainer's own Prometheus endpoint (issue 17): liveness that does not depend on a
+"""The trainer's own Prometheus endpoint: liveness that does not depend on a
 shared filesystem.
 
 prime-rl's trainer serves `/metrics` when `[trainer.metrics_server]` is configured

@@ -1,7 +1,7 @@
 """NeMo-RL (Ray; DTensor or Megatron policy workers, vLLM generation): the driver console a
 user redirected (`uv run examples/run_grpo_math.py … > grpo.log`) and
 `checkpointing.checkpoint_dir/step_N/` (written as `tmp_step_N`, renamed when whole; resume
-is automatic from the highest `step_N`). Everything NeMo-RL-specific lives here (issue 16)."""
+is automatic from the highest `step_N`). Everything NeMo-RL-specific lives here."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """OpenRLHF (Ray + DeepSpeed + vLLM): the driver console a user redirected
 (`ray job submit … -- python3 -m openrlhf.cli.train_ppo_ray … > run.log`) and DeepSpeed's
 checkpoints `{ckpt.path}/_actor/global_stepN/` with the `latest` file naming the last whole
-tag (docs/formats.md). Everything OpenRLHF-specific lives in this package (issue 16)."""
+tag (docs/formats.md). Everything OpenRLHF-specific lives in this package."""
 
 from __future__ import annotations
 

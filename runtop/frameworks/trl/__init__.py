@@ -1,6 +1,6 @@
 """TRL's GRPOTrainer: the console a user redirected (`python train_grpo.py > grpo.log`) and
 `{output_dir}/checkpoint-N/`, saved to `tmp-checkpoint-*` and renamed when whole
-(docs/formats.md). Everything TRL-specific lives in this package (issue 16)."""
+(docs/formats.md). Everything TRL-specific lives in this package."""
 
 from __future__ import annotations
 

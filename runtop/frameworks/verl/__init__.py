@@ -1,7 +1,7 @@
 """verl (volcengine/verl, verl-project/verl) on Ray: the driver log a user redirected
 (`python -m verl.trainer.main_ppo … > run.log`), its checkpoints under
 `trainer.default_local_dir` (`--ckpt-dir` where the log does not say), its Ray processes.
-Everything verl-specific lives in this package (issue 16)."""
+Everything verl-specific lives in this package."""
 
 from __future__ import annotations
 
