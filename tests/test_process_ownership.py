@@ -19,6 +19,7 @@ import pytest
 from runtop.frameworks import get
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot
 from tests.launch_shapes import Shapes, pids_running, pids_titled, settle
+from tests.test_processes import sample_until as sample_until_in
 
 pytestmark = pytest.mark.skipif(shutil.which("less") is None or shutil.which("tee") is None,
                                 reason="needs less and tee (the bystanders and the pipeline)")
@@ -43,12 +44,7 @@ def bystanders(shapes: Shapes, cwd: Path, log: Path) -> set[int]:
 
 def sample_until(sampler: ProcessSampler, pred, timeout: float = 20.0) -> ProcessSnapshot:
     """Sample until `pred(snapshot)` holds (a launch starts its children one after another)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        snap = sampler.sample()
-        if pred(snap) or time.monotonic() > deadline:
-            return snap
-        time.sleep(0.1)
+    return sample_until_in(sampler, pred, timeout)
 
 
 def up(root_pid: int, *titles: str) -> dict[str, set[int]]:

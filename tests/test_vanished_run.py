@@ -89,15 +89,6 @@ def killed_run(tmp_path):
             demo.wait(10)
 
 
-def step_until_exists(root: Path, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if (root / "logs").is_dir():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_a_run_killed_whole_is_down_within_two_polls_naming_the_kill(killed_run):
     root, engine = killed_run
     samples = 0
@@ -156,7 +147,7 @@ def test_one_role_killed_is_the_missing_role_not_a_vanished_run(tmp_path):
 
 def test_a_run_that_ends_normally_stays_finished(tmp_path):
     root = tmp_path / "run"
-    demo = start_demo(root, "--steps", "6")
+    demo = start_demo(root, "--steps", "6", "--speed", "40")  # slow enough to be seen alive
     try:
         assert step_until_exists(root)
         engine = watcher(root)
@@ -286,7 +277,7 @@ def test_every_frameworks_demo_killed_whole_is_down_within_two_polls(tmp_path, f
     root = tmp_path / "run"
     demo = start_demo(root, "--framework", framework, "--steps", "400", "--speed", "100")
     try:
-        assert step_until_exists_any(root)
+        assert step_until_exists(root)
         engine = watcher(root)
         assert step_until(engine, lambda e: bool(e.state.processes) and e.state.step is not None), engine.state.processes
         kill_session(demo)
@@ -299,7 +290,7 @@ def test_every_frameworks_demo_killed_whole_is_down_within_two_polls(tmp_path, f
             demo.wait(10)
 
 
-def step_until_exists_any(root: Path, timeout: float = 30.0) -> bool:
+def step_until_exists(root: Path, timeout: float = 30.0) -> bool:
     """The run's first log is there (each framework lays its files out its own way)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
