@@ -249,12 +249,8 @@ def run_until(argv: list[str], ws: Path, says: str, port: str | None) -> tuple[i
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
                 metrics = resp.read().decode()
             assert 'runtop_up{run="my-run"} 1.0' in metrics and 'runtop_up{run="other-run"} 1.0' in metrics
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        code = interrupt(proc)
     return code, out_path.read_text()
 
 
@@ -270,13 +266,21 @@ def run_http(argv: list[str], ws: Path, port: str) -> tuple[int, str]:
                     page = resp.read().decode()
             except OSError:
                 time.sleep(0.2)
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=30)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        code = interrupt(proc)
     return code, page
+
+
+def interrupt(proc: subprocess.Popen) -> int | None:
+    """ctrl+c, as a user stops a long-running face; killed if it will not stop (None then)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
 
 
 def run_tui(argv: list[str], ws: Path, says: str) -> tuple[int, str]:
