@@ -33,6 +33,7 @@ from runtop.health import READING, HealthTracker, Verdict
 from runtop.lifetimes import GONE_SAMPLES, Lifetimes
 from runtop.live import LiveRun, OnceRun
 from runtop.parsers.events import VllmStats
+from runtop.parsers.shell import job_death
 from runtop.probe import Probe, Unavailable
 from runtop.publish import Publisher
 from runtop.queues import drain
@@ -110,6 +111,7 @@ class Engine:
         self.lifetimes = Lifetimes()
         self._recorded_at = 0.0
         self.kernel_log = KMSG  # where the OOM killer's word is read (a saved `dmesg` file in tests)
+        self._launcher_screen: list[str] = []  # the Launcher pane's newest lines: its shell's word on a death
         if processes:
             self._load_record()
         self.last_forensics: Forensics | None = None
@@ -338,7 +340,7 @@ class Engine:
             notify_problems=self.alerting.problems() if self.alerting is not None else [],
             forensics=self.last_forensics.line() if self.last_forensics is not None else None,
             gpu_idle=dict(self.gpu_idle.idle), slurm=self.state.slurm, trainer_live=self.system.trainer,
-            ray=self.state.ray, lifetimes=self.lifetimes.view(),
+            ray=self.state.ray, lifetimes=self.lifetimes.view(), shell_says=job_death(self._launcher_screen),
         )
 
     def take_new_findings(self) -> list[Finding]:
@@ -356,6 +358,11 @@ class Engine:
         now = self.clock()
         lt = self.lifetimes
         changed = lt.observe(snap, now)
+        if lt.gone_samples == 1 and lt.last_alive:
+            # All gone at one sample: what the launcher's shell says of it is wanted at the next.
+            for probe in self.probes:
+                if probe.name == "launcher":
+                    probe.soon()
         if lt.gone_samples == GONE_SAMPLES and lt.last_alive:
             # All gone: whether the kernel's OOM killer did it is the cause, where its log still says.
             lt.oom = oom_kills({p.pid for p in lt.last_alive}, self.kernel_log)
@@ -379,6 +386,7 @@ class Engine:
             self.state.ray = value
         if name == "launcher":
             if error is None:
+                self._launcher_screen = list(value)  # type: ignore[call-overload]
                 self.live.tail.add_screen("launcher", value)  # type: ignore[arg-type]
             else:
                 self.system.errors[name] = error

@@ -9,6 +9,7 @@ from typing import Any
 
 from runtop.config import Thresholds
 from runtop.lifetimes import LifetimesView
+from runtop.parsers.shell import JobDeath
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
 from runtop.sources.ray_state import RaySnapshot
@@ -86,6 +87,7 @@ class Facts:
     trainer_live: TrainerLive | None = None  # the trainer's own /metrics: steps on its clock
     ray: RaySnapshot | None = None  # the run's Ray cluster (state API), where runtop can tie one to it
     lifetimes: LifetimesView | None = None  # the run's processes over time (`runtop.lifetimes`)
+    shell_says: JobDeath | None = None  # the Launcher pane's shell on how its job died (`Killed`)
 
     @property
     def alive(self) -> dict[str, list[int]] | None:

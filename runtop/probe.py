@@ -52,6 +52,10 @@ class Probe:
     def due(self, now: float) -> bool:
         return not self._pending and now - self.last >= self._wait
 
+    def soon(self) -> None:
+        """Ask at the next step, whatever the period (what it says is wanted now)."""
+        self.last = float("-inf")
+
     def start(self, now: float) -> None:
         self.last = now
         self._wait = self.period

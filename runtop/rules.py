@@ -170,6 +170,11 @@ def _vanished(f: Facts, gone: tuple[Seen, ...], when: str, at: float) -> Finding
         how = (f"the kernel's OOM killer killed {kill.name} pid {kill.pid}{f' ({role})' if role else ''}"
                f"{f' at {_clock(s, kill.at)}' if kill.at else ''}: the host ran out of memory")
         cause = "OOM killer"
+    elif f.shell_says is not None:
+        said = f.shell_says
+        why = SHELL_MEANS.get(said.signal, "ended by a signal")
+        how = f"the Launcher pane's shell says {_short(said.line, 60)!r} ({said.signal}): {why}"
+        cause = said.signal
     else:
         how = "killed (SIGKILL / OOM killer), pod reclaimed or node lost"
         cause = "vanished"
@@ -178,6 +183,15 @@ def _vanished(f: Facts, gone: tuple[Seen, ...], when: str, at: float) -> Finding
     msg = f"every process of the run {when} and the logs say nothing: {how}; {saved}"
     return Finding("vanished", "critical", msg, f"process table: {who} alive, then none", since_ts=at, down=True,
                    cause=cause, subject="run")
+
+
+# What a signal its shell names says of a run's death (the kernel's OOM kill, where known, says more).
+SHELL_MEANS = {
+    "SIGKILL": "killed outright (the OOM killer, a preemption, kill -9)",
+    "SIGTERM": "stopped from outside (scancel, a pod's shutdown, kill)",
+    "SIGHUP": "its terminal went away (an SSH session closed without tmux)",
+    "SIGINT": "interrupted (ctrl+c)",
+}
 
 
 def _clock(s: RunState, ts: float) -> str:

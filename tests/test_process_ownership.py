@@ -277,3 +277,17 @@ def test_a_live_skyrl_demo_lists_its_processes_in_status(tmp_path):
                 continue
         demo.wait()
         time.sleep(0)
+
+
+@pytest.mark.parametrize(("argv", "interactive"), [
+    (("bash",), True), (("-bash",), True), (("bash", "--noprofile", "--rcfile", "/home/u/.bashrc", "-i"), True),
+    (("bash", "-o", "vi"), True), (("zsh", "-l"), True),
+    (("bash", "run.sh"), False), (("bash", "-c", "uv run rl @ rl.toml"), False), (("bash", "-lc", "python train.py"), False),
+    (("python3", "train.py"), False),
+])
+def test_a_persons_shell_is_told_from_a_launch(argv, interactive):
+    """The Launcher pane's own shell (even started with an rc file) is a bystander: were it
+    the run's, the run would never look gone while the pane lives."""
+    from runtop.sources.ownership import interactive_shell
+
+    assert interactive_shell(argv, argv[0]) is interactive

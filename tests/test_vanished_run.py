@@ -299,3 +299,29 @@ def step_until_exists(root: Path, timeout: float = 30.0) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def test_the_launcher_shells_word_names_the_signal(tmp_path):
+    """Launched in a tmux Launcher pane, the run's foreground job is killed whole: bash prints
+    `Killed`, and runtop's cause says so (SIGKILL), not only a guess among kills."""
+    from runtop.simulator.primerl import Simulator
+    from runtop.sources.tmux import Tmux
+    from tests.test_actions import start_run
+
+    root = tmp_path / "outputs" / "reverse-text"
+    Simulator(str(root), scenario="stalled", max_steps=20).run()
+    sock = f"runtop-test-{os.getpid()}-vanish"
+    try:
+        start_run(sock, "prime-rl", root, tmp_path)
+        t = Tmux(sock)
+        pane = t.launcher_pane("Launcher", "prime-rl")
+        engine = Engine(discover(str(root)), interval=0.2, vllm_url=None, disks=False, gpus=False,
+                        launcher=lambda: t.capture(pane, 60))
+        assert step_until(engine, lambda e: len(e.state.processes or {}) >= 4)
+        job = next(c for c in psutil.Process(pane.pid).children())
+        os.killpg(os.getpgid(job.pid), signal.SIGKILL)
+        assert step_until(engine, lambda e: e.verdict.verdict == "Down" and "SIGKILL" in e.verdict.reasons[0], 15), engine.verdict.reasons
+        assert "the Launcher pane's shell says 'Killed' (SIGKILL): killed outright" in engine.verdict.reasons[0]
+        assert engine.verdict.alerts[0].cause == "SIGKILL"
+    finally:
+        subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)

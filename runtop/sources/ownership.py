@@ -84,11 +84,21 @@ def programs(argv: Iterable[str], name: str) -> set[str]:
     return out
 
 
+# Shell options whose value is the next word (`bash --rcfile ~/.bashrc -i`), not a script.
+OPTION_VALUES = frozenset({"--rcfile", "--init-file", "-o", "+o", "-O", "+O"})
+
+
 def interactive_shell(argv: tuple[str, ...], name: str) -> bool:
-    """A shell with no script and no `-c` command: a person's prompt, not a launch."""
+    """A shell with no script and no `-c` command, or one told `-i`: a person's prompt, not a launch."""
     if not programs(argv[:1], name) & SHELLS:
         return False
-    for w in argv[1:]:
+    words = iter(argv[1:])
+    for w in words:
+        if w in OPTION_VALUES:
+            next(words, None)
+            continue
+        if w == "-i":
+            return True
         if not w.startswith("-") or (not w.startswith("--") and "c" in w[1:]):
             return False
     return True
