@@ -325,3 +325,38 @@ def test_the_launcher_shells_word_names_the_signal(tmp_path):
         assert engine.verdict.alerts[0].cause == "SIGKILL"
     finally:
         subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
+
+
+def test_watch_pages_a_run_killed_whole_within_two_polls(tmp_path):
+    """`runtop watch` beside the run, as a user leaves it in a tmux window: the kill is its
+    next line, and one alert, within two polls of its interval."""
+    root = tmp_path / "run"
+    demo = start_demo(root, "--steps", "500", "--speed", "40")
+    out = tmp_path / "watch.txt"
+    watch = None
+    try:
+        assert step_until_exists(root)
+        engine = watcher(root)
+        assert step_until(engine, live_with_checkpoint)
+        with open(out, "w") as f:
+            watch = subprocess.Popen([*RUNTOP, "watch", str(root), "--interval", "1"], stdout=f, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while " Healthy" not in out.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert " Healthy" in out.read_text(), out.read_text()
+        time.sleep(1.5)  # a poll that sees the processes alive
+        kill_session(demo)
+        killed = time.monotonic()
+        while "Down: every process of the run exited at" not in out.read_text() and time.monotonic() - killed < 15:
+            time.sleep(0.1)
+        took = time.monotonic() - killed
+        text = out.read_text()
+        assert "Down: every process of the run exited at" in text and "alert (incident): runtop: run is Down" in text, text
+        assert took < 2 * 1 + 3, f"{took:.1f} s after the kill (two polls of 1 s, and the time to start a poll)"
+    finally:
+        if watch is not None:
+            watch.terminate()
+            watch.wait(10)
+        if demo.poll() is None:
+            os.killpg(demo.pid, signal.SIGKILL)
+            demo.wait(10)
