@@ -85,6 +85,7 @@ class SlurmJob:
     start_ts: float | None = None
     end_ts: float | None = None
     step_states: tuple[tuple[str, str], ...] = ()  # (step id, state text) of each step sacct listed
+    user: str = ""  # who submitted it, as sacct says (`User`; `user` in --json); "" where not said
 
     def time_left(self) -> float | None:
         if self.left_s is not None:
@@ -141,7 +142,7 @@ def _exit(text: str) -> tuple[int | None, int | None]:
 
 
 # ---- --parsable2 / -o -------------------------------------------------------------------
-SACCT_FIELDS = ("JobID", "JobName", "State", "ExitCode", "Elapsed", "Timelimit", "NNodes", "NodeList", "Start", "End")
+SACCT_FIELDS = ("JobID", "JobName", "User", "State", "ExitCode", "Elapsed", "Timelimit", "NNodes", "NodeList", "Start", "End")
 # squeue -o: %i id, %j name, %T state, %M used, %L left, %l limit, %D nodes, %R nodes or reason.
 SQUEUE_FORMAT = "%i|%j|%T|%M|%L|%l|%D|%R"
 
@@ -184,7 +185,7 @@ def sacct_parsable(text: str, job_id: str) -> SlurmJob | None:
     return SlurmJob(
         job_id=base, state=job_state(get(alloc, "State")), state_text=get(alloc, "State"), name=get(alloc, "JobName"),
         exit_code=code, signal=sig, elapsed_s=duration_s(get(alloc, "Elapsed")), limit_s=duration_s(get(alloc, "Timelimit")),
-        nodes=get(alloc, "NodeList"), node_count=int(nn) if nn.isdigit() else None, step_states=tuple(steps),
+        nodes=get(alloc, "NodeList"), node_count=int(nn) if nn.isdigit() else None, step_states=tuple(steps), user=get(alloc, "User"),
     )
 
 
@@ -268,6 +269,7 @@ def sacct_json(text: str, job_id: str) -> SlurmJob | None:
             nodes=str(job.get("nodes") or ""), node_count=int(n) if (n := _num(job.get("allocation_nodes"))) is not None else None,
             reason=str(state.get("reason") or "") if str(state.get("reason") or "") != "None" else "",
             start_ts=_epoch(times.get("start")), end_ts=_epoch(times.get("end")), step_states=steps,
+            user=job["user"] if isinstance(job.get("user"), str) else "",
         )
     return None
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from runtop.advice import change_first
 from runtop.config import ActionsConfig
 from runtop.frameworks import get as get_framework
-from runtop.launcher import ASSIGN_WORD_RE, launch_from_pane, launcher_argv, record_pane, recorded_pane
+from runtop.launcher import launcher_argv, record_pane, recorded_pane
 from runtop.parsers.checkpoints import Problem
 from runtop.resumable import disk_refusal
 from runtop.sources.disk import DiskSnapshot, sample_run
@@ -83,6 +83,7 @@ class Context:
     _disk: DiskSnapshot | None = None
     _pane_error: str | None = None
     pane_proof: str = ""
+    ignored: str | None = None  # a record in the run dir runtop did not believe, and why
 
     @classmethod
     def for_run(
@@ -153,12 +154,15 @@ class Context:
                 record_pane(self.run_root, pane, launcher_argv(pane, pids))
                 return pane, "its shell started the run's processes"
             return pane, f"in the session you named ({self.session})"
-        recorded = recorded_pane(self.run_root)
+        recorded, self.ignored = recorded_pane(self.run_root)
         if recorded is not None:
             live = self.tmux.pane(recorded["pane_id"])
             if live is not None and live.pid == recorded.get("shell_pid"):
-                return live, "recorded in .runtop/launch.json while the run's processes lived in it"
-        return self.tmux.launcher_pane(self.window, self.session, None), f"in the session you named ({self.session})"
+                return live, "recorded in .runtop/launch.json by runtop while the run's processes lived in it"
+        try:
+            return self.tmux.launcher_pane(self.window, self.session, None), f"in the session you named ({self.session})"
+        except TmuxError as e:
+            raise TmuxError(f"{e} ({self.ignored})" if self.ignored else str(e)) from None
 
 
 @dataclass(frozen=True)
@@ -233,35 +237,27 @@ def resume_command(state: RunState, base: str, step: int, ckpt_path: str) -> str
 
 
 def resolve_launch_cmd(ctx: Context) -> str:
-    """`--launch-cmd` / `[actions] launch_cmd`; else what the proven pane's shell typed at its
-    prompt (history lines that end with the launcher's own argv win: they carry the
-    `VAR=value` assignments typed before it); else the launcher's argv (live, or recorded in
-    `.runtop/launch.json`); else the newest launch typed at that prompt."""
+    """`--launch-cmd` / `[actions] launch_cmd`; else the argv of the process the proven pane's
+    shell started, with the launch variables of its environment, live or as runtop recorded it
+    in `.runtop/launch.json` while the run lived. Never the pane's screen: a line the run
+    printed can look like a prompt (docs/design.md, "The run dir is untrusted")."""
     if ctx.launch_cmd:
         return check_command(ctx.launch_cmd)
     pane = ctx.pane()
     pids = ctx.live_pids()
     argv = launcher_argv(pane, pids) if pids else None
+    source = "the launcher process's argv and the launch variables of its environment (give --launch-cmd to change it)"
     if argv is None:
-        rec = recorded_pane(ctx.run_root)
-        if rec and rec.get("pane_id") == pane.pane_id and rec.get("shell_pid") == pane.pid and isinstance(rec.get("argv"), list):
-            argv = [str(a) for a in rec["argv"]]
-    lines = ctx.tmux.capture(pane, 400)
-    found = launch_from_pane(lines)
-    if argv:
-        typed = shlex.join(argv)
-        n = 0
-        while n < len(argv) and ASSIGN_WORD_RE.match(argv[n]):
-            n += 1  # the inferred `VAR=value` words lead; the command itself follows
-        bare = shlex.join(argv[n:])
-        if found is not None and (found == typed or found == bare or found.endswith(" " + bare)):
-            ctx.launch_cmd, ctx.launch_cmd_source = check_command(found), "typed at the Launcher's prompt, matching the launcher process's argv"
-        else:
-            ctx.launch_cmd, ctx.launch_cmd_source = check_command(typed), "the launcher process's argv and the launch variables of its environment (give --launch-cmd to change it)"
-        return ctx.launch_cmd
-    if found is None:
-        raise ActionError("no launch command: give --launch-cmd or [actions] launch_cmd (none found in the Launcher pane)")
-    ctx.launch_cmd, ctx.launch_cmd_source = check_command(found), "read from the Launcher pane's history (a line typed at its prompt)"
+        rec, why = recorded_pane(ctx.run_root)
+        ctx.ignored = why or ctx.ignored
+        if rec and rec.get("pane_id") == pane.pane_id and rec.get("shell_pid") == pane.pid and rec.get("argv"):
+            argv = list(rec["argv"])
+            source = ("the launcher process's argv and launch variables, recorded by runtop in .runtop/launch.json while the run"
+                      " lived (give --launch-cmd to change it)")
+    if not argv:
+        extra = f"; {ctx.ignored}" if ctx.ignored else ""
+        raise ActionError(f"no launch command: give --launch-cmd or [actions] launch_cmd (no live launcher process, and none recorded by runtop{extra})")
+    ctx.launch_cmd, ctx.launch_cmd_source = check_command(shlex.join(argv)), source
     return ctx.launch_cmd
 
 

@@ -6,7 +6,6 @@ enqueues; `problems` is what the status and the TUI say about a failing target."
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 
@@ -32,8 +31,7 @@ class Alerting:
                 self.errors.append(f"{private(url)}: {e}")
         self.heartbeat = Heartbeat(cfg.heartbeat, cfg.heartbeat_every_s) if cfg.heartbeat else None
         self.beats = Worker(private(cfg.heartbeat), http_get, backoff=(5.0,)) if cfg.heartbeat else None
-        record = os.path.join(run_root, ".runtop")
-        self.command = (Worker(f"on-alert {cfg.on_alert[0]}", command_runner(cfg.on_alert, cfg.on_alert_timeout_s, record))
+        self.command = (Worker(f"on-alert {cfg.on_alert[0]}", command_runner(cfg.on_alert, cfg.on_alert_timeout_s, run_root))
                         if cfg.on_alert else None)
         self.sent: list[Message] = []  # every message decided, oldest first (bounded)
 

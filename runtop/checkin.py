@@ -4,7 +4,8 @@ The runbooks keep one `STATUS.md` per run that people and agents append to. Each
 is written with one `write` on an `O_APPEND` descriptor under an exclusive `flock`, so
 two writers (a cron `runtop status --append` and the TUI's `s`) never interleave, and an
 existing file is never truncated; a missing one is created. A symlinked STATUS.md is
-refused (`runtop.outputs`).
+refused, and an entry is whole or absent: on a full disk nothing torn stays behind
+(`runtop.outputs`).
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ def _tmux_opts(p: argparse.ArgumentParser) -> None:
         "--tmux-target", default=None, metavar="SESSION:WINDOW.PANE",
         help="the run's Launcher pane, named by you (default: the pane whose shell started the run's processes)",
     )
-    p.add_argument("--launch-cmd", default=None, metavar="CMD", help="the run's launch command (default: [actions] launch_cmd, else the Launcher pane's history)")
+    p.add_argument("--launch-cmd", default=None, metavar="CMD", help="the run's launch command (default: [actions] launch_cmd, else the argv of the launcher process, live or as runtop recorded it)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:

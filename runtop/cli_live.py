@@ -386,11 +386,12 @@ def _has_logs(path: str) -> bool:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Serve each run's verdict as Prometheus metrics, or write them to a textfile."""
-    from prometheus_client import start_http_server, write_to_textfile
+    from prometheus_client import generate_latest, start_http_server
 
     from runtop.engine import Engine
     from runtop.exporter import registry_for
     from runtop.fleet import runs_of
+    from runtop.outputs import OutputError, replace_file
 
     cfg = _thresholds(args)
     # A directory of runs is every run it holds, as the runs table reads it; a run dir is one run.
@@ -424,9 +425,10 @@ def cmd_export(args: argparse.Namespace) -> int:
                     engine.step()
             if args.textfile is not None:
                 try:
-                    write_to_textfile(args.textfile, registry)  # written aside and renamed: never half-read
-                except OSError as e:
-                    _err(f"export: cannot write {args.textfile}: {e.strerror or e}")
+                    # Written aside and renamed: never half-read; never through a planted link.
+                    replace_file(args.textfile, generate_latest(registry))
+                except OutputError as e:
+                    _err(f"export: {e}")
                     return EXIT_USAGE
             if args.once or (deadline is not None and time.monotonic() >= deadline):
                 return EXIT_OK
@@ -444,12 +446,17 @@ def _names(paths: list[str], most: int = 8) -> str:
 def cmd_forensics(args: argparse.Namespace) -> int:
     """Hang forensics now, into RUN/.runtop/forensics/<UTC time>/."""
     from runtop.forensics import collect
+    from runtop.outputs import OutputError
     from runtop.snapshot import RunJudge, read_run_reader
 
     reader = read_run_reader(args.path, **files(args))
     judge = RunJudge(reader, _thresholds(args))
     verdict = judge.verdict()
     system = judge.engine.system
-    result = collect(reader.state, verdict, system.procs, system.gpu, system.disk)
+    try:
+        result = collect(reader.state, verdict, system.procs, system.gpu, system.disk)
+    except OutputError as e:
+        _err(f"forensics not saved: {e}")  # a full disk, nowhere to write: one line
+        return EXIT_USAGE  # as `status --append` that cannot write
     print(f"forensics ({verdict.verdict}): {result.line()}")
     return EXIT_OK

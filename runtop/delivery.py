@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtop.notify import Message
+from runtop.outputs import OutputError, open_dir, private_dir, private_name, record_dir
 from runtop.parsers.hygiene import public
 
 BACKOFF_S = (2.0, 10.0, 30.0)  # waits between tries of one message; then it is dropped, and said
@@ -215,52 +216,51 @@ class AlertJob:
     status_json: str  # the status JSON at the time of the message
 
 
-def command_runner(argv: tuple[str, ...], timeout_s: float, record_dir: str | None) -> Callable[[AlertJob], None]:
+def command_runner(argv: tuple[str, ...], timeout_s: float, run_root: str | None) -> Callable[[AlertJob], None]:
     """Runs `argv` (no shell) with RUNTOP_* in its environment, killed at `timeout_s`; its exit
-    status and output go to the target's status and to `record_dir/on-alert.log`."""
+    status and output go to the target's status and to `RUN/.runtop/on-alert.log`. The status
+    JSON it is given is `RUN/.runtop/alert-status.json`, else a file in the user's private
+    directory (`runtop.outputs`): never a fixed name in the shared temp dir."""
 
     def run(job: AlertJob) -> None:
-        json_path = _write_json(record_dir, job.status_json)
+        json_path = _write_json(run_root, job.status_json)
         env = {**os.environ, **job.env, "RUNTOP_JSON": json_path}
         started = time.time()
         try:
             done = subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
         except subprocess.TimeoutExpired as e:
-            _record(record_dir, started, argv, f"killed after {timeout_s:g} s", (e.stdout or b"") if isinstance(e.stdout, bytes) else (e.stdout or ""))
+            _record(run_root, started, argv, f"killed after {timeout_s:g} s", (e.stdout or b"") if isinstance(e.stdout, bytes) else (e.stdout or ""))
             raise DeliveryError(f"{argv[0]} ran past {timeout_s:g} s and was killed") from None
         except OSError as e:
             raise DeliveryError(f"{argv[0]}: {e.strerror or e}") from None
-        _record(record_dir, started, argv, f"exit {done.returncode}", done.stdout + done.stderr)
+        _record(run_root, started, argv, f"exit {done.returncode}", done.stdout + done.stderr)
         if done.returncode != 0:
             raise DeliveryError(f"{argv[0]} exited {done.returncode}: {(done.stderr or done.stdout).strip()[-120:]}")
 
     return run
 
 
-def _write_json(record_dir: str | None, text: str) -> str:
-    import tempfile
+def _write_json(run_root: str | None, text: str) -> str:
+    """The status JSON, written whole; its path (empty where it could not be written, said)."""
+    try:
+        if run_root is None:
+            d, name = private_dir(), "alert-status.json"
+        else:
+            d, why = record_dir(run_root)
+            name = "alert-status.json" if why is None else private_name(run_root, "alert-status.json")
+        with d:
+            return d.replace(name, text.encode("utf-8"), mode=0o600)
+    except OutputError as e:
+        raise DeliveryError(f"the status JSON was not written: {e}") from None
 
-    d = record_dir if record_dir and _ensure(record_dir) else tempfile.gettempdir()
-    path = os.path.join(d, "alert-status.json")
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
-    return path
 
-
-def _record(record_dir: str | None, started: float, argv: tuple[str, ...], outcome: str, output: Any) -> None:
-    if not record_dir or not _ensure(record_dir):
+def _record(run_root: str | None, started: float, argv: tuple[str, ...], outcome: str, output: Any) -> None:
+    if run_root is None:
         return
     out = public(output if isinstance(output, str) else output.decode("utf-8", "replace"))[-2000:]
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))
-    with open(os.path.join(record_dir, "on-alert.log"), "a", encoding="utf-8") as f:
-        f.write(f"{stamp} {public(' '.join(argv))}: {outcome}\n" + "".join(f"  {ln}\n" for ln in out.splitlines()))
-
-
-def _ensure(d: str) -> bool:
     try:
-        os.makedirs(d, exist_ok=True)
-        return os.access(d, os.W_OK) and not os.path.islink(d)
-    except OSError:
-        return False
+        with open_dir(run_root, ".runtop") as d:
+            d.append("on-alert.log", f"{stamp} {public(' '.join(argv))}: {outcome}\n" + "".join(f"  {ln}\n" for ln in out.splitlines()))
+    except OutputError:
+        return  # the command's outcome is in the target's status all the same

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 from runtop.actions import ActionError, Context, Plan, ReadOnly, alive, complete_step
-from runtop.outputs import OutputError, append_locked, open_append
+from runtop.outputs import OutputError, append_locked, open_dir
 from runtop.parsers.hygiene import public
 from runtop.sources.tmux import Pane, TmuxError, user_and_host
 from runtop.state import RunState
@@ -104,11 +104,10 @@ LOCK_WAIT_S = 10.0
 
 def _lock(ctx: Context) -> int:
     """An exclusive `flock` on `RUN/.runtop/dispatch.lock`, waited for up to LOCK_WAIT_S."""
-    d = os.path.join(ctx.run_root, ".runtop")
     try:
-        os.makedirs(d, exist_ok=True)
-        fd = open_append(os.path.join(d, "dispatch.lock"), inside=ctx.run_root)
-    except (OSError, OutputError) as e:
+        with open_dir(ctx.run_root, ".runtop") as d:
+            fd = d.open_append("dispatch.lock")
+    except OutputError as e:
         raise ActionError(f"nothing sent: cannot take the dispatch lock ({e})") from None
     deadline = time.monotonic() + LOCK_WAIT_S
     while True:
@@ -203,8 +202,6 @@ def audit(ctx: Context, p: Plan, pane: Pane | None, outcome: str) -> None:
     # The run's own audit log must stay inside the run; one the user configured is theirs.
     inside = None if ctx.audit_path else ctx.run_root
     try:
-        if inside is not None:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
         append_locked(path, json.dumps(entry) + "\n", inside=inside)
-    except (OutputError, OSError) as e:
+    except OutputError as e:
         raise ActionError(f"{p.name}: {outcome}, but the audit log was not written: {e}") from None

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from runtop.health import Verdict
+from runtop.outputs import Dir, OutputError, open_dir, private_dir
 from runtop.parsers import pyspy
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
@@ -77,15 +78,17 @@ def collect(
     state: RunState, verdict: Verdict, procs: ProcessSnapshot | None, gpu: GpuSnapshot | None = None,
     disk: DiskSnapshot | None = None, now: float | None = None,
 ) -> Forensics:
+    """Collects first, then saves the folder whole: in the run dir, else (read-only, full,
+    `.runtop` a link or another user's) in the user's private dir, the reason said. Where
+    neither can take it (a full disk everywhere), `OutputError`: one line."""
     stamp = _dt.datetime.fromtimestamp(now, _dt.timezone.utc) if now is not None else _dt.datetime.now(_dt.timezone.utc)
     problems: list[str] = []
-    folder = _folder(state.path or ".", stamp.strftime("%Y%m%dT%H%M%SZ"), problems)
+    files: list[tuple[str, str, str]] = []  # (sub-folder, name, text)
     by_role: dict[str, list[pyspy.Dump]] = {}
     run_procs = [p for p in (procs.procs if procs else []) if p.role and p.role != "ray" and not p.zombie]
     for p in run_procs:
         text, why = dump(p.pid)
-        name = os.path.join(folder, "stacks", f"{p.role}-{p.pid}.txt")
-        _write(name, text if text is not None else f"no stack: {why}\n")
+        files.append(("stacks", f"{p.role}-{p.pid}.txt", text if text is not None else f"no stack: {why}\n"))
         if text is None:
             if why and why not in problems:
                 problems.append(why)
@@ -93,48 +96,53 @@ def collect(
         by_role.setdefault(p.role or "?", []).append(pyspy.parse(text))
     if not run_procs:
         problems.append("no run process to dump" + (f" ({procs.error})" if procs and procs.error else ""))
-    _write(os.path.join(folder, "processes.txt"), _process_table(run_procs))
-    _write(os.path.join(folder, "gpus.json"), json.dumps(dataclasses.asdict(gpu) if gpu else {"error": "no NVML reading"}, indent=2, default=str))
-    _write(os.path.join(folder, "disk.txt"), _disks(disk, state.path))
+    files.append(("", "processes.txt", _process_table(run_procs)))
+    files.append(("", "gpus.json", json.dumps(dataclasses.asdict(gpu) if gpu else {"error": "no NVML reading"}, indent=2, default=str)))
+    files.append(("", "disk.txt", _disks(disk, state.path)))
     for f in state.files.values():
         if f.kind == "log":
-            _write(os.path.join(folder, "logs", state.relpath(f.path).replace(os.sep, "__") + ".tail"), _tail(f.path))
+            files.append(("logs", state.relpath(f.path).replace(os.sep, "__") + ".tail", _tail(f.path)))
     from runtop.report_json import to_json
 
-    _write(os.path.join(folder, "findings.json"), json.dumps(to_json(state, verdict, include_steps=False), indent=2, default=str))
+    files.append(("", "findings.json", json.dumps(to_json(state, verdict, include_steps=False), indent=2, default=str)))
     summary = pyspy.summary(by_role)
-    _write(os.path.join(folder, "summary.txt"), "\n".join([summary or "no stacks", *problems]) + "\n")
+    name = stamp.strftime("%Y%m%dT%H%M%SZ")
+    try:
+        with open_dir(state.path or ".", ".runtop/forensics") as base:
+            folder = _save(base, name, [*files, ("", "summary.txt", _summary(summary, problems))])
+    except OutputError as e:
+        root = os.path.realpath(state.path or ".")
+        with private_dir() as mine, mine.sub("forensics") as kept, kept.sub(os.path.basename(root) or "run") as per_run:
+            problems.append(f"not saved in the run dir ({e}): saved under {per_run.path}")
+            folder = _save(per_run, name, [*files, ("", "summary.txt", _summary(summary, problems))])
     return Forensics(folder, summary, tuple(problems))
 
 
-def _folder(run_root: str, name: str, problems: list[str]) -> str:
-    """RUN/.runtop/forensics/NAME, made; where the run dir is not writable, or `.runtop` leads
-    outside it (a symlink), a folder under the temp dir instead, and the reason said."""
-    root = os.path.realpath(run_root)
-    dot = os.path.join(run_root, ".runtop")
-    folder = os.path.join(dot, "forensics", name)
-    if os.path.lexists(dot) and not os.path.realpath(dot).startswith(root + os.sep):
-        why = "its .runtop leads outside the run"  # checked before anything is made there
-    else:
+def _summary(summary: str, problems: list[str]) -> str:
+    return "\n".join([summary or "no stacks", *problems]) + "\n"
+
+
+def _save(base: Dir, name: str, files: list[tuple[str, str, str]]) -> str:
+    """A folder made now under `base` (one someone made first, a link or a directory, is
+    never written into) holding every file, or nothing: a failure (a full disk) takes the
+    folder away again and raises `OutputError`."""
+    with base.fresh(name) as folder:
+        subs: dict[str, Dir] = {}
         try:
-            os.makedirs(os.path.join(folder, "stacks"), exist_ok=True)
-            if os.access(folder, os.W_OK):
-                return folder
-            why = "permission denied"
-        except OSError as e:
-            why = f"{e.strerror or e}"
-    import tempfile
-
-    folder = os.path.join(tempfile.gettempdir(), "runtop-forensics", os.path.basename(root) or "run", name)
-    os.makedirs(os.path.join(folder, "stacks"), exist_ok=True)
-    problems.append(f"the run dir is not writable ({why}): saved under {os.path.dirname(os.path.dirname(folder))}")
-    return folder
-
-
-def _write(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+            for sub, fname, text in files:
+                d = folder
+                if sub:
+                    if sub not in subs:
+                        subs[sub] = folder.sub(sub)
+                    d = subs[sub]
+                d.create(fname, text.encode("utf-8"))
+        except OutputError:
+            base.remove_tree(os.path.basename(folder.path))
+            raise
+        finally:
+            for d in subs.values():
+                d.close()
+        return folder.path
 
 
 def _tail(path: str, n: int = TAIL_LINES) -> str:

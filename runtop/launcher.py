@@ -3,32 +3,23 @@
 - the pane whose shell is an ancestor of the run's live processes, remembered in
   `RUN/.runtop/launch.json` (with the command its shell started) for after they die;
 - the command that shell started: its argv, plus the launch variables
-  (`CUDA_VISIBLE_DEVICES=0,1`) its environment has and the shell's does not;
-- or a line of the pane's history typed at a shell prompt, never an output line.
+  (`CUDA_VISIBLE_DEVICES=0,1`) its environment has and the shell's does not.
+
+Never a line of the pane's screen: the run prints there, and a printed
+`root@gpu:~/prime-rl$ bash /tmp/evil.sh` looks like a prompt. `launch.json` is believed
+only where runtop could have written it (docs/design.md, "The run dir is untrusted").
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from typing import Any
 
 import psutil
 
+from runtop.outputs import Untrusted, read_trusted, replace_json
 from runtop.sources.tmux import Pane
-
-# A launch command: optional `VAR=value` assignments, then the launcher itself, from the
-# first word on (`echo "waiting for rl trainer"` is no launch of `rl`).
-LAUNCH_HINT_RE = re.compile(
-    r"^((?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*(?:(?:uv run )?rl(?: |$).*|(?:uv run )?python3? -m skyrl\S*.*|bash \S+\.sh.*))$",
-    re.ASCII,
-)
-# A shell prompt that ends in `$ ` or `# ` (bash, zsh's `%` too): only a line that starts with
-# one is something the user typed; any other line is output (a line the run
-# printed, `[info] next: bash evil.sh`, was taken as the launch command).
-PROMPT_RE = re.compile(r"^[^\s$#%]{0,200}(?:\s[^$#%]{0,80})?[$#%] (?=\S)", re.ASCII)
-
 
 LAUNCH_JSON = "launch.json"
 
@@ -41,9 +32,6 @@ ASSIGN_NAME_RE = re.compile(
     r"|WANDB_[A-Z_]+|RAY_[A-Z_]+|PRIME_[A-Z_]+|SKYRL_[A-Z_]+|OMP_NUM_THREADS|TOKENIZERS_PARALLELISM|UV_[A-Z_]+)\Z",
     re.ASCII,
 )
-
-
-ASSIGN_WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=", re.ASCII)
 
 
 def _assignments(child: psutil.Process, shell: psutil.Process) -> list[str]:
@@ -84,58 +72,34 @@ def launcher_argv(pane: Pane, pids: list[int]) -> list[str] | None:
 
 def record_pane(run_root: str, pane: Pane, argv: list[str] | None = None) -> None:
     """Remember the pane proven to run this run, and the command its shell started, for
-    after the run's processes are gone."""
-    d = os.path.join(run_root, ".runtop")
-    entry = {"pane_id": pane.pane_id, "shell_pid": pane.pid, "session": pane.session, "window": pane.window, "run": run_root}
+    after the run's processes are gone. Not recorded (a read-only run dir, `.runtop` a link
+    or another user's): after the run dies, the pane must be named (said then)."""
+    entry: dict[str, Any] = {"pane_id": pane.pane_id, "shell_pid": pane.pid, "session": pane.session, "window": pane.window, "run": run_root}
     if argv:
         entry["argv"] = argv
     else:
-        old = recorded_pane(run_root)
+        old, _why = recorded_pane(run_root)
         if old and old.get("shell_pid") == pane.pid and isinstance(old.get("argv"), list):
             entry["argv"] = old["argv"]
+    replace_json(run_root, LAUNCH_JSON, entry)
+
+
+def recorded_pane(run_root: str) -> tuple[dict[str, Any] | None, str | None]:
+    """(the record runtop wrote while the run lived, None), or (None, why it is not believed:
+    not the user's own, writable by others, a link; None where there is none)."""
     try:
-        os.makedirs(d, exist_ok=True)
-        if not _inside(d, run_root):
-            return  # `.runtop` leads outside the run (a symlink): record nothing
-        tmp = os.path.join(d, f".{LAUNCH_JSON}.{os.getpid()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "w") as f:
-            json.dump(entry, f)
-        os.replace(tmp, os.path.join(d, LAUNCH_JSON))
-    except OSError:
-        return  # not recorded: after the run dies, the pane must be named (said then)
-
-
-def recorded_pane(run_root: str) -> dict[str, Any] | None:
-    path = os.path.join(run_root, ".runtop", LAUNCH_JSON)
+        data = read_trusted(run_root, f".runtop/{LAUNCH_JSON}", 16 << 10)
+    except Untrusted as e:
+        return None, f"{e}: ignored"
+    if data is None:
+        return None, None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd) as f:
-            data = json.loads(f.read(4096))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("run") != run_root or not isinstance(data.get("pane_id"), str):
-        return None
-    return data
-
-
-def _inside(path: str, root: str) -> bool:
-    p, r = os.path.realpath(path), os.path.realpath(root)
-    return p == r or p.startswith(r + os.sep)
-
-
-def launch_from_pane(lines: list[str]) -> str | None:
-    """The newest command typed at a shell prompt in the Launcher pane that is a launch
-    command, with the `VAR=value` assignments typed before it (`CUDA_VISIBLE_DEVICES=0,1
-    uv run rl …`). Output lines are never read as commands."""
-    for line in reversed(lines):
-        m = PROMPT_RE.match(line.strip())
-        if not m:
-            continue
-        head = re.sub(r"^\([^)]*\)\s*", "", m.group(0)[:-2]).strip()  # `(venv) ` goes first
-        if head and not any(c in head for c in "@~/"):
-            continue  # `Progress: 10% …` is output, not a prompt (`user@host:~/dir$`, `/work#`, `$`)
-        cmd = LAUNCH_HINT_RE.match(line.strip()[m.end() :].strip())
-        if cmd:
-            return cmd.group(1).strip()
-    return None
+        doc = json.loads(data)
+    except ValueError:
+        return None, f".runtop/{LAUNCH_JSON} is not JSON: ignored"
+    if not isinstance(doc, dict) or doc.get("run") != run_root or not isinstance(doc.get("pane_id"), str):
+        return None, f".runtop/{LAUNCH_JSON} names another run or no pane: ignored"
+    argv = doc.get("argv")
+    if argv is not None and not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
+        return None, f".runtop/{LAUNCH_JSON} has an argv that is not a list of words: ignored"
+    return doc, None

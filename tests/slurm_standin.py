@@ -11,13 +11,17 @@ Shapes, each from a genuine capture:
   left the queue fails with `slurm_load_jobs error: Invalid job id specified`.
 - 20.11 (no `--json`): getopt's refusal, then `--parsable2` with its header and one line per
   step (`4242`, `4242.batch`, `4242.extern`, `4242.0`: martius-lab/cluster_utils#87), a
-  state with words (`CANCELLED by 54321`: vcell#1913), `[D-]HH:MM:SS` durations.
+  state with words (`CANCELLED by 54321`: vcell#1913), `[D-]HH:MM:SS` durations; the columns
+  are those `--format` names, in its order (`User` empty on a step's line, as sacct leaves it).
+- Who submitted the job: `user` in sacct's JSON, `User` in its table; a job's `"user"` in the
+  file, else the user running the tests.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pwd
 import sys
 import time
 
@@ -97,12 +101,14 @@ def main(tool: str, argv: list[str]) -> int:
                         _hms(limit * 60) if limit else "UNLIMITED", str(job.get("node_count", 1)), where]))
         return 0
     # sacct
+    fields = (_opt(argv, "--format") or DEFAULT_FORMAT).split(",")
     if job is None:
         if "--json" in argv:
             print(json.dumps({"jobs": []}))
         else:
-            print("JobID|JobName|State|ExitCode|Elapsed|Timelimit|NNodes|NodeList|Start|End")
+            print("|".join(fields))
         return 0
+    user = job.get("user", pwd.getpwuid(os.geteuid()).pw_name)
     code, _, sig = job.get("exit", "0:0").partition(":")
     steps = job.get("steps", [])
     if "--json" in argv:
@@ -118,20 +124,24 @@ def main(tool: str, argv: list[str]) -> int:
             times = {"elapsed": job.get("elapsed", 0), "limit": job.get("limit_min"), "start": int(now - job.get("elapsed", 0)), "end": 0}
             step_docs = [{"step": {"id": sid, "name": sid.split(".")[1]}, "state": st.split(" ")[0]} for sid, st in steps]
         doc = {"meta": {"Slurm": {"release": version}}, "errors": [], "jobs": [{
-            "job_id": int(job_id), "name": job.get("name", "rl"), "state": state, "time": times, "exit_code": exit_code,
+            "job_id": int(job_id), "name": job.get("name", "rl"), "user": user, "state": state, "time": times, "exit_code": exit_code,
             "nodes": job.get("nodes", ""), "allocation_nodes": job.get("node_count", 1), "steps": step_docs,
         }]}
         print(json.dumps(doc, indent=2))
         return 0
     limit = job.get("limit_min")
-    rows = ["JobID|JobName|State|ExitCode|Elapsed|Timelimit|NNodes|NodeList|Start|End"]
-    rows.append("|".join([job_id, job.get("name", "rl"), job["state"], job.get("exit", "0:0"), _hms(job.get("elapsed", 0)),
-                          _hms(limit * 60) if limit else "UNLIMITED", str(job.get("node_count", 1)), job.get("nodes", ""),
-                          "2026-11-23T08:00:00", "Unknown" if job["state"] == "RUNNING" else "2026-11-24T08:00:00"]))
+    rows = [{"JobID": job_id, "JobName": job.get("name", "rl"), "User": user, "State": job["state"], "ExitCode": job.get("exit", "0:0"),
+             "Elapsed": _hms(job.get("elapsed", 0)), "Timelimit": _hms(limit * 60) if limit else "UNLIMITED",
+             "NNodes": str(job.get("node_count", 1)), "NodeList": job.get("nodes", ""), "Start": "2026-11-23T08:00:00",
+             "End": "Unknown" if job["state"] == "RUNNING" else "2026-11-24T08:00:00"}]
     for sid, st in steps:
-        rows.append("|".join([sid, sid.split(".")[1], st, "0:0", _hms(job.get("elapsed", 0)), "", "1", job.get("nodes", ""), "", ""]))
-    print("\n".join(rows))
+        rows.append({"JobID": sid, "JobName": sid.split(".")[1], "State": st, "ExitCode": "0:0", "Elapsed": _hms(job.get("elapsed", 0)),
+                     "NNodes": "1", "NodeList": job.get("nodes", "")})
+    print("\n".join(["|".join(fields)] + ["|".join(r.get(f, "") for f in fields) for r in rows]))
     return 0
+
+
+DEFAULT_FORMAT = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"  # sacct's own default columns
 
 
 if __name__ == "__main__":

@@ -139,11 +139,15 @@ def test_each_runs_process_pane_holds_its_own_processes_only(two_runs):
     assert state.processes == {} and v.verdict == "Down" and "no run process alive" in v.reasons[0], v.reasons
 
 
-def test_tmux_target_names_the_pane_and_the_history_keeps_the_var_prefix(two_runs):
+def test_tmux_target_names_the_pane_but_its_history_is_no_launch_command(two_runs):
+    """B's launch is on its pane's screen, but a line there may be one the run printed: with
+    no live launcher and no record, the plan asks for --launch-cmd; given, it goes to B only."""
     a, b, sock = two_runs
     ctx = context(b, sock, launch_cmd=None, target="run-b:Launcher.0")
     p = plan("resume", ctx)
-    assert p.disabled is None, p.disabled
+    assert p.disabled and "no launch command: give --launch-cmd" in p.disabled, p.disabled
+    ctx = context(b, sock, launch_cmd=f"NOLAUNCH=1 CUDA_VISIBLE_DEVICES=0,1 {LAUNCH}", target="run-b:Launcher.0")
+    p = plan("resume", ctx)
     assert p.text == "NOLAUNCH=1 CUDA_VISIBLE_DEVICES=0,1 uv run rl @ configs/rl.toml --run.name reverse-text --resume.step 4"
     assert any("named with --tmux-target" in n and "run-b:0.0" in n for n in p.notes)
     dispatch(p, ctx, confirmation="4")

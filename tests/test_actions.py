@@ -14,7 +14,6 @@ import pytest
 
 from runtop.actions import ActionError, Context, check_command, plan, plans
 from runtop.dispatch import dispatch
-from runtop.launcher import launch_from_pane
 from runtop.simulator.primerl import Simulator
 from runtop.snapshot import read_run
 from runtop.sources.processes import run_processes
@@ -198,13 +197,7 @@ def test_injection_never_reaches_the_pane(live_run):
     for bad in ("uv run rl; touch PWNED", "uv run rl $(touch PWNED)", "uv run rl `touch PWNED`", "uv run rl && touch PWNED", "uv run rl\ntouch PWNED"):
         p = plan("resume", context(root, sock, launch_cmd=bad))
         assert p.disabled and "runtop will not send" in p.disabled or "control characters" in (p.disabled or "")
-    # The Launcher pane's history: a typed command is found; a log line that looks like one is refused.
-    assert launch_from_pane(["ubuntu@h100:~/prime-rl$ uv run rl @ configs/rl.toml --run.name x", "14:00:01 INFO Starting"]) == "uv run rl @ configs/rl.toml --run.name x"
-    # Output lines are never commands, whatever they say.
-    assert launch_from_pane(["14:00:01 INFO uv run rl @ x.toml; touch PWNED"]) is None
-    assert launch_from_pane(["[info] next: bash evil.sh", "user@h:~$ echo waiting for rl trainer to finish"]) is None
-    assert launch_from_pane(["rl @ configs/evil.toml --run.name x > victim.txt", "Progress: 10% rl @ x"]) is None
-    assert launch_from_pane(["user@h:~$ CUDA_VISIBLE_DEVICES=0,1 uv run rl @ c.toml"]) == "CUDA_VISIBLE_DEVICES=0,1 uv run rl @ c.toml"
+    # The pane's screen is never read for a command (tests/test_trust.py): a run can print a prompt.
     with pytest.raises(ActionError):
         check_command("uv run rl @ x.toml; touch PWNED")
     for homoglyph in ("uv run rl @ c.toml --resume.step \u0669", "uv run rl\u00a0@ c.toml", "uv run rl @ c.toml\u0085", "uv run rl @ c.toml\u3000x"):

@@ -142,16 +142,19 @@ def test_a_stall_saves_forensics_and_the_finding_and_a_message_name_them(simulat
 
 
 def test_a_run_dir_runtop_may_not_write_gets_its_forensics_elsewhere_and_says_where(simulated, tmp_path, monkeypatch):
-    """A read-only run dir (another user's, a read-only mount): nothing is lost, the folder
-    goes under the temp dir, and the result says so."""
+    """A run dir runtop will not write (read-only, another user's, `.runtop` a link): nothing
+    is lost, the folder goes to the user's private dir under the temp dir, and the result says so."""
     root = simulated("healthy", max_steps=4)
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     os.symlink(outside, os.path.join(root, ".runtop"))  # `.runtop` leading outside the run
     monkeypatch.setattr("runtop.forensics.py_spy", lambda: None)
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     os.makedirs(tmp_path / "tmp")
     result = collect(read_run_reader(root).state, Verdict("Down"), ProcessSnapshot())
-    assert result.folder.startswith(str(tmp_path / "tmp" / "runtop-forensics")) and not os.listdir(outside)  # nothing made out there
-    assert any("not writable (its .runtop leads outside the run)" in p for p in result.problems)
+    mine = tmp_path / "tmp" / f"runtop-{os.geteuid()}"  # the user's private dir, 0700, never a shared name
+    assert result.folder.startswith(str(mine / "forensics")) and not os.listdir(outside)  # nothing made out there
+    assert os.stat(mine).st_mode & 0o777 == 0o700
+    assert any("not saved in the run dir" in p and ".runtop is a symbolic link" in p for p in result.problems), result.problems
     assert os.path.isfile(os.path.join(result.folder, "summary.txt"))

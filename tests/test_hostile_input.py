@@ -211,7 +211,7 @@ def test_an_audit_log_dir_symlinked_out_of_the_run_is_refused(sample_run, tmp_pa
     outside.mkdir()
     os.symlink(outside, os.path.join(root, ".runtop"))
     ctx = Context(state=RunState(path=root), run_root=root, tmux=Tmux(None))
-    with pytest.raises(ActionError, match="outside"):
+    with pytest.raises(ActionError, match=".runtop is a symbolic link"):
         audit(ctx, Plan(name="stop", description="", text=f"echo {SECRETS['sk']}"), None, "ok")
     assert not list(outside.iterdir())
 
