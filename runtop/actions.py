@@ -79,6 +79,7 @@ class Context:
     log_paths: list[str] = field(default_factory=list)
     stop_timeout_s: float = 60.0
     target: str | None = None  # --tmux-target: the user's explicit choice of pane
+    records: bool = True  # remember the proven pane in RUN/.runtop/launch.json (a served visitor writes nothing)
     _pane: Pane | None = None
     _disk: DiskSnapshot | None = None
     _pane_error: str | None = None
@@ -97,6 +98,7 @@ class Context:
         launch_cmd: str | None = None,
         read_only: bool = False,
         target: str | None = None,
+        records: bool = True,
     ) -> Context:
         """The context for a run, from `[actions]` and the command line (given values win)."""
         cfg = cfg or ActionsConfig()
@@ -114,6 +116,7 @@ class Context:
             audit_path=cfg.audit_log,
             log_paths=[f.path for f in state.files.values() if f.kind == "log"],
             target=target or cfg.tmux_target,
+            records=records,
         )
 
     def disk(self) -> DiskSnapshot:
@@ -151,7 +154,8 @@ class Context:
                 # and keys typed there would land in runtop, not in a shell.
                 raise TmuxError("the pane whose shell started the run's processes is the one runtop runs in: no Launcher pane to type into")
             if self.session is None or pane.pid in ancestor_pids(pids):
-                record_pane(self.run_root, pane, launcher_argv(pane, pids))
+                if self.records:
+                    record_pane(self.run_root, pane, launcher_argv(pane, pids))
                 return pane, "its shell started the run's processes"
             return pane, f"in the session you named ({self.session})"
         recorded, self.ignored = recorded_pane(self.run_root)

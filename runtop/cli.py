@@ -165,11 +165,16 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     _config(ex)
     _common(ex)
 
-    sv = sub.add_parser("serve", help="the TUI in a browser (textual-serve), on 127.0.0.1, read-only unless --allow-actions")
+    sv = sub.add_parser("serve", help="the TUI in a browser (textual-serve's page), on 127.0.0.1, behind a token, read-only unless --allow-actions")
     sv.add_argument("path")
     sv.add_argument("--port", type=port, default=8765, help="the port (default 8765)")
-    sv.add_argument("--host", default="127.0.0.1", help="the address (default 127.0.0.1; textual-serve has no authentication: use ssh -L)")
-    sv.add_argument("--allow-actions", action="store_true", help="let browser sessions send vetted actions (loopback only)")
+    sv.add_argument("--host", default="127.0.0.1", help="the address (default 127.0.0.1, this machine only: reach it with ssh -L)")
+    sv.add_argument("--allow-actions", action="store_true", help="let browser sessions send vetted actions (loopback only; the token is needed as always)")
+    sv.add_argument("--token-file", default=None, metavar="FILE",
+                    help="write this start's token to FILE (created 0600, must not exist; removed at exit) instead of printing it")
+    sv.add_argument("--max-sessions", type=count, default=3, metavar="N", help="browser sessions at once (default 3; each is a TUI process)")
+    sv.add_argument("--client-timeout", type=seconds, default=10.0, metavar="S",
+                    help="a browser silent (no pong) or not reading its screen this long is gone: its session ends (default 10)")
     _config(sv)
     _common(sv)
 
@@ -186,6 +191,9 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     _tui_opts(tu)
     _tmux_opts(tu)
     _notify_opts(tu)
+    # `runtop serve`'s read-only sessions: a visitor's TUI runs nothing and writes nothing
+    # (no forensics, no alerts, no record in the run dir). Not for people: serve passes it.
+    tu.add_argument("--visitor", action="store_true", help=argparse.SUPPRESS)
 
     fo = sub.add_parser("follow", help="print a rolling status as the run writes (no TUI)")
     fo.add_argument("path")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from runtop.cli import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, _err, _thresholds, files, print
+from runtop.cli_serve import SERVED_DRIVER
 from runtop.config import NotifyConfig, Thresholds
 from runtop.discovery import DiscoveryError, RunLayout, discover, with_ckpt_dir, with_metrics
 from runtop.sources.gpu import GpuProbe
@@ -226,8 +227,9 @@ def _use_tui(args: argparse.Namespace) -> bool:
     # Textual draws on stderr: all three must be the terminal.
     if getattr(args, "headless", False):
         return False
-    # Under `runtop serve` textual-serve runs the TUI through pipes, its web driver named here.
-    if "web_driver" in os.environ.get("TEXTUAL_DRIVER", ""):
+    # Under `runtop serve` the TUI runs through pipes, its web driver named here.
+    driver = os.environ.get("TEXTUAL_DRIVER", "")
+    if "web_driver" in driver or driver == SERVED_DRIVER:
         return True
     return sys.stdout.isatty() and sys.stdin.isatty() and sys.stderr.isatty()
 
@@ -273,18 +275,21 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
     ncfg = notify_config(args)
     alerting = Alerting(ncfg, os.path.basename(layout.root.rstrip("/")) or layout.root, layout.root)
     quit_after = max(0.1, deadline - time.monotonic()) if deadline is not None else None
+    visitor = bool(getattr(args, "visitor", False))  # a `runtop serve` read-only session: runs and writes nothing
     action_options = {
         "cfg": acfg, "socket": args.tmux_socket, "session": args.tmux_session, "launch_cmd": args.launch_cmd, "target": args.tmux_target,
+        "records": not visitor,
     }
     app = RuntopApp(
         layout, interval=args.interval, poll=args.poll, vllm_url=args.vllm_url or None, quit_after=quit_after,
-        thresholds=_thresholds(args), read_only=args.read_only or acfg.read_only, action_options=action_options,
+        thresholds=_thresholds(args), read_only=args.read_only or acfg.read_only, visitor=visitor, action_options=action_options,
         gpu=gpu,  # None: NVML
-        alerting=alerting if alerting.active or alerting.errors else None,
+        alerting=alerting if (alerting.active or alerting.errors) and not visitor else None,
         terminal_notify=ncfg.terminal, slurm_job=getattr(args, "slurm_job", None), fleet=fleet,
         ray_address=getattr(args, "ray_address", None),
     )
-    app.monitor.forensics_on_stall = True  # a stall saves its stacks before anyone restarts the run
+    app.monitor.forensics_on_stall = not visitor  # a stall saves its stacks before anyone restarts the run
+    app.monitor.records = not visitor
     result = app.run()
     from runtop.fleet import BACK
 

@@ -105,6 +105,9 @@ class Engine:
         # Hang forensics: taken in a thread of its own when a stall begins (if
         # `forensics_on_stall`) or when asked (`F`); the newest result is named by the stall.
         self.forensics_on_stall = False
+        # Whether this engine leaves its record of the run's processes in RUN/.runtop/ (a
+        # `runtop serve` visitor's TUI writes nothing).
+        self.records = True
         self.gpu_idle = GpuIdleTracker()  # since when each GPU has sat idle holding the run's memory
         # Which of the run's processes were seen alive, and when all of them went (a run killed
         # whole says nothing in its logs); what an earlier runtop recorded stands in until then.
@@ -367,7 +370,7 @@ class Engine:
             # All gone: whether the kernel's OOM killer did it is the cause, where its log still says.
             lt.oom = oom_kills({p.pid for p in lt.last_alive}, self.kernel_log)
         if changed or (lt.alive_now and now - self._recorded_at >= RECORD_EVERY_S):
-            record = lt.record(self.state.attempt)
+            record = lt.record(self.state.attempt) if self.records else None
             if record is not None:
                 process_record.save(self.layout.root, record)
                 self._recorded_at = now

@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -147,7 +148,9 @@ EXPECT: dict[str, Expect] = {
         Expect(0, r"\*\*Health\*\*: Finished — finished at step 6 .*last complete checkpoint: step 6"),
     "runtop outputs/": Expect(0, r"2 runs in outputs/ +· +1 Down +· +1 Finished[\s\S]*Down +my-run +trainer died[\s\S]*Finished +other-run +finished at step 3", face="tui"),
     "runtop check --all outputs/": Expect(2, r"^Down: my-run — trainer died: torch\.OutOfMemoryError.*\nFinished: other-run — finished at step 3"),
-    "runtop serve outputs/my-run": Expect(0, r"runtop my-run", face="http"),
+    # The URL to open, with this start's token; the page it opens (the page without it: 401).
+    "runtop serve outputs/my-run": Expect(0, r"^runtop: serving outputs/my-run \(read-only\) on http://127\.0\.0\.1:\d+/\?token=[\w-]{40,}\n"
+                                             r"[\s\S]*runtop my-run", face="http"),
     "runtop check outputs/my-run": Expect(2, r"^Down: my-run \(reverse-text--qwen3-0\.6b--sim\) — trainer died.*\ndown +crash +since "),
     "runtop status --all outputs/": Expect(0, TABLE),
     "runtop check --json outputs/my-run": Expect(2, r"^\{\n  \"runtop_version\": ", check=_json_down),
@@ -255,20 +258,28 @@ def run_until(argv: list[str], ws: Path, says: str, port: str | None) -> tuple[i
 
 
 def run_http(argv: list[str], ws: Path, port: str) -> tuple[int, str]:
-    """`serve`: its page answers on the port, then ctrl+c."""
-    proc = subprocess.Popen(argv, cwd=ws, env=environment(ws), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """`serve`: it prints the URL to open, with its token; that URL's page answers (the bare
+    port refuses), then ctrl+c. What it printed, then the page."""
+    err_path = ws / "err.txt"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen(argv, cwd=ws, env=environment(ws), stdout=subprocess.DEVNULL, stderr=err)
     page = ""
     try:
         deadline = time.monotonic() + 60
-        while not page and time.monotonic() < deadline and proc.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as resp:
-                    page = resp.read().decode()
-            except OSError:
-                time.sleep(0.2)
+        url = None
+        while url is None and time.monotonic() < deadline and proc.poll() is None:
+            m = re.search(rf"on (http://127\.0\.0\.1:{port}/\?token=\S+)", err_path.read_text())
+            url = m.group(1) if m else None
+            time.sleep(0.1)
+        assert url is not None, err_path.read_text()
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10)
+        assert refused.value.code == 401
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            page = resp.read().decode()
     finally:
         code = interrupt(proc)
-    return code, page
+    return code, err_path.read_text() + page
 
 
 def interrupt(proc: subprocess.Popen) -> int | None:

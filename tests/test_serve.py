@@ -1,29 +1,16 @@
-"""`runtop serve`: the TUI in a browser through textual-serve, on 127.0.0.1, each
+"""`runtop serve`: the TUI in a browser, on 127.0.0.1, behind the token it prints, each
 session read-only unless `--allow-actions`. Driven with a real HTTP and websocket client
-(aiohttp, textual-serve's own dependency) against the real server in a child process."""
+(aiohttp, textual-serve's own dependency) against the real server in a child process.
+What the door refuses, and what is left running, is tests/test_trust_serve.py's."""
 
 from __future__ import annotations
-
-import asyncio
-import re
-import socket
-import subprocess
-import sys
-import time
 
 import aiohttp
 import pytest
 
 from runtop.cli import main
 from runtop.simulator.primerl import Simulator
-
-ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.serve_helpers import Screen, Serve, nothing_left
 
 
 @pytest.fixture
@@ -33,80 +20,44 @@ def run_dir(tmp_path) -> str:
     return root
 
 
-def start(run_dir: str, *extra: str) -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "runtop", "serve", run_dir, "--port", str(port), *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc, port
-        except OSError:
-            if proc.poll() is not None:
-                raise AssertionError(proc.stderr.read().decode() if proc.stderr else "runtop serve exited") from None
-            time.sleep(0.1)
-    proc.kill()
-    raise AssertionError("runtop serve did not listen")
-
-
-async def session(port: int, keys: str) -> str:
-    """Open the page, then its websocket; press `keys` once the TUI has drawn; the screen's text."""
+async def session(serve: Serve, keys: str, after: str) -> str:
+    """Open the URL serve printed, then the page's websocket; press `keys` once the TUI has drawn."""
     async with aiohttp.ClientSession() as http:
-        async with http.get(f"http://127.0.0.1:{port}/") as page:
+        async with http.get(serve.url) as page:
             assert page.status == 200
             html = await page.text()
-            assert f"ws://127.0.0.1:{port}/ws" in html
-        async with http.ws_connect(f"http://127.0.0.1:{port}/ws?width=120&height=40") as ws:
-            seen = ""
-            sent = False
-            deadline = time.monotonic() + 40
-            while time.monotonic() < deadline:
-                try:
-                    msg = await ws.receive(timeout=1.0)
-                except asyncio.TimeoutError:
-                    continue
-                if msg.type == aiohttp.WSMsgType.BINARY:
-                    seen += ANSI_RE.sub("", msg.data.decode("utf-8", "replace"))
-                elif msg.type == aiohttp.WSMsgType.TEXT:
-                    seen += msg.data
-                elif msg.type in (aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
-                    break
-                if not sent and "reverse-text" in seen:
-                    await ws.send_json(["stdin", keys])
-                    sent = True
-                    deadline = min(deadline, time.monotonic() + 6)
-            return seen
+            assert f"ws://127.0.0.1:{serve.port}/ws/{serve.token}" in html  # the page's websocket carries the token
+            assert page.headers["Referrer-Policy"] == "no-referrer"
+        async with http.ws_connect(serve.ws_url(), origin=serve.base) as ws:
+            screen = Screen(ws)
+            assert await screen.until("reverse-text")
+            await screen.until(after, timeout=8, since=await screen.press(keys))
+            return screen.text
 
 
-def stop(proc: subprocess.Popen[bytes]) -> str:
-    proc.terminate()
+async def test_the_printed_url_opens_a_read_only_session(run_dir):
+    serve = Serve(run_dir).listening()
     try:
-        _, err = proc.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-    return err.decode()
-
-
-def test_served_on_loopback_a_session_is_read_only(run_dir):
-    proc, port = start(run_dir)
-    try:
-        screen = asyncio.run(session(port, "R"))
+        assert serve.token and len(serve.token) >= 32  # a fresh random token, in the URL to open
+        screen = await session(serve, "R", "actions are off")
         assert "reverse-text" in screen  # the run's own view, drawn in the browser's terminal
         assert "actions are off" in screen  # R (resume) is answered, never planned
+        assert serve.stop() == 0
     finally:
-        err = stop(proc)
-    assert f"serving {run_dir} (read-only) on http://127.0.0.1:{port}" in err
+        serve.close()
+    assert f"serving {run_dir} (read-only) on http://127.0.0.1:{serve.port}/?token={serve.token}" in serve.err
+    assert not nothing_left(run_dir, 0)
 
 
-def test_allow_actions_lets_the_session_plan_an_action(run_dir):
-    proc, port = start(run_dir, "--allow-actions")
+async def test_allow_actions_lets_the_session_plan_an_action(run_dir):
+    serve = Serve(run_dir, "--allow-actions").listening()
     try:
-        screen = asyncio.run(session(port, "R"))
+        screen = await session(serve, "R", "resume")
         assert "actions are off" not in screen and "resume" in screen.lower()
     finally:
-        stop(proc)
+        serve.stop()
+        serve.close()
+    assert "(actions allowed)" in serve.err
 
 
 def test_actions_are_refused_on_an_address_other_machines_reach(run_dir, capsys):

@@ -129,6 +129,7 @@ class RuntopApp(VettedActions, App[int]):
         quit_after: float | None = None,
         fleet: bool = False,
         read_only: bool = False,
+        visitor: bool = False,
         action_options: dict[str, Any] | None = None,
         terminal_notify: bool = False,
         **monitor_options: Any,
@@ -136,7 +137,10 @@ class RuntopApp(VettedActions, App[int]):
         """`monitor_options` go to `Engine` (poll, gpu, vllm_url, thresholds, samplers, clock);
         `action_options` to `runtop.actions.Context` (tmux, session, window, launch_cmd, …)."""
         super().__init__()
-        self.read_only = read_only
+        self.read_only = read_only or visitor
+        # A `runtop serve` session without --allow-actions: nothing runs (no py-spy), nothing is
+        # written (no forensics, no records in the run dir), on top of read-only.
+        self.visitor = visitor
         self.terminal_notify = terminal_notify  # OSC 777/9 and tmux display-message on a critical incident
         self.action_options = action_options or {}
         self._confirming = False
@@ -322,7 +326,9 @@ class RuntopApp(VettedActions, App[int]):
 
     def action_forensics(self) -> None:
         """Hang forensics in the engine's thread of their own; a toast says where they went."""
-        if self.monitor.start_forensics():
+        if self.visitor:
+            self.notify("read-only: forensics are off here (they run py-spy and write into the run dir)", timeout=5)
+        elif self.monitor.start_forensics():
             self.notify("collecting hang forensics (py-spy stacks, process states, log tails)…", title="forensics", timeout=5)
         else:
             self.notify("forensics are being collected already", title="forensics", timeout=5)
