@@ -210,7 +210,8 @@ async def test_serve_stopped_with_sigterm_ends_every_session_it_started(serve_of
         a = Screen(await http.ws_connect(serve.ws_url(), origin=serve.base))
         b = Screen(await http.ws_connect(serve.ws_url(), origin=serve.base))
         assert await a.until("reverse-text") and await b.until("reverse-text")
-        pids = [p.pid for p in tui_processes(run_dir)]
+        # The sessions are serve's own children (a TUI's passing fork shares their argv).
+        pids = [p.pid for p in tui_processes(run_dir) if p.ppid() == serve.proc.pid]
         assert len(pids) == 2
         started = time.monotonic()
         code = await asyncio.to_thread(serve.stop, signal.SIGTERM)
