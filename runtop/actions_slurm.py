@@ -16,6 +16,7 @@ import re
 import shlex
 
 from runtop.parsers.slurm import JobState
+from runtop.sources.regular import open_text
 from runtop.sources.slurm import SlurmSnapshot
 
 SCRIPT_NAMES_RE = re.compile(r".*\.(?:sbatch|slurm|sh)\Z")
@@ -57,7 +58,7 @@ def run_script(run_root: str, snap: SlurmSnapshot) -> str:
         if not SCRIPT_NAMES_RE.match(name) or not os.path.isfile(path) or os.path.islink(path):
             continue
         try:
-            with open(path, encoding="utf-8", errors="replace") as f:
+            with open_text(path) as f:
                 text = f.read(MAX_SCRIPT_BYTES)
         except OSError:
             continue

@@ -12,9 +12,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from runtop.cli import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, _err, _thresholds, files, print
+from runtop.cli import EXIT_CANNOT_READ, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, _err, _thresholds, files, print
 from runtop.config import NotifyConfig, Thresholds
 from runtop.discovery import DiscoveryError, RunLayout, discover, with_ckpt_dir, with_metrics
+from runtop.sources.deadline import END_GRACE_S, Watchdog, stop_now
 from runtop.sources.gpu import GpuProbe
 
 if TYPE_CHECKING:  # imported where used: every command imports this module
@@ -101,6 +102,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
           + (f"; on alert: {' '.join(ncfg.on_alert)}" if ncfg.on_alert else ""), flush=True)
     done, failed = 0, False
     deadline = time.monotonic() + args.duration if args.duration else None
+    dog = _watchdog("watch", args.duration)
     next_at = time.monotonic()
     try:
         while (args.count is None or done < args.count) and (deadline is None or time.monotonic() < deadline):
@@ -148,7 +150,18 @@ def cmd_watch(args: argparse.Namespace) -> int:
             problems += [p for p in (beats.status.problem(),) if p]
         for problem in problems:
             print(f"{time.strftime('%H:%M:%S')} alerts not delivered: {problem}", flush=True)
+        if dog is not None:
+            dog.cancel()
     return EXIT_USAGE if failed else EXIT_OK
+
+
+def _watchdog(command: str, duration: float | None) -> Watchdog | None:
+    """A command given `--duration` ends then, whatever it waits on (docs/reading.md, "Files that are
+    not files"): past its grace, one line and exit 3."""
+    if not duration:
+        return None
+    return Watchdog(duration + END_GRACE_S, f"{command}: still running {END_GRACE_S:g} s past --duration {duration:g} (a read or a "
+                    "child that never returned, such as a file on a hung network filesystem); stopped", EXIT_CANNOT_READ)
 
 
 def _watch_one(args: argparse.Namespace, cfg: Thresholds, ncfg: NotifyConfig) -> _Watched:
@@ -261,6 +274,10 @@ def _run_fleet(runs: list[str], args: argparse.Namespace) -> int:
         fleet.close()
 
 
+# How long `q` waits for the engine's thread to finish its step (a step reads about 1.5 s at most).
+ENGINE_STOP_S = 5.0
+
+
 def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None = None, gpu: GpuProbe | None = None,
              fleet: bool = False) -> int:
     from runtop.config import load_actions
@@ -286,6 +303,10 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
     )
     app.monitor.forensics_on_stall = True  # a stall saves its stacks before anyone restarts the run
     result = app.run()
+    if not app.engine_stopped.wait(ENGINE_STOP_S):
+        # The engine's thread is stuck in a read that never returns (a hung network filesystem):
+        # the interpreter would wait for it at exit for ever, and `q` would seem dead.
+        stop_now("the TUI closed while a read it was waiting on had not returned; stopped", EXIT_OK)
     from runtop.fleet import BACK
 
     if fleet and result == BACK:
@@ -417,6 +438,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         print(f"{time.strftime('%H:%M:%S')} serving {len(engines)} run(s) on http://{args.host}:{args.port}/metrics: {_names(paths)}", flush=True)
     deadline = time.monotonic() + args.duration if args.duration else None
+    dog = _watchdog("export", args.duration)
     try:
         while True:
             if not args.once:
@@ -434,6 +456,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     finally:
         for engine in engines:
             engine.close()
+        if dog is not None:
+            dog.cancel()
 
 
 def _names(paths: list[str], most: int = 8) -> str:

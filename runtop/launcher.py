@@ -16,6 +16,7 @@ from typing import Any
 
 import psutil
 
+from runtop.sources.regular import open_regular
 from runtop.sources.tmux import Pane
 
 # A launch command: optional `VAR=value` assignments, then the launcher itself, from the
@@ -109,7 +110,7 @@ def record_pane(run_root: str, pane: Pane, argv: list[str] | None = None) -> Non
 def recorded_pane(run_root: str) -> dict[str, Any] | None:
     path = os.path.join(run_root, ".runtop", LAUNCH_JSON)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = open_regular(path, os.O_NOFOLLOW)  # a FIFO planted there would block the open
         with os.fdopen(fd) as f:
             data = json.loads(f.read(4096))
     except (OSError, ValueError):

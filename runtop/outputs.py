@@ -16,6 +16,7 @@ import stat
 import tempfile
 
 from runtop.parsers.hygiene import public
+from runtop.sources.regular import what_is
 
 
 class OutputError(Exception):
@@ -35,13 +36,25 @@ def open_append(path: str, inside: str | None = None) -> int:
     if inside is not None and not _inside(path, inside):
         raise OutputError(f"refusing to write {path}: its directory leads outside {inside} (a symbolic link)")
     try:
-        return os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        st = os.lstat(path)
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISLNK(st.st_mode):
+        # A FIFO there takes 64 KB of check-ins and then blocks the writer for ever; a device is never opened.
+        raise OutputError(f"cannot write {path}: {name} is {what_is(st.st_mode)}, not a regular file")
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise OutputError(f"refusing to write {path}: {name} is a symbolic link") from None
         if e.errno == errno.EISDIR:
             raise OutputError(f"cannot write {path}: {name} is a directory") from None
         raise OutputError(f"cannot write {path}: {e.strerror or e}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):  # swapped in between the look and the open
+        os.close(fd)
+        raise OutputError(f"cannot write {path}: {name} is {what_is(mode)}, not a regular file")
+    return fd
 
 
 def append_locked(path: str, text: str, *, inside: str | None = None, separate: bool = False) -> int:

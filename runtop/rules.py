@@ -388,7 +388,8 @@ def unreadable(f: Facts) -> list[Finding]:
             continue
         err = info.error[len(info.path) + 2 :] if info.error.startswith(info.path + ": ") else info.error
         who = ROLE_NAMES.get(info.role, info.role)
-        msg = f"cannot read {s.relpath(info.path)} ({who}): {err}; what it says is unknown"
+        msg = (f"unreadable: {s.relpath(info.path)} ({who}) {err}; what it says is unknown" if info.not_regular
+               else f"cannot read {s.relpath(info.path)} ({who}): {err}; what it says is unknown")
         out.append(Finding("unreadable", "warning", msg, s.relpath(info.path)))
     if s.backfill_error:
         out.append(Finding("unreadable", "warning", f"the run's history was not all read ({s.backfill_error}): numbers before the live tail are missing", "backfill"))

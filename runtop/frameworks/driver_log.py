@@ -16,6 +16,7 @@ from runtop.parsers.checkpoints import Problem
 from runtop.parsers.crashes import error_notice, has_traceback
 from runtop.parsers.events import TRAINER, Event, Unparsed
 from runtop.parsers.records import HeaderFn, Record
+from runtop.sources.regular import open_text
 from runtop.state_parts import Checkpoint
 
 
@@ -82,7 +83,7 @@ class DriverLogFramework(Framework):
         DIR`, `checkpoint_dir: DIR`), resolved from the run dir: (the dir, or None and why)."""
         for t in layout.logs:
             try:
-                with open(t.path, encoding="utf-8", errors="replace") as f:
+                with open_text(t.path) as f:
                     m = pattern.search(f.read(1 << 16))
             except OSError:
                 continue

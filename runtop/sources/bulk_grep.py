@@ -22,6 +22,7 @@ from functools import cache
 from typing import IO
 
 from runtop.parsers.skim import BulkNoise
+from runtop.sources.regular import open_regular
 
 # Below this many unread bytes the Python path is as quick (a child costs a few ms).
 BULK_MIN = 32 << 20
@@ -52,7 +53,7 @@ class _Grep:
         self.bad = False  # grep wrote a line that is not `OFFSET:text`
         self._pending: tuple[int, bytes, bool] | None = None
         self._eof = False
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_regular(path)
         try:
             st = os.fstat(fd)
             if (st.st_dev, st.st_ino) != ident:

@@ -7,6 +7,7 @@ import re
 
 from runtop.parsers.checkpoints import Problem, judge_primerl, judge_skyrl
 from runtop.parsers.numbers import strict_int
+from runtop.sources.regular import open_text
 from runtop.state_parts import Checkpoint
 
 _STEP_RE = re.compile(r"step_(\d{1,12})\Z", re.ASCII)  # not `$`: it allows a trailing newline (`step_9\n`)
@@ -74,7 +75,7 @@ def _put(out: dict[int, Checkpoint], ck: Checkpoint) -> None:
 
 def read_latest_txt(ckpt_dir: str) -> int | None:
     try:
-        with open(os.path.join(ckpt_dir, LATEST_TXT), encoding="utf-8", errors="replace") as f:
+        with open_text(os.path.join(ckpt_dir, LATEST_TXT)) as f:
             text = f.read(64).strip()
     except OSError:
         return None

@@ -214,7 +214,7 @@ class RunReader:
         f.approximate = res.skimmed > 0
         info.size, info.mtime, info.bytes_read = f.tailer.size, f.tailer.mtime, f.tailer.offset
         info.lines_capped, info.restarts = f.tailer.capped, f.tailer.restarts
-        info.error = res.error
+        info.error, info.not_regular = res.error, res.not_regular
         if res.missing and info.bytes_read and not res.lines:
             info.error = f"{f.tracked.path}: vanished (deleted or moved away)"
         if res.drained:

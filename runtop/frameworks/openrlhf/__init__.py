@@ -12,6 +12,7 @@ from runtop.discovery import RunLayout
 from runtop.frameworks.driver_log import DriverLogFramework
 from runtop.frameworks.evidence import sign
 from runtop.parsers.checkpoints import Problem
+from runtop.sources.regular import open_text
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 
@@ -40,7 +41,7 @@ def scan(ckpt_path: str) -> dict[int, Checkpoint]:
         return {}
     latest = None
     try:
-        with open(os.path.join(actor, "latest"), encoding="utf-8", errors="replace") as f:
+        with open_text(os.path.join(actor, "latest")) as f:
             m = TAG_RE.match(f.read(64).strip())
             latest = int(m.group(1)) if m else None
     except OSError:

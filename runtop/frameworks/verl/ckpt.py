@@ -13,6 +13,7 @@ import re
 
 from runtop.parsers.checkpoints import CheckpointVerdict, Problem
 from runtop.parsers.numbers import strict_int
+from runtop.sources.regular import open_text
 from runtop.state_parts import Checkpoint
 
 TRACKER = "latest_checkpointed_iteration.txt"
@@ -22,7 +23,7 @@ WEIGHTS = re.compile(r"(^|/)(model_world_size_\d+_rank_\d+\.pt|[^/]*\.safetensor
 
 def tracker(ckpt_dir: str) -> int | None:
     try:
-        with open(os.path.join(ckpt_dir, TRACKER), encoding="utf-8", errors="replace") as f:
+        with open_text(os.path.join(ckpt_dir, TRACKER)) as f:
             return strict_int(f.read(64).strip())
     except OSError:
         return None
