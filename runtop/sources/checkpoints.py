@@ -8,6 +8,7 @@ import re
 from runtop.parsers.checkpoints import Problem, judge_primerl, judge_skyrl
 from runtop.parsers.numbers import strict_int
 from runtop.sources.regular import open_text
+from runtop.sources.walk import Walk
 from runtop.state_parts import Checkpoint
 
 _STEP_RE = re.compile(r"step_(\d{1,12})\Z", re.ASCII)  # not `$`: it allows a trailing newline (`step_9\n`)
@@ -17,17 +18,11 @@ MAX_FILES = 20_000  # a sharded checkpoint has thousands of files; stop listing 
 
 
 def _listing(base: str, prefix: str, files: dict[str, int]) -> None:
-    for dirpath, _dirs, names in os.walk(base):
-        rel = os.path.relpath(dirpath, base)
-        for n in names:
-            if len(files) >= MAX_FILES:
-                return
-            try:
-                size = os.lstat(os.path.join(dirpath, n)).st_size
-            except OSError:
-                continue
-            key = n if rel == "." else f"{rel}/{n}"
-            files[f"{prefix}{key}"] = size
+    # Iterative and bounded: a directory 1000 levels deep in a checkpoint is not a RecursionError.
+    for f in Walk(base, max_entries=MAX_FILES):
+        if len(files) >= MAX_FILES:
+            return
+        files[f"{prefix}{f.rel}"] = f.size
 
 
 def scan_primerl(roots: list[tuple[str, str | None]]) -> dict[int, Checkpoint]:

@@ -13,6 +13,7 @@ from runtop.frameworks.driver_log import DriverLogFramework
 from runtop.frameworks.evidence import sign
 from runtop.parsers.checkpoints import Problem
 from runtop.sources.regular import open_text
+from runtop.sources.walk import tree_size
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 
@@ -53,7 +54,7 @@ def scan(ckpt_path: str) -> dict[int, Checkpoint]:
         if not m or not os.path.isdir(path):
             continue
         step = int(m.group(1))
-        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+        size = tree_size(path)
         if latest is None:
             out[step] = Checkpoint(step, path, False, "no `latest` file (DeepSpeed writes it last): the save did not finish", size, Problem.NOT_NAMED)
         elif step > latest:
