@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from runtop.cli import EXIT_CANNOT_READ, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, _err, _thresholds, files, print
+from runtop.cli_fleet import run_name
 from runtop.config import NotifyConfig, Thresholds
 from runtop.discovery import DiscoveryError, RunLayout, discover, with_ckpt_dir, with_metrics
+from runtop.parsers.hygiene import shown
 from runtop.sources.deadline import END_GRACE_S, Watchdog, stop_now
 from runtop.sources.gpu import GpuProbe
 
@@ -95,7 +97,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     first = watched[0].alerting
     targets = [w.status.name for w in first.targets]
     beat_name = beats.status.name if beats is not None else first.beats.status.name if first.beats else None
-    what = watched[0].engine.layout.root if runs is None else f"{len(runs)} runs under {args.path} ({_names(runs)})"
+    what = shown(watched[0].engine.layout.root) if runs is None else f"{len(runs)} runs under {args.path} ({_names(runs)})"
     print(f"{time.strftime('%H:%M:%S')} watching {what}: "
           + (f"alerts to {', '.join(targets)}" if targets else "no alert targets (--notify URL or [notify] urls)")
           + (f"; heartbeat {beat_name}" if beat_name else "")
@@ -196,7 +198,7 @@ def _watch_fleet(runs: list[str], args: argparse.Namespace, cfg: Thresholds, ncf
         engine = Engine(layout, interval=args.interval, poll=True, thresholds=cfg, alerting=alerting, vllm_url=None, publishing=False,
                         gpus=False, process_period=max(args.interval, FLEET_PROCESS_S))
         engine.forensics_on_stall = True
-        out.append(_Watched(os.path.basename(run.rstrip(os.sep)) or run, engine, alerting, status_path(layout.root)))
+        out.append(_Watched(run_name(run), engine, alerting, status_path(layout.root)))
     return out
 
 
@@ -303,7 +305,7 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
     )
     app.monitor.forensics_on_stall = True  # a stall saves its stacks before anyone restarts the run
     result = app.run()
-    if not app.engine_stopped.wait(ENGINE_STOP_S):
+    if not app.engine_idle.wait(ENGINE_STOP_S):
         # The engine's thread is stuck in a read that never returns (a hung network filesystem):
         # the interpreter would wait for it at exit for ever, and `q` would seem dead.
         stop_now("the TUI closed while a read it was waiting on had not returned; stopped", EXIT_OK)
@@ -461,7 +463,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _names(paths: list[str], most: int = 8) -> str:
-    names = [os.path.basename(p.rstrip(os.sep)) or p for p in paths]
+    names = [run_name(p) for p in paths]
     return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 

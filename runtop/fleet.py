@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from runtop.config import Thresholds
 from runtop.discovery import DiscoveryError, discover
 from runtop.engine import Engine
+from runtop.parsers.hygiene import shown
 from runtop.sources.regular import open_text
 
 # Worst first: a dead run, one runtop cannot read, a degraded one, one it cannot judge yet.
@@ -95,7 +96,7 @@ def runs_of(paths: Sequence[str], runs_file: str | None = None) -> list[str]:
 
 
 def row_of(path: str, engine: Engine | None, error: str | None = None) -> RunRow:
-    name = os.path.basename(os.path.normpath(path)) or path
+    name = shown(os.path.basename(os.path.normpath(path)) or path)
     if engine is None or error:
         # Never opened, or its last reading failed: a stale verdict would read as today's.
         return RunRow(path, name, engine.state.framework if engine is not None else "?", "cannot read", error or "")

@@ -153,7 +153,9 @@ class RuntopApp(VettedActions, App[int]):
         self._forensics_told: object = None
         self.hidden: set[str] = set()
         self._stop = False
-        self.engine_stopped = threading.Event()
+        # Set while no engine step runs: `q` waits for it, a few seconds at most (runtop.cli_live).
+        self.engine_idle = threading.Event()
+        self.engine_idle.set()
         self._term: Size | None = None  # the terminal's size as the last resize gave it
 
     # ---- layout -------------------------------------------------------------
@@ -219,6 +221,7 @@ class RuntopApp(VettedActions, App[int]):
         worker = get_current_worker()
         mon = self.monitor
         lower_priority()
+        self.engine_idle.clear()
         try:
             while not worker.is_cancelled and not self._stop:
                 t0 = time.monotonic()
@@ -231,7 +234,7 @@ class RuntopApp(VettedActions, App[int]):
                 while not worker.is_cancelled and not self._stop and time.monotonic() < deadline:
                     mon.wait(min(0.25, max(0.01, deadline - time.monotonic())))
         finally:
-            self.engine_stopped.set()  # `q` waits for this, a few seconds at most (runtop.cli_live)
+            self.engine_idle.set()
 
     def on_state_changed(self, _msg: StateChanged) -> None:
         if self._confirming:
