@@ -9,7 +9,6 @@ stopped short (`truncated`), so a listing that was cut is not taken for the whol
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -22,10 +21,24 @@ MAX_ENTRIES = 20_000
 class Found:
     """One file (anything not a directory) met on the walk."""
 
-    path: str
+    entry: os.DirEntry[str]
     rel: str  # relative to the walk's root, `/`-separated
-    name: str
-    size: int  # `lstat` size: a link counts as itself, never what it points at
+
+    @property
+    def path(self) -> str:
+        return self.entry.path
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def size(self) -> int:
+        """`lstat` size (a link counts as itself, never what it points at); 0 when it is gone."""
+        try:
+            return self.entry.stat(follow_symlinks=False).st_size
+        except OSError:
+            return 0
 
 
 class Walk:
@@ -44,29 +57,29 @@ class Walk:
         while stack:
             path, rel, depth = stack.pop()
             try:
-                with os.scandir(path) as it:
-                    entries = list(it)
+                it = os.scandir(path)
             except OSError:
                 continue
-            for e in entries:
-                self.seen += 1
-                if self.seen > self.max_entries:
-                    self.truncated = True
-                    return
-                sub = f"{rel}/{e.name}" if rel else e.name
-                try:
-                    st = e.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if stat.S_ISDIR(st.st_mode):
-                    if self.prune is not None and self.prune(e.name):
-                        continue
-                    if depth + 1 >= self.max_depth:
+            with it:
+                # Entries one at a time: a directory of 20k env logs is not listed whole for 5000.
+                for e in it:
+                    self.seen += 1
+                    if self.seen > self.max_entries:
                         self.truncated = True
+                        return
+                    sub = f"{rel}/{e.name}" if rel else e.name
+                    try:
+                        is_dir = e.is_dir(follow_symlinks=False)
+                    except OSError:
                         continue
-                    stack.append((e.path, sub, depth + 1))
-                else:
-                    yield Found(e.path, sub, e.name, st.st_size)
+                    if not is_dir:
+                        yield Found(e, sub)
+                    elif self.prune is not None and self.prune(e.name):
+                        continue
+                    elif depth + 1 >= self.max_depth:
+                        self.truncated = True
+                    else:
+                        stack.append((e.path, sub, depth + 1))
 
 
 def tree_size(root: str) -> int:
