@@ -159,3 +159,42 @@ def mask(text: str) -> str:
     for s, e in spans:
         chars[s:e] = "*" * (e - s)
     return "".join(chars)
+
+
+# ---- names ---------------------------------------------------------------------
+# A file or run name is one item on one line. A newline in a run dir's name forged a row of
+# `status --all`; in a log's name, a line of STATUS.md. Every control (newline and tab too),
+# DEL, the C1 controls and the bidi and line-separator characters are written as escapes.
+_NAME_UNSAFE_RE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = m.group(0)
+    return _NAMED_ESCAPES.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def shown(name: str) -> str:
+    """`name` (a path, a run's name) as it may stand in a line: `run\\nHealthy` for a name
+    holding a newline, never two lines."""
+    if name.isascii() and name.isprintable():
+        return name
+    return _NAME_UNSAFE_RE.sub(_escape, name)
+
+
+# ---- mass mentions -------------------------------------------------------------
+# Text sent to a chat (an exception's message, a log line) must not page a whole server:
+# `@everyone` in a traceback reached a Discord webhook and pinged every member. A zero-width
+# space after the `@` (or the `<` of Slack's `<!channel>`) keeps the words readable and
+# leaves nothing a chat service parses as a mention.
+# Discord finds `@everyone` and `@here` anywhere, inside a word too.
+MENTION_RE = re.compile(r"(?i)@(?=everyone|here)|@(?=(?:channel|all|group)\b)|<(?=!(?:channel|here|everyone|subteam\^)|@&)")
+ZWSP = "\u200b"
+
+
+def unmention(text: str) -> str:
+    """`text` with every mass mention (`@everyone`, `@here`, `@channel`, `<!channel>`, a
+    Discord role `<@&id>`) broken so that no chat service pings anyone."""
+    if "@" not in text and "<" not in text:
+        return text
+    return MENTION_RE.sub(lambda m: m.group(0) + ZWSP, text)

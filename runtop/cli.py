@@ -23,7 +23,7 @@ from runtop.discovery import DiscoveryError
 
 if TYPE_CHECKING:  # imported where used: `runtop --help` stays fast
     from runtop.config import Thresholds
-from runtop.parsers.hygiene import public
+from runtop.parsers.hygiene import public, shown
 
 COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send", "notify", "forensics", "export", "serve")
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
@@ -335,6 +335,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         # The run is named by its directory, as the fleet, `status --all`, alerts and the exporter name it.
         name = os.path.basename(os.path.normpath(state.path)) if state.path else ""
         name = f"{name} ({state.run_name})" if state.run_name and state.run_name != name else (name or state.run_name or "")
+        name = shown(name)  # one line: a newline in a run's name must not forge a second
         print(f"{verdict.verdict}: {name}{reasons}")
         for a in verdict.alerts:
             where = f"  [{a.evidence}]" if a.evidence else ""
@@ -407,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
                 return EXIT_USAGE
         return handlers[args.command](args)
     except DiscoveryError as e:
-        _err(str(e))
+        _err(shown(str(e)))
         return EXIT_CANNOT_READ  # `status --json` and `check` agree: 3 is a run runtop cannot read
     except ConfigError as e:
         _err(str(e))

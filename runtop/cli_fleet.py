@@ -19,6 +19,7 @@ from runtop.cli import CHECK_EXIT, EXIT_CANNOT_READ, EXIT_USAGE, _err, _threshol
 from runtop.config import Thresholds
 from runtop.discovery import DiscoveryError
 from runtop.fleet import TROUBLE, runs_of
+from runtop.parsers.hygiene import shown
 
 
 def fleet_of(path: str | None) -> list[str] | None:
@@ -48,8 +49,14 @@ def one_run_option(args: argparse.Namespace, runs: list[str], where: str) -> str
     return f"{given[0]} is for one run, and {where} holds {len(runs)} runs ({run_names(runs)}): give one run's directory with {given[0]}"
 
 
+def run_name(run: str) -> str:
+    """A run as a row names it: its directory's name, on one line (`evil\\nHealthy`: a newline
+    in a run dir's name once forged a row of `status --all`)."""
+    return shown(os.path.basename(run.rstrip(os.sep)) or run)
+
+
 def run_names(runs: list[str], most: int = 4) -> str:
-    return ", ".join(os.path.basename(r.rstrip(os.sep)) or r for r in runs[:most]) + (", …" if len(runs) > most else "")
+    return ", ".join(run_name(r) for r in runs[:most]) + (", …" if len(runs) > most else "")
 
 
 def judge_all(args: argparse.Namespace) -> list[tuple[str, str, object, object]] | int:
@@ -74,7 +81,7 @@ def judge(runs: list[str], cfg: Thresholds, tail: int | None = None, framework: 
         try:
             state, verdict = read_and_judge(run, cfg=cfg, tail=tail, framework=framework)
         except DiscoveryError as e:
-            out.append((run, "cannot read", None, str(e)))
+            out.append((run, "cannot read", None, shown(str(e))))
             continue
         out.append((run, verdict.verdict, state, verdict))
     out.sort(key=lambda r: (TROUBLE.get(r[1], 9), r[0]))
@@ -107,7 +114,7 @@ def _table(rows: list[tuple[str, str, object, object]]) -> int:
     now = time.time()
     print(f"{'verdict':<9} {'run':<32} {'framework':<9} {'step':>11} {'last write':>10}  cause")
     for run, word, state, verdict in rows:
-        name = os.path.basename(run.rstrip(os.sep)) or run
+        name = run_name(run)
         if state is None:
             print(f"{word:<9} {name:<32} {'?':<9} {'':>11} {'':>10}  {verdict}")
             continue
@@ -125,7 +132,7 @@ def cmd_check_all(args: argparse.Namespace) -> int:
         return rows
     codes = []
     for run, word, state, verdict in rows:
-        name = os.path.basename(run.rstrip(os.sep)) or run
+        name = run_name(run)
         if state is None:
             print(f"cannot read: {name} — {verdict}")
             codes.append(EXIT_CANNOT_READ)

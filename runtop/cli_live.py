@@ -9,13 +9,17 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from runtop.cli import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, _err, _thresholds, files, print
+from runtop.cli import EXIT_CANNOT_READ, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, _err, _thresholds, files, print
+from runtop.cli_fleet import run_name
 from runtop.cli_serve import SERVED_DRIVER
 from runtop.config import NotifyConfig, Thresholds
 from runtop.discovery import DiscoveryError, RunLayout, discover, with_ckpt_dir, with_metrics
+from runtop.parsers.hygiene import shown
+from runtop.sources.deadline import END_GRACE_S, Watchdog, stop_now
 from runtop.sources.gpu import GpuProbe
 
 if TYPE_CHECKING:  # imported where used: every command imports this module
@@ -95,16 +99,18 @@ def cmd_watch(args: argparse.Namespace) -> int:
     first = watched[0].alerting
     targets = [w.status.name for w in first.targets]
     beat_name = beats.status.name if beats is not None else first.beats.status.name if first.beats else None
-    what = watched[0].engine.layout.root if runs is None else f"{len(runs)} runs under {args.path} ({_names(runs)})"
+    what = shown(watched[0].engine.layout.root) if runs is None else f"{len(runs)} runs under {args.path} ({_names(runs)})"
     print(f"{time.strftime('%H:%M:%S')} watching {what}: "
           + (f"alerts to {', '.join(targets)}" if targets else "no alert targets (--notify URL or [notify] urls)")
           + (f"; heartbeat {beat_name}" if beat_name else "")
           + (f"; on alert: {' '.join(ncfg.on_alert)}" if ncfg.on_alert else ""), flush=True)
     done, failed = 0, False
     deadline = time.monotonic() + args.duration if args.duration else None
+    dog = _watchdog("watch", args.duration)
     next_at = time.monotonic()
+    stop = _Stop()
     try:
-        while (args.count is None or done < args.count) and (deadline is None or time.monotonic() < deadline):
+        while (args.count is None or done < args.count) and (deadline is None or time.monotonic() < deadline) and not stop.signum:
             for w in watched:
                 w.engine.step()
                 verdict = w.engine.verdict
@@ -136,10 +142,11 @@ def cmd_watch(args: argparse.Namespace) -> int:
                 next_at += every
                 continue
             if runs is None:
-                watched[0].engine.wait(args.interval)
+                stop.wait(args.interval, watched[0].engine.wait)
             else:
-                time.sleep(args.interval)  # a fleet's runs are polled: no one run's writes wake the loop
+                stop.wait(args.interval, None)  # a fleet's runs are polled: no one run's writes wake the loop
     finally:
+        stop.restore()
         problems: list[str] = []
         for w in watched:
             w.engine.close()  # what is queued is delivered (within a few seconds)
@@ -149,7 +156,47 @@ def cmd_watch(args: argparse.Namespace) -> int:
             problems += [p for p in (beats.status.problem(),) if p]
         for problem in problems:
             print(f"{time.strftime('%H:%M:%S')} alerts not delivered: {problem}", flush=True)
+        if dog is not None:
+            dog.cancel()
+    if stop.signum:
+        return 128 + stop.signum  # ctrl+c 130, SIGTERM 143: stopped, after the alerts were handed on
     return EXIT_USAGE if failed else EXIT_OK
+
+
+class _Stop:
+    """ctrl+c and SIGTERM end `watch` between two polls, never inside one: a KeyboardInterrupt
+    raised in the middle of an import or a delivery is swallowed there, and the watch went on
+    deaf to it (seen under load); SIGTERM (systemd stopping the unit) used to skip the flush."""
+
+    def __init__(self) -> None:
+        self.signum = 0
+        self._old = {sig: signal.signal(sig, self._on) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def _on(self, signum: int, _frame: object) -> None:
+        self.signum = signum
+
+    def wait(self, seconds: float, waiter: Callable[[float], object] | None) -> None:
+        """Up to `seconds` (a run's write may end it early through `waiter`), or until a signal."""
+        until = time.monotonic() + seconds
+        while not self.signum and (left := until - time.monotonic()) > 0:
+            if waiter is not None:
+                if waiter(min(left, 0.25)):
+                    return  # the run wrote: poll now
+            else:
+                time.sleep(min(left, 0.25))
+
+    def restore(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+def _watchdog(command: str, duration: float | None) -> Watchdog | None:
+    """A command given `--duration` ends then, whatever it waits on (docs/reading.md, "Files that are
+    not files"): past its grace, one line and exit 3."""
+    if not duration:
+        return None
+    return Watchdog(duration + END_GRACE_S, f"{command}: still running {END_GRACE_S:g} s past --duration {duration:g} (a read or a "
+                    "child that never returned, such as a file on a hung network filesystem); stopped", EXIT_CANNOT_READ)
 
 
 def _watch_one(args: argparse.Namespace, cfg: Thresholds, ncfg: NotifyConfig) -> _Watched:
@@ -184,7 +231,7 @@ def _watch_fleet(runs: list[str], args: argparse.Namespace, cfg: Thresholds, ncf
         engine = Engine(layout, interval=args.interval, poll=True, thresholds=cfg, alerting=alerting, vllm_url=None, publishing=False,
                         gpus=False, process_period=max(args.interval, FLEET_PROCESS_S))
         engine.forensics_on_stall = True
-        out.append(_Watched(os.path.basename(run.rstrip(os.sep)) or run, engine, alerting, status_path(layout.root)))
+        out.append(_Watched(run_name(run), engine, alerting, status_path(layout.root)))
     return out
 
 
@@ -263,6 +310,10 @@ def _run_fleet(runs: list[str], args: argparse.Namespace) -> int:
         fleet.close()
 
 
+# How long `q` waits for the engine's thread to finish its step (a step reads about 1.5 s at most).
+ENGINE_STOP_S = 5.0
+
+
 def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None = None, gpu: GpuProbe | None = None,
              fleet: bool = False) -> int:
     from runtop.config import load_actions
@@ -291,6 +342,10 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
     app.monitor.forensics_on_stall = not visitor  # a stall saves its stacks before anyone restarts the run
     app.monitor.records = not visitor
     result = app.run()
+    if not app.engine_idle.wait(ENGINE_STOP_S):
+        # The engine's thread is stuck in a read that never returns (a hung network filesystem):
+        # the interpreter would wait for it at exit for ever, and `q` would seem dead.
+        stop_now("the TUI closed while a read it was waiting on had not returned; stopped", EXIT_OK)
     from runtop.fleet import BACK
 
     if fleet and result == BACK:
@@ -423,6 +478,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         print(f"{time.strftime('%H:%M:%S')} serving {len(engines)} run(s) on http://{args.host}:{args.port}/metrics: {_names(paths)}", flush=True)
     deadline = time.monotonic() + args.duration if args.duration else None
+    dog = _watchdog("export", args.duration)
     try:
         while True:
             if not args.once:
@@ -441,10 +497,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     finally:
         for engine in engines:
             engine.close()
+        if dog is not None:
+            dog.cancel()
 
 
 def _names(paths: list[str], most: int = 8) -> str:
-    names = [os.path.basename(p.rstrip(os.sep)) or p for p in paths]
+    names = [run_name(p) for p in paths]
     return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 

@@ -19,6 +19,8 @@ import sys
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from runtop.sources.regular import open_binary
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -76,7 +78,7 @@ def _table(path: str | None, name: str) -> tuple[str, dict[str, Any]] | None:
             raise ConfigError(f"--config {path}: no such file")
         return None
     try:
-        with open(path, "rb") as f:
+        with open_binary(path) as f:
             section = tomllib.load(f).get(name, {})
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"{path}: {e}") from None

@@ -163,7 +163,9 @@ def apprise_sender(url: str) -> Callable[[Message], None]:
 
     def send(msg: Message) -> None:
         with apprise.LogCapture(level=logging.WARNING) as log:  # type: ignore[no-untyped-call]
-            ok = target.notify(title=msg.title, body=msg.body)
+            # Plain text, said so: a target with its own markup escapes it (Slack's `<!channel>`
+            # stays literal text, never a mention).
+            ok = target.notify(title=msg.title, body=msg.body, body_format=apprise.NotifyFormat.TEXT)
         if not ok:
             said = [ln.strip() for ln in log.getvalue().splitlines() if ln.strip()]
             raise DeliveryError(scrub(said[-1] if said else "the target refused the message", url))

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from runtop.sources.regular import open_binary
+
 if TYPE_CHECKING:
     from runtop.frameworks.base import Framework
 
@@ -77,7 +79,7 @@ def _step_of(path: str) -> int | None:
 def sniff(path: str, n: int = 65536) -> str:
     """The head (and tail, for a large file) of `path` as text, to tell who wrote it."""
     try:
-        with open(path, "rb") as f:
+        with open_binary(path) as f:  # a FIFO named like a log would block the open for ever
             head = f.read(n)
             size = os.fstat(f.fileno()).st_size
             if size > 2 * n:

@@ -3,6 +3,9 @@ not imitate them): `runtop export PATH… --port 9464`, or `--textfile FILE` for
 node_exporter's textfile collector. One engine per run, stepped by the exporter's loop; each
 scrape reads every engine's newest verdict and state under its lock (no I/O on a scrape).
 
+Each run's `run` label is its directory's name, with as many parents as tell it from another
+run's of the same name (`a/run`, `b/run`).
+
     runtop_up{run}                               1 while the run's files are read, 0 when none is
     runtop_verdict{run,verdict}                  1 for the verdict now, 0 for the other four
     runtop_finding{run,rule,severity}            the findings now, by rule and severity
@@ -23,18 +26,39 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from runtop.engine import Engine
+from runtop.parsers.hygiene import shown
 
 VERDICTS = ("Healthy", "Degraded", "Down", "Finished", "Unknown")
 KEY_METRICS = ("reward", "entropy", "kl", "grad_norm", "loss", "seq_len", "step_time_s")
 
 
-def run_label(engine: Engine) -> str:
-    return os.path.basename(engine.layout.root.rstrip(os.sep)) or engine.layout.root
+def run_labels(roots: list[str]) -> list[str]:
+    """Each run's `run` label: its directory's name, or as many of its parents as tell it
+    from the others (`a/run`, `b/run`): two runs named alike once exported one label set, and
+    each scrape's series of one overwrote the other's. On one line (`shown`)."""
+    parts = [os.path.normpath(r).strip(os.sep).split(os.sep) for r in roots]
+    depth = [1] * len(roots)
+    while True:
+        labels = [shown("/".join(p[-d:])) for p, d in zip(parts, depth)]
+        seen = Counter(labels)
+        clash = [i for i, label in enumerate(labels) if seen[label] > 1 and depth[i] < len(parts[i])]
+        if not clash:
+            break
+        for i in clash:
+            depth[i] += 1
+    # Still alike (names that differ only in what `shown` escapes): numbered.
+    count: Counter[str] = Counter()
+    out = []
+    for label in labels:
+        count[label] += 1
+        out.append(label if seen[label] == 1 else f"{label}#{count[label]}")
+    return out
 
 
 class RunsCollector(Collector):
     def __init__(self, engines: Iterable[Engine]) -> None:
         self.engines = list(engines)
+        self.labels = run_labels([e.layout.root for e in self.engines])
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         up = GaugeMetricFamily("runtop_up", "1 while runtop reads the run's files, 0 when it reads none", labels=["run"])
@@ -48,8 +72,7 @@ class RunsCollector(Collector):
         metric = GaugeMetricFamily("runtop_metric", "the newest value of a key training metric", labels=["run", "name"])
         job_left = GaugeMetricFamily("runtop_slurm_time_left_seconds", "time left of the run's SLURM job while it runs", labels=["run", "job"])
         job_state = GaugeMetricFamily("runtop_slurm_job_state", "1 for the SLURM job's state now", labels=["run", "job", "state"])
-        for engine in self.engines:
-            run = run_label(engine)
+        for engine, run in zip(self.engines, self.labels):
             with engine.lock:
                 st, v, now = engine.state, engine.verdict, engine.clock()
                 writes = st.write_times()

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from runtop.config import Thresholds
 from runtop.discovery import DiscoveryError, discover
 from runtop.engine import Engine
+from runtop.parsers.hygiene import shown
+from runtop.sources.regular import open_text
 
 # Worst first: a dead run, one runtop cannot read, a degraded one, one it cannot judge yet.
 TROUBLE = {"Down": 0, "cannot read": 1, "Degraded": 2, "Unknown": 3, "Healthy": 4, "Finished": 5}
@@ -78,7 +80,7 @@ def runs_of(paths: Sequence[str], runs_file: str | None = None) -> list[str]:
     named = list(paths)
     if runs_file is not None:
         try:
-            with open(runs_file, encoding="utf-8") as f:
+            with open_text(runs_file) as f:
                 named += [ln.strip() for ln in f if ln.strip() and not ln.lstrip().startswith("#")]
         except OSError as e:
             raise DiscoveryError(f"--runs {runs_file}: {e.strerror or e}") from None
@@ -94,7 +96,7 @@ def runs_of(paths: Sequence[str], runs_file: str | None = None) -> list[str]:
 
 
 def row_of(path: str, engine: Engine | None, error: str | None = None) -> RunRow:
-    name = os.path.basename(os.path.normpath(path)) or path
+    name = shown(os.path.basename(os.path.normpath(path)) or path)
     if engine is None or error:
         # Never opened, or its last reading failed: a stale verdict would read as today's.
         return RunRow(path, name, engine.state.framework if engine is not None else "?", "cannot read", error or "")

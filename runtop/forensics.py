@@ -28,6 +28,7 @@ from runtop.parsers import pyspy
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
 from runtop.sources.processes import ProcessSnapshot, ProcInfo
+from runtop.sources.regular import open_binary
 from runtop.state import RunState
 
 TAIL_LINES = 200
@@ -148,7 +149,7 @@ def _save(base: Dir, name: str, files: list[tuple[str, str, str]]) -> str:
 def _tail(path: str, n: int = TAIL_LINES) -> str:
     """The last `n` lines, read from the end (a 40 GB log is not read whole)."""
     try:
-        with open(path, "rb") as f:
+        with open_binary(path) as f:
             f.seek(0, os.SEEK_END)
             size = f.tell()
             f.seek(max(0, size - (n * 400 + 4096)))

@@ -122,7 +122,8 @@ class LiveRun:
             self.reader.state._dirty_steps.clear()
             self._backfilling = False
             changed = True
-        changed |= self.reader.poll(max_bytes=max_bytes, rescan_every=self.interval, ckpt_every=max(self.interval, 5.0))
+        changed |= self.reader.poll(max_bytes=max_bytes, rescan_every=self.interval, ckpt_every=max(self.interval, 5.0),
+                                    seen=self.waiter.take_seen())
         changed |= self._take_history()
         if self.backfill_error and self.reader.state.backfill_error != self.backfill_error:
             # Errors never vanish: the header says so through the `unreadable` rule.

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from runtop.advice import advise
 from runtop.findings import Finding
 from runtop.health import Verdict
+from runtop.parsers.hygiene import public, shown, unmention
 from runtop.state import RunState
 
 RANK = {"info": 0, "warning": 1, "critical": 2}
@@ -40,10 +41,16 @@ class Message:
     rule: str = ""
     cause: str = ""
 
+    def __post_init__(self) -> None:
+        # What leaves for a chat: printable, secrets hidden, and no mass mention (an exception
+        # quoting `@everyone` pinged a whole Discord server).
+        object.__setattr__(self, "title", unmention(public(self.title)))
+        object.__setattr__(self, "body", unmention(public(self.body)))
+
 
 class Notifier:
     def __init__(self, run: str, min_severity: str = "critical") -> None:
-        self.run = run
+        self.run = shown(run)  # the title is one line, whatever the run dir is called
         self.min_rank = RANK[min_severity]
         self.open: dict[str, Finding] = {}  # incidents told, by key, until they clear
         self.finished_told = False
@@ -101,7 +108,7 @@ def _context(verdict: Verdict, state: RunState, now: float) -> list[str]:
     if advice is not None:
         out.append(f"next: {advice.text}")
     stamp = _dt.datetime.fromtimestamp(now).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
-    out.append(f"{socket.gethostname()}:{state.path} at {stamp}")
+    out.append(f"{socket.gethostname()}:{shown(state.path or '')} at {stamp}")
     return out
 
 

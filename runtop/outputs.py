@@ -31,6 +31,7 @@ import stat
 import tempfile
 
 from runtop.parsers.hygiene import public
+from runtop.sources.regular import what_is
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -224,7 +225,7 @@ class Dir:
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
-                raise OutputError(f"refusing to write {path}: {name} is not a regular file")
+                raise OutputError(f"refusing to write {path}: {name} is {what_is(st.st_mode)}, not a regular file")
             if st.st_nlink > 1:
                 raise OutputError(f"refusing to write {path}: {name} has another hard link (it may be another file)")
         except OutputError:

@@ -17,7 +17,7 @@ from runtop.advice import advise
 from runtop.columns import STEP_COLUMNS
 from runtop.frameworks import get as get_framework
 from runtop.health import Verdict, judge
-from runtop.parsers.hygiene import public
+from runtop.parsers.hygiene import public, shown
 from runtop.parsers.numbers import finite
 from runtop.state import RunState
 from runtop.state_parts import StepRow
@@ -221,7 +221,7 @@ def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.dateti
         notes.append(f"{len(state.lost_steps)} step(s) of earlier attempts were redone (kept as lost)")
     for f in state.files.values():
         if f.error:
-            notes.append(f"cannot read {state.relpath(f.path)}: {f.error}")
+            notes.append(f"cannot read {state.relpath(f.path)}: {shown(f.error)}")
         if f.unparsed:
             notes.append(
                 f"{f.unparsed} record(s) of {state.relpath(f.path)} could not be parsed and were skipped"

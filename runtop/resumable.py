@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass, field
 
 from runtop.parsers.checkpoints import Problem
+from runtop.parsers.hygiene import shown
 from runtop.sources.disk import DiskSnapshot, DiskUsage
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint, ErrorEntry
@@ -57,15 +58,15 @@ class Reclaimable:
         parts = [core_dump_text(self.core_dumps)] if self.core_dumps else []
         ckpts = []
         if self.broken:
-            names = ", ".join(os.path.basename(c.path) for c in self.broken)
+            names = ", ".join(shown(os.path.basename(c.path)) for c in self.broken)
             noun = "save" if len(self.broken) == 1 else "saves"
             ckpts.append(f"the failed {noun} {names} ({human_bytes(sum(c.bytes for c in self.broken))})")
         if self.old:
-            names = ", ".join(os.path.basename(c.path) for c in self.old)
+            names = ", ".join(shown(os.path.basename(c.path)) for c in self.old)
             beyond = f"keep_last={self.keep}" if self.keep_from_config else ("the last two" if self.keep == 2 else f"the last {self.keep}")
             ckpts.append(f"{names} beyond {beyond} ({human_bytes(sum(c.bytes for c in self.old))})")
         if ckpts:
-            folders = sorted({os.path.dirname(c.path) for c in self.broken + self.old})
+            folders = sorted({shown(os.path.dirname(c.path)) for c in self.broken + self.old})
             parts.append(f"in {', '.join(folders)}: " + ", ".join(ckpts))
         return "; ".join(parts)
 
@@ -75,12 +76,12 @@ def core_dump_text(dumps: list[tuple[str, int]], most: int = 3) -> str:
     total = sum(n for _, n in dumps)
     by_dir: dict[str, list[tuple[str, int]]] = {}
     for path, n in sorted(dumps, key=lambda d: -d[1]):
-        by_dir.setdefault(os.path.dirname(path), []).append((os.path.basename(path), n))
+        by_dir.setdefault(shown(os.path.dirname(path)), []).append((shown(os.path.basename(path)), n))
     places = []
     for folder, files in by_dir.items():
-        shown = ", ".join(f"{name} {human_bytes(n)}" for name, n in files[:most])
+        listed = ", ".join(f"{name} {human_bytes(n)}" for name, n in files[:most])
         more = f", {len(files) - most} more" if len(files) > most else ""
-        places.append(f"{shown}{more} in {folder}")
+        places.append(f"{listed}{more} in {folder}")
     # The size and the names first: the band is one line, and its end is what gets cut.
     return f"{human_bytes(total)} of core dumps (" + "; ".join(places) + ")"
 

@@ -21,6 +21,7 @@ from runtop.findings import ROLE_NAMES, Facts, Finding, _short, _where, short_ke
 from runtop.frameworks import get as get_framework
 from runtop.lifetimes import GONE_SAMPLES, Seen
 from runtop.parsers.events import ROLLOUT_SIDE, Kind
+from runtop.parsers.hygiene import shown
 from runtop.rules_hang import env_lag, gpu_idle_held, node_silent
 from runtop.rules_quality import checkpoint_incomplete, disk_pressure, environment, notify_failing, rollout_quality, training_signal
 from runtop.rules_ray import ray_cluster
@@ -386,9 +387,10 @@ def unreadable(f: Facts) -> list[Finding]:
     for info in s.files.values():
         if not info.error or info.kind not in ("log", "metrics"):
             continue
-        err = info.error[len(info.path) + 2 :] if info.error.startswith(info.path + ": ") else info.error
+        err = shown(info.error[len(info.path) + 2 :] if info.error.startswith(info.path + ": ") else info.error)
         who = ROLE_NAMES.get(info.role, info.role)
-        msg = f"cannot read {s.relpath(info.path)} ({who}): {err}; what it says is unknown"
+        msg = (f"unreadable: {s.relpath(info.path)} ({who}) {err}; what it says is unknown" if info.not_regular
+               else f"cannot read {s.relpath(info.path)} ({who}): {err}; what it says is unknown")
         out.append(Finding("unreadable", "warning", msg, s.relpath(info.path)))
     if s.backfill_error:
         out.append(Finding("unreadable", "warning", f"the run's history was not all read ({s.backfill_error}): numbers before the live tail are missing", "backfill"))

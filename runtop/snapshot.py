@@ -85,9 +85,12 @@ def bound_to_tail(reader: RunReader, tail: int) -> None:
 def read_all(reader: RunReader) -> None:
     """Read every file to its end, in bounded chunks (no rescans: the layout is fresh)."""
     while True:
+        before = reader.progress()[0]
         read = reader.poll(max_bytes=CHUNK, rescan_every=float("inf"), ckpt_every=float("inf"))
-        if reader.done() or not read:
-            break  # done, or nothing more could be read (a file vanished): report what we have
+        # A chunk inside a 3 GB line hands on no line but moves on: only no bytes read at all
+        # (a file vanished, or stopped growing short of its size) ends the reading early.
+        if reader.done() or (not read and reader.progress()[0] == before):
+            break  # done, or nothing more could be read: report what we have
 
 
 # A process scan can hang on /proc of a process in D state (NFS): past this, judge without it.

@@ -39,6 +39,7 @@ from runtop.parsers.events import (
     VllmStats,
     Waiting,
 )
+from runtop.parsers.hygiene import shown
 from runtop.state_errors import ErrorReducers
 from runtop.state_meta import MetaReducers
 from runtop.state_parts import (
@@ -241,11 +242,12 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
         return f"{t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}"
 
     def relpath(self, path: str) -> str:
-        """`path` relative to the run dir, as runtop shows file names."""
+        """`path` relative to the run dir, as runtop shows file names: on one line (a newline in
+        a log's name is `\\n`, never a second line of STATUS.md)."""
         try:
-            return os.path.relpath(path, self.path) if self.path else path
+            return shown(os.path.relpath(path, self.path) if self.path else path)
         except ValueError:
-            return path
+            return shown(path)
 
     def run_finished(self) -> bool:
         """A role said it ended normally (`RL trainer finished!`, `Orchestrator finished.`,

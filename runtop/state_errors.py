@@ -96,6 +96,6 @@ class ErrorReducers:
         out = [
             root_cause(i.fatals or [i.fatal])
             for i in self.files.values()
-            if i.kind == "log" and i.fatal is not None and not i.active_after_fatal
+            if i.fatal is not None and i.kind == "log" and not i.active_after_fatal  # few have a death: asked first
         ]
         return sorted(out, key=lambda e: e.time or "99")

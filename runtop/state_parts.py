@@ -191,6 +191,7 @@ class FileInfo:
     restarts: int = 0
     lines_capped: int = 0
     error: str | None = None
+    not_regular: bool = False  # `error` says what the path is instead of a regular file (a FIFO, …)
     # The first fatal error of this file's latest death, every fatal error of that death
     # (the cause is chosen from them: `runtop.causes`), and whether the role kept working after.
     fatal: ErrorEntry | None = None

@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
+import time
+
+import pytest
 
 from runtop.checkin import append_checkin
 
@@ -95,6 +99,24 @@ def test_watch_appends_on_a_cadence(simulated):
     assert open(os.path.join(root, "STATUS.md")).read().count("**Health**") == 2
     r = runtop("watch", root, "--every", "soon")
     assert r.returncode == 2 and "--every 'soon'" in r.stderr
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_watch_stopped_by_ctrl_c_or_systemd_ends_at_once_and_says_so(simulated, sig, code):
+    """ctrl+c in its tmux window, or `systemctl --user stop`: the watch ends between two polls,
+    with the signal's exit code, having handed on what it queued (SIGTERM used to skip that)."""
+    root = simulated("healthy", max_steps=3)
+    proc = subprocess.Popen([sys.executable, "-m", "runtop", "watch", root, "--interval", "5"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    assert "watching" in proc.stdout.readline()
+    proc.stdout.readline()  # the verdict: the loop is running
+    proc.send_signal(sig)
+    started = time.monotonic()
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == code, out
+    assert time.monotonic() - started < 3, "ends between two polls, not after its 5 s interval"
+    assert "Traceback" not in out
 
 
 def _check_as_unprivileged(root: str) -> tuple[int, str]:

@@ -157,6 +157,9 @@ class RuntopApp(VettedActions, App[int]):
         self._forensics_told: object = None
         self.hidden: set[str] = set()
         self._stop = False
+        # Set while no engine step runs: `q` waits for it, a few seconds at most (runtop.cli_live).
+        self.engine_idle = threading.Event()
+        self.engine_idle.set()
         self._term: Size | None = None  # the terminal's size as the last resize gave it
 
     # ---- layout -------------------------------------------------------------
@@ -222,16 +225,20 @@ class RuntopApp(VettedActions, App[int]):
         worker = get_current_worker()
         mon = self.monitor
         lower_priority()
-        while not worker.is_cancelled and not self._stop:
-            t0 = time.monotonic()
-            if mon.step():
-                self.post_message(StateChanged())
-            # One read and one repaint per interval, however fast the logs grow: a burst of
-            # lines is one update (docs/design.md: --interval governs the whole app). Waiting in
-            # slices keeps quitting prompt.
-            deadline = t0 + max(self.interval, MIN_STEP_S)
-            while not worker.is_cancelled and not self._stop and time.monotonic() < deadline:
-                mon.wait(min(0.25, max(0.01, deadline - time.monotonic())))
+        self.engine_idle.clear()
+        try:
+            while not worker.is_cancelled and not self._stop:
+                t0 = time.monotonic()
+                if mon.step():
+                    self.post_message(StateChanged())
+                # One read and one repaint per interval, however fast the logs grow: a burst of
+                # lines is one update (docs/design.md: --interval governs the whole app). Waiting in
+                # slices keeps quitting prompt.
+                deadline = t0 + max(self.interval, MIN_STEP_S)
+                while not worker.is_cancelled and not self._stop and time.monotonic() < deadline:
+                    mon.wait(min(0.25, max(0.01, deadline - time.monotonic())))
+        finally:
+            self.engine_idle.set()
 
     def on_state_changed(self, _msg: StateChanged) -> None:
         if self._confirming:

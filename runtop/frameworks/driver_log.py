@@ -16,6 +16,8 @@ from runtop.parsers.checkpoints import Problem
 from runtop.parsers.crashes import error_notice, has_traceback
 from runtop.parsers.events import TRAINER, Event, Unparsed
 from runtop.parsers.records import HeaderFn, Record
+from runtop.sources.regular import open_text
+from runtop.sources.walk import tree_size
 from runtop.state_parts import Checkpoint
 
 
@@ -82,7 +84,7 @@ class DriverLogFramework(Framework):
         DIR`, `checkpoint_dir: DIR`), resolved from the run dir: (the dir, or None and why)."""
         for t in layout.logs:
             try:
-                with open(t.path, encoding="utf-8", errors="replace") as f:
+                with open_text(t.path) as f:
                     m = pattern.search(f.read(1 << 16))
             except OSError:
                 continue
@@ -180,7 +182,7 @@ def scan_renamed(ckpt_dir: str, pattern: re.Pattern[str], marker: str, tmp_words
         if not m or not os.path.isdir(path):
             continue
         step = int(m.group(2))
-        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+        size = tree_size(path)
         if m.group(1):
             if step not in out:
                 out[step] = Checkpoint(step, path, False, tmp_words, size, Problem.IN_PROGRESS)

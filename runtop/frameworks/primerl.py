@@ -23,6 +23,7 @@ from runtop.frameworks.base import Framework, drop_flags
 from runtop.frameworks.evidence import sign
 from runtop.parsers.events import Event
 from runtop.parsers.skim import PROGRESS_NOISE, VLLM_NOISE, BulkNoise
+from runtop.sources.regular import exists_as_other, open_text
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 
@@ -55,7 +56,7 @@ def _latest_attempt(logs: str) -> tuple[int, str] | None:
         target = os.path.realpath(latest)
     elif os.path.isfile(latest):
         try:
-            with open(latest, encoding="utf-8", errors="replace") as f:
+            with open_text(latest) as f:
                 name = f.read(256).strip()
         except OSError:
             name = ""
@@ -119,7 +120,9 @@ def _role_logs(base: str) -> list[Tracked]:
         nodes = sorted(glob.glob(os.path.join(base, role, "node_*.log")), key=_node_order)
         if nodes:
             out.extend(Tracked(f, role, "log") for f in nodes)
-        elif _isfile(base, name):
+        elif _isfile(base, name) or exists_as_other(os.path.join(base, name)):
+            # A FIFO, a directory or a device there is followed too: the tailer says it is
+            # unreadable, where skipping it hid the role's death (docs/reading.md).
             out.append(Tracked(os.path.join(base, name), role, "log"))
     out.extend(_rank_logs(base))
     return out

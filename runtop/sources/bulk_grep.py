@@ -22,6 +22,7 @@ from functools import cache
 from typing import IO
 
 from runtop.parsers.skim import BulkNoise
+from runtop.sources.regular import open_regular
 
 # Below this many unread bytes the Python path is as quick (a child costs a few ms).
 BULK_MIN = 32 << 20
@@ -29,19 +30,38 @@ BULK_MIN = 32 << 20
 WORTH_IT = 0.5
 # grep's stdout is read in blocks; a line longer than the tailer's cap is cut there.
 PIPE_BUF = 1 << 20
+# grep holds a whole line in memory: a 3 GB line of NULs (a sparse file) took its RSS to 5 GB on
+# the machine that trains. Its address space is capped (it needs 2 MB; lines to about 100 MB
+# still pass); past the cap grep fails ("memory exhausted") and the tailer reads those bytes
+# itself, a line at most `max_line` long in memory.
+GREP_MEMORY = 256 << 20
 
 
 @cache
 def gnu_grep() -> str | None:
     """The path of GNU grep, or None (BSD and busybox greps differ in `-b`; not used)."""
     path = shutil.which("grep")
-    if path is None:
+    if path is None or limited_shell() is None:
         return None
     try:
         out = subprocess.run([path, "--version"], capture_output=True, timeout=5, check=False).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     return path if b"GNU grep" in out else None
+
+
+@cache
+def limited_shell() -> str | None:
+    """A POSIX shell that caps a child's memory before it `exec`s it (`ulimit -v`): set in the
+    child itself, never in a `preexec_fn` (unsafe beside the reader's threads)."""
+    return shutil.which("sh")
+
+
+def capped(argv: list[str], limit: int = GREP_MEMORY) -> list[str]:
+    """`argv` run with its address space capped at `limit` bytes."""
+    shell = limited_shell()
+    assert shell is not None
+    return [shell, "-c", 'ulimit -v "$0" || exit 2; exec "$@"', str(limit >> 10), *argv]
 
 
 class _Grep:
@@ -52,7 +72,7 @@ class _Grep:
         self.bad = False  # grep wrote a line that is not `OFFSET:text`
         self._pending: tuple[int, bytes, bool] | None = None
         self._eof = False
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_regular(path)
         try:
             st = os.fstat(fd)
             if (st.st_dev, st.st_ino) != ident:
@@ -61,7 +81,7 @@ class _Grep:
             env = dict(os.environ, LC_ALL="C")
             env.pop("GREP_OPTIONS", None)
             self.proc = subprocess.Popen(
-                [grep, "-a", "-b", "--color=never", *args],
+                capped([grep, "-a", "-b", "--color=never", *args]),
                 stdin=fd,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

@@ -7,6 +7,8 @@ import re
 
 from runtop.parsers.checkpoints import Problem, judge_primerl, judge_skyrl
 from runtop.parsers.numbers import strict_int
+from runtop.sources.regular import open_text
+from runtop.sources.walk import Walk
 from runtop.state_parts import Checkpoint
 
 _STEP_RE = re.compile(r"step_(\d{1,12})\Z", re.ASCII)  # not `$`: it allows a trailing newline (`step_9\n`)
@@ -16,17 +18,11 @@ MAX_FILES = 20_000  # a sharded checkpoint has thousands of files; stop listing 
 
 
 def _listing(base: str, prefix: str, files: dict[str, int]) -> None:
-    for dirpath, _dirs, names in os.walk(base):
-        rel = os.path.relpath(dirpath, base)
-        for n in names:
-            if len(files) >= MAX_FILES:
-                return
-            try:
-                size = os.lstat(os.path.join(dirpath, n)).st_size
-            except OSError:
-                continue
-            key = n if rel == "." else f"{rel}/{n}"
-            files[f"{prefix}{key}"] = size
+    # Iterative and bounded: a directory 1000 levels deep in a checkpoint is not a RecursionError.
+    for f in Walk(base, max_entries=MAX_FILES):
+        if len(files) >= MAX_FILES:
+            return
+        files[f"{prefix}{f.rel}"] = f.size
 
 
 def scan_primerl(roots: list[tuple[str, str | None]]) -> dict[int, Checkpoint]:
@@ -74,7 +70,7 @@ def _put(out: dict[int, Checkpoint], ck: Checkpoint) -> None:
 
 def read_latest_txt(ckpt_dir: str) -> int | None:
     try:
-        with open(os.path.join(ckpt_dir, LATEST_TXT), encoding="utf-8", errors="replace") as f:
+        with open_text(os.path.join(ckpt_dir, LATEST_TXT)) as f:
             text = f.read(64).strip()
     except OSError:
         return None

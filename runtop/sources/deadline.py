@@ -85,3 +85,42 @@ class Deadline(Generic[T]):
 def call_with_deadline(what: str, fn: Callable[[], T], seconds: float) -> T:
     """One call of `fn` with a deadline (headless commands)."""
     return Deadline(what, fn, seconds).call()
+
+
+# What a command that ends by itself is given past its own end to finish (alerts queued at the
+# end are delivered within a few seconds; a check-in is one write).
+END_GRACE_S = 20.0
+
+
+class Watchdog:
+    """Ends the process `seconds` from now unless `cancel()` comes first: a command with an end
+    (`watch --duration`, `export --duration`, the TUI after `q`) must end even when a read or a
+    child it waits on never returns (a file on a hung NFS server, a process in D state). One
+    line says what was still running; the exit code is `code`."""
+
+    def __init__(self, seconds: float, what: str, code: int) -> None:
+        self.what, self.code = what, code
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.name = "runtop-watchdog"
+        self._timer.start()
+
+    def _fire(self) -> None:
+        stop_now(self.what, self.code)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def stop_now(what: str, code: int) -> None:
+    """End the process at once, saying `what` on stderr: a thread stuck in a read cannot be
+    stopped, and a normal exit would wait for it."""
+    import os
+    import sys
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.write(f"runtop: {what}\n")
+        sys.stderr.flush()
+    finally:
+        os._exit(code)

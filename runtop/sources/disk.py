@@ -17,6 +17,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from runtop.sources.walk import Walk
+
 CORE_RE = re.compile(r"core(?:\.\d+)?$")
 CORE_GLOBS = ("/tmp/ray/session_*/runtime_resources/working_dir_files",)
 MAX_WALK = 5000  # entries looked at per core-dump search: the run dir can hold checkpoints with thousands of shards
@@ -52,19 +54,12 @@ def find_core_dumps(roots: list[str], limit: int = MAX_WALK) -> list[tuple[str, 
     found: list[tuple[str, int]] = []
     seen = 0
     for root in roots:
-        for dirpath, dirnames, names in os.walk(root):
-            seen += len(names) + len(dirnames)
-            if seen > limit:
-                return found
-            # Checkpoint shards are many and never core dumps: do not descend into them.
-            dirnames[:] = [d for d in dirnames if not d.startswith(("global_step_", "step_", "policy"))]
-            for n in names:
-                if CORE_RE.match(n):
-                    p = os.path.join(dirpath, n)
-                    try:
-                        found.append((p, os.lstat(p).st_size))
-                    except OSError:
-                        continue
+        # Checkpoint shards are many and never core dumps: their directories are not entered.
+        walk = Walk(root, max_entries=limit - seen, prune=lambda d: d.startswith(("global_step_", "step_", "policy")))
+        found += [(f.path, f.size) for f in walk if CORE_RE.match(f.name)]
+        seen += walk.seen
+        if seen >= limit:
+            break
     return found
 
 

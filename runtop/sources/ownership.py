@@ -10,6 +10,7 @@ Nothing here reads /proc: `processes.py` gathers the facts, so the rules can be 
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -59,6 +60,15 @@ class Scope:
     logs: frozenset[str]  # realpaths of the run's logs
     launch_dir: str | None = None  # where it was launched from, when the plug-in knows (realpath)
     own_dir: bool = False  # the run dir holds this run alone (no other run works or writes there)
+
+
+FEW_LOGS = 64
+
+
+@functools.lru_cache(maxsize=8)
+def basenames(logs: frozenset[str]) -> frozenset[str]:
+    """The logs' file names (kept: a sampler hands the same set every scan)."""
+    return frozenset(os.path.basename(p) for p in logs)
 
 
 def inside(path: str, root: str) -> bool:
@@ -146,8 +156,8 @@ def names_run(f: Facts, run_dir: str) -> bool:
 
 def names_log(f: Facts, logs: frozenset[str], bases: frozenset[str]) -> bool:
     """An argument that is one of the run's logs, bare names too: `tee verl_demo.log`."""
-    if not any(b in f.cmd for b in bases):
-        return False
+    if len(bases) <= FEW_LOGS and not any(b in f.cmd for b in bases):
+        return False  # a cheap test first where there are few names (20k env logs: 5 M tests a scan)
     for word in f.argv[1:]:
         for cand in _paths(word):
             if cand and os.path.basename(cand) in bases and _resolves(cand, f.cwd) in logs:
@@ -190,7 +200,7 @@ def claim(facts: Iterable[Facts], scope: Scope, driver_role: Callable[[Facts], s
     """pid → role (None: the run's, in no role) of every process that is the run's.
     `driver_role` is the plug-in's part: the role of an untitled process that drives the run."""
     by_pid = {f.pid: f for f in facts}
-    bases = frozenset(os.path.basename(p) for p in scope.logs)
+    bases = basenames(scope.logs)
     name = os.path.basename(scope.run_dir)
     away = {pid for pid, f in by_pid.items() if f.away}
     titled = {pid for pid, f in by_pid.items() if f.title_role is not None}

@@ -187,7 +187,7 @@ def driver_role_for(framework: Framework, logs: frozenset[str]) -> Callable[[Fac
     return driver
 
 
-def scope_for(run_dir: str, logs: set[str], framework: Framework) -> Scope:
+def scope_for(run_dir: str, logs: set[str] | frozenset[str], framework: Framework) -> Scope:
     run_dir = os.path.realpath(run_dir)
     launch = framework.launch_dir(run_dir)
     return Scope(run_dir, frozenset(logs), os.path.realpath(launch) if launch else None, framework.owns_run_dir)
@@ -229,7 +229,7 @@ def _scan(cache: dict[tuple[int, float], tuple[Facts, float]] | None = None) -> 
     return out
 
 
-def _claim(scanned: list[tuple[psutil.Process, Facts]], run_dir: str, logs: set[str],
+def _claim(scanned: list[tuple[psutil.Process, Facts]], run_dir: str, logs: set[str] | frozenset[str],
            framework: Framework) -> dict[int, str | None]:
     return claim((f for _p, f in scanned), scope_for(run_dir, logs, framework), driver_role_for(framework, frozenset(logs)))
 
@@ -264,7 +264,8 @@ class ProcessSampler:
 
     def __init__(self, run_dir: str, logs: list[str] | None = None, framework: Framework | None = None) -> None:
         self.run_dir = run_dir
-        self.logs = {os.path.realpath(p) for p in logs or ()}
+        self._given: list[str] = list(logs or ())
+        self.logs = frozenset(os.path.realpath(p) for p in self._given)
         from runtop.frameworks import UNKNOWN
 
         self.framework = framework or UNKNOWN
@@ -273,7 +274,10 @@ class ProcessSampler:
         self.seen_roles: set[str] = set()
 
     def set_logs(self, logs: list[str]) -> None:
-        self.logs = {os.path.realpath(p) for p in logs}
+        # Resolved only when the list changed: 20k env logs cost 160k `lstat`s a sample otherwise.
+        if logs != self._given:
+            self._given = list(logs)
+            self.logs = frozenset(os.path.realpath(p) for p in logs)  # one object: its hash and names are kept
 
     def sample(self, finished: bool = False) -> ProcessSnapshot:
         try:

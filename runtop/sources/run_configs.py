@@ -8,6 +8,7 @@ import os
 from runtop.discovery import RunLayout
 from runtop.frameworks import Framework
 from runtop.parsers.configs import RunConfig, merge, parse_config
+from runtop.sources.regular import open_text
 from runtop.state import RunState
 
 
@@ -28,7 +29,7 @@ class ConfigReader:
                 continue
             self._mtimes[t.path] = mtime
             try:
-                with open(t.path, encoding="utf-8", errors="replace") as fh:
+                with open_text(t.path) as fh:
                     text = fh.read(4 << 20)
             except OSError as e:
                 state.notes.append(f"cannot read {t.path}: {e.strerror or e}")

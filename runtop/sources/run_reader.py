@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections import Counter
 
 from runtop.discovery import CUSTOM, RunLayout, Tracked, rescan, resolve
 from runtop.frameworks import Framework, get
@@ -29,6 +30,20 @@ from runtop.state_parts import FileInfo, LogLine
 
 MAX_LINE = {"log": 64 * 1024, "metrics": 1 << 20, "rollouts": 32 << 20, "config": 1 << 20}
 
+# Many idle files (docs/reading.md, "Many files"): 20k env logs opened every poll cost `watch` a
+# third of a core. A role with more files than CROWD is a crowd; a file of a crowd that has not
+# changed for IDLE_S is idle, and the idle ones are looked at TURN a poll, in turns (every one
+# within a minute or two), besides every file the file watcher saw change (at once). The other
+# roles' files (trainer.log, metrics.jsonl) are read every poll whatever their age.
+CROWD = 32
+IDLE_S = 30.0
+TURN = 256
+# The layout is listed again every interval, unless listing it costs more than 0.5 % of the time
+# (20k env logs: 0.2 s a listing); then at once only when the file watcher saw a new log or
+# `logs/latest` change.
+RESCAN_COST_SHARE = 200
+NEW_FILE_SUFFIXES = (".log", ".jsonl", ".json", ".toml", ".out", ".err", "latest")
+
 
 NODE_RE = re.compile(r"^node_(\d+)(?:_rank(\d+))?\.log$", re.ASCII)
 
@@ -43,7 +58,8 @@ def node_tag(tracked: Tracked) -> str:
 
 
 class _Followed:
-    __slots__ = ("tracked", "framework", "tailer", "assembler", "parse", "last_metric_step", "last_time", "approximate", "collector")
+    __slots__ = ("tracked", "framework", "tailer", "assembler", "parse", "last_metric_step", "last_time", "approximate", "collector",
+                 "changed_at")
 
     def __init__(self, tracked: Tracked, framework: Framework) -> None:
         self.tracked = tracked
@@ -57,6 +73,7 @@ class _Followed:
         self.last_metric_step: dict[str, int] = {}
         self.last_time: str | None = None
         self.approximate = False  # the last read skipped noise lines: its line numbers are near, not exact
+        self.changed_at = time.monotonic()  # when a read last found anything new (or an error)
         self.reset()
 
     def reset(self, batch_rollouts: int | None = None) -> None:
@@ -88,11 +105,17 @@ class RunReader:
         self._ckpt_dir: str | None = None
         self._poll_lines: list[LogLine] = []  # this poll's lines for the Logs pane, from every file
         self._started_attempt = False
+        self._turn = 0  # where the next turn of idle files begins
+        # The followed files by kind, and those of crowded roles: listed again when the set changes.
+        self._kinds: dict[str, list[_Followed]] | None = None
+        self._crowded: list[_Followed] = []
+        self._rescan_cost = 0.0  # seconds the last rescan took
         self._sync_files()
         self._configs.read(self.layout, self.state, self.framework)
 
     # ---- file set -------------------------------------------------------
     def _sync_files(self) -> None:
+        self._kinds = None
         lay = self.layout
         wanted = {t.path: t for t in lay.metrics + lay.logs + lay.rollouts}
         for path in list(self._followed):
@@ -104,6 +127,7 @@ class RunReader:
                 self.state.files[path] = FileInfo(path, tracked.role, tracked.kind)
 
     def _drop(self, path: str) -> None:
+        self._kinds = None
         f = self._followed.pop(path)
         # Rollout files that left the recent window keep their counts; logs of an old
         # attempt leave the file list so they no longer speak for the run's health.
@@ -124,15 +148,21 @@ class RunReader:
             f.tailer.seek_tail(nbytes)
 
     # ---- polling --------------------------------------------------------
-    def poll(self, *, max_bytes: int | None = None, rescan_every: float = 2.0, ckpt_every: float = 5.0) -> bool:
-        """Read what is new in every file; True when anything was read."""
+    def poll(self, *, max_bytes: int | None = None, rescan_every: float = 2.0, ckpt_every: float = 5.0,
+             seen: set[str] | None = None) -> bool:
+        """Read what is new in every file; True when anything was read. Given `seen` (the paths
+        the file watcher saw change: following a run live), idle files of a crowd are looked
+        at in turns, and at once when `seen` names them."""
         now = time.monotonic()
         changed = False
-        if now - self._last_rescan >= rescan_every:
+        since = now - self._last_rescan
+        if since >= rescan_every and (since >= self._rescan_cost * RESCAN_COST_SHARE or self._new_files(seen)):
             self._last_rescan = now
             if not self.layout.single_file:
                 self._rescan()
+                self._rescan_cost = time.monotonic() - now
             changed = self._configs.read(self.layout, self.state, self.framework)
+        resting = self._resting(now, seen)
         # metrics.jsonl first: its step regressions number the attempts (see state.new_attempt);
         # then the attempt dir's number, which can only move the count forward.
         for kind in ("metrics", "log", "rollouts"):
@@ -140,8 +170,8 @@ class RunReader:
                 self._started_attempt = True
                 if self.layout.attempt and self.layout.attempt > 1:
                     self.state.new_attempt(f"logs/attempt_{self.layout.attempt}", number=self.layout.attempt)
-            for f in list(self._followed.values()):
-                if f.tracked.kind == kind:
+            for f in self._of_kind(kind):
+                if f.tracked.path not in resting:
                     changed |= self._read(f, max_bytes)
         for f in self._follow_named_logs():
             changed |= self._read(f, max_bytes)
@@ -154,6 +184,36 @@ class RunReader:
             self._ckpt_dir = ckpt_dir
             self.state.checkpoints = self.framework.scan_checkpoints(self.layout, ckpt_dir)
         return changed
+
+    def _resting(self, now: float, seen: set[str] | None) -> set[str]:
+        """The idle files of crowds not looked at this poll (none for a run of few files, nor
+        without `seen`: a headless read reads every file)."""
+        if seen is None or len(self._followed) <= CROWD:
+            return set()
+        self._of_kind("log")  # the crowds are listed with the kinds
+        cutoff = now - IDLE_S
+        idle = [f.tracked.path for f in self._crowded if f.changed_at <= cutoff]
+        if seen:
+            idle = [p for p in idle if p not in seen]
+        if len(idle) <= TURN:
+            return set()
+        start = self._turn % len(idle)
+        self._turn = start + TURN
+        looked = idle[start : start + TURN] + idle[: max(0, start + TURN - len(idle))]
+        return set(idle).difference(looked)
+
+    def _new_files(self, seen: set[str] | None) -> bool:
+        """The watcher saw a file change that is not followed and could be a log or config."""
+        return seen is None or any(p.endswith(NEW_FILE_SUFFIXES) and p not in self._followed for p in seen)
+
+    def _of_kind(self, kind: str) -> list[_Followed]:
+        if self._kinds is None:
+            self._kinds = {}
+            for f in self._followed.values():
+                self._kinds.setdefault(f.tracked.kind, []).append(f)
+            roles = Counter(f.tracked.role for f in self._followed.values())
+            self._crowded = [f for f in self._followed.values() if roles[f.tracked.role] > CROWD]
+        return self._kinds.get(kind, [])
 
     def checkpoint_dir(self) -> str | None:
         """The checkpoint dir being listed, as the framework finds it (a note when it names
@@ -211,10 +271,17 @@ class RunReader:
     def _read(self, f: _Followed, max_bytes: int | None) -> bool:
         info = self.state.files[f.tracked.path]
         res = f.tailer.read(max_bytes)
+        if res.restarted or res.drained or res.missing or res.error:
+            f.changed_at = time.monotonic()
+        elif res.bytes:
+            # Changed when it was last written, not when runtop first read it: a run's old env
+            # logs are idle from the start.
+            age = time.time() - f.tailer.mtime if f.tailer.mtime is not None else 0.0
+            f.changed_at = time.monotonic() - max(0.0, age)
         f.approximate = res.skimmed > 0
         info.size, info.mtime, info.bytes_read = f.tailer.size, f.tailer.mtime, f.tailer.offset
         info.lines_capped, info.restarts = f.tailer.capped, f.tailer.restarts
-        info.error = res.error
+        info.error, info.not_regular = res.error, res.not_regular
         if res.missing and info.bytes_read and not res.lines:
             info.error = f"{f.tracked.path}: vanished (deleted or moved away)"
         if res.drained:

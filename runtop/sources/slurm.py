@@ -35,6 +35,7 @@ from runtop.parsers.slurm import (
     squeue_parsable,
 )
 from runtop.sources.environ import run_env
+from runtop.sources.regular import open_binary
 
 SLURM_PERIOD_S = 30.0
 COMMAND_TIMEOUT_S = 10.0
@@ -97,8 +98,8 @@ LOG_TAIL_BYTES = 64 << 10  # slurmstepd's last words are at the end of the job's
 def read_log_end(path: str) -> JobLogEnd | None:
     """The end of the job's own output file, as slurmstepd wrote it (its last 64 KB)."""
     try:
-        with open(path, "rb") as f:
-            f.seek(max(0, os.path.getsize(path) - LOG_TAIL_BYTES))
+        with open_binary(path) as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - LOG_TAIL_BYTES))
             text = f.read(LOG_TAIL_BYTES).decode("utf-8", "replace")
     except OSError:
         return None

@@ -28,6 +28,7 @@ from runtop.parsers.skim import BulkNoise
 from runtop.parsers.text import clean_bytes
 from runtop.sources import bulk_grep
 from runtop.sources.bulk_grep import BulkGrep, newest_line
+from runtop.sources.regular import NotRegular, open_regular
 from runtop.sources.tailer_rotation import Rotated, RotationFollower, TailRead
 
 DEFAULT_MAX_LINE = 64 * 1024
@@ -113,7 +114,10 @@ class FileTailer(RotationFollower):
         if self._rotated is not None:
             self._drain_rotated(out)
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd = open_regular(self.path)  # a FIFO or a device at the path is said, never read
+        except NotRegular as e:
+            out.error, out.not_regular = f"{self.path}: {e.strerror}", True
+            return out
         except FileNotFoundError:
             if self.ident is not None and not self._was_missing:
                 self._was_missing = True

@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from runtop.sources.regular import open_binary
+
 # How long a file rotated away is still read: a writer appends to it until it reopens its log.
 ROTATED_GRACE_S = 30.0
 
@@ -38,6 +40,7 @@ class TailRead:
     drained: list[str] = field(default_factory=list)  # the previous file's last lines (before `lines`)
     first_line: int = 1  # number of the first line handed on (counted from `start_offset`)
     skimmed: int = 0  # lines the prefilter dropped: line numbers after them are approximate
+    not_regular: bool = False  # the path is a FIFO, a directory, a device: `error` says which
 
 
 class RotationFollower:
@@ -121,7 +124,7 @@ class RotationFollower:
                 st = os.stat(cand)
                 if (st.st_dev, st.st_ino) == self.ident or st.st_size < self.offset:
                     continue
-                with open(cand, "rb") as f:
+                with open_binary(cand) as f:
                     if f.read(len(self._head)) != self._head:
                         continue
             except OSError:
@@ -139,7 +142,7 @@ class RotationFollower:
         self._partial, self._skipping, self._skip_first = r.partial, r.skipping, False
         sink = TailRead()
         try:
-            with open(r.path, "rb") as f:
+            with open_binary(r.path) as f:
                 st = os.fstat(f.fileno())
                 if (st.st_dev, st.st_ino) == r.ident and st.st_size > r.offset:
                     f.seek(r.offset)

@@ -58,6 +58,9 @@ def is_network_fs(path: str, mounts_text: str | None = None) -> bool:
     return fstype is not None and fstype in NETWORK_FS
 
 
+MAX_SEEN = 4096  # changed paths kept between two reads
+
+
 class ChangeWaiter:
     """`wait(timeout)` returns early when something under `root` changes."""
 
@@ -67,6 +70,9 @@ class ChangeWaiter:
         self.mode = "poll" if self.poll else "watchfiles"
         self.error: str | None = None
         self._event = threading.Event()
+        # The paths seen to change since the last `take_seen` (None: more than it keeps).
+        self._seen: set[str] | None = set()
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if not self.poll:
@@ -77,7 +83,7 @@ class ChangeWaiter:
         try:
             from watchfiles import watch
 
-            for _changes in watch(
+            for changes in watch(
                 self.root,
                 stop_event=self._stop,
                 debounce=100,
@@ -85,11 +91,23 @@ class ChangeWaiter:
                 yield_on_timeout=False,
                 raise_interrupt=False,
             ):
+                with self._lock:
+                    if self._seen is not None:
+                        self._seen.update(path for _change, path in changes)
+                        if len(self._seen) > MAX_SEEN:
+                            self._seen = None  # the reader looks at every file once instead
                 self._event.set()
         except Exception as e:  # noqa: BLE001 - any watcher failure degrades to polling, visibly
             self.error = f"file watching failed ({type(e).__name__}: {e}); polling instead"
             self.poll = True
             self.mode = "poll"
+
+    def take_seen(self) -> set[str] | None:
+        """The paths seen to change since the last call (none while polling: no watcher sees
+        them); None when more changed than it keeps: every file is to be looked at."""
+        with self._lock:
+            seen, self._seen = self._seen, set()
+        return set() if self.poll else seen
 
     def wait(self, timeout: float) -> bool:
         """True when woken by a change, False on timeout."""

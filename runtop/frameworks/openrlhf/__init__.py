@@ -12,6 +12,8 @@ from runtop.discovery import RunLayout
 from runtop.frameworks.driver_log import DriverLogFramework
 from runtop.frameworks.evidence import sign
 from runtop.parsers.checkpoints import Problem
+from runtop.sources.regular import open_text
+from runtop.sources.walk import tree_size
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 
@@ -40,7 +42,7 @@ def scan(ckpt_path: str) -> dict[int, Checkpoint]:
         return {}
     latest = None
     try:
-        with open(os.path.join(actor, "latest"), encoding="utf-8", errors="replace") as f:
+        with open_text(os.path.join(actor, "latest")) as f:
             m = TAG_RE.match(f.read(64).strip())
             latest = int(m.group(1)) if m else None
     except OSError:
@@ -52,7 +54,7 @@ def scan(ckpt_path: str) -> dict[int, Checkpoint]:
         if not m or not os.path.isdir(path):
             continue
         step = int(m.group(1))
-        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+        size = tree_size(path)
         if latest is None:
             out[step] = Checkpoint(step, path, False, "no `latest` file (DeepSpeed writes it last): the save did not finish", size, Problem.NOT_NAMED)
         elif step > latest:

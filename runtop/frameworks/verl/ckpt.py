@@ -13,6 +13,8 @@ import re
 
 from runtop.parsers.checkpoints import CheckpointVerdict, Problem
 from runtop.parsers.numbers import strict_int
+from runtop.sources.regular import open_text
+from runtop.sources.walk import Walk
 from runtop.state_parts import Checkpoint
 
 TRACKER = "latest_checkpointed_iteration.txt"
@@ -22,7 +24,7 @@ WEIGHTS = re.compile(r"(^|/)(model_world_size_\d+_rank_\d+\.pt|[^/]*\.safetensor
 
 def tracker(ckpt_dir: str) -> int | None:
     try:
-        with open(os.path.join(ckpt_dir, TRACKER), encoding="utf-8", errors="replace") as f:
+        with open_text(os.path.join(ckpt_dir, TRACKER)) as f:
             return strict_int(f.read(64).strip())
     except OSError:
         return None
@@ -62,14 +64,7 @@ def scan(ckpt_dir: str) -> dict[int, Checkpoint]:
         path = os.path.join(ckpt_dir, name)
         if not m or not os.path.isdir(path):
             continue
-        files: dict[str, int] = {}
-        for d, _, fs in os.walk(path):
-            for f in fs:
-                full = os.path.join(d, f)
-                try:
-                    files[os.path.relpath(full, path).replace(os.sep, "/")] = os.path.getsize(full)
-                except OSError:
-                    continue
+        files = {f.rel: f.size for f in Walk(path)}
         step = int(m.group(1))
         verdict = judge(step, files, latest)
         out[step] = Checkpoint(step, path, verdict.complete, verdict.reason, sum(files.values()), verdict.problem)
