@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from runtop.advice import change_first
 from runtop.config import ActionsConfig
 from runtop.frameworks import get as get_framework
-from runtop.launcher import ASSIGN_WORD_RE, launch_from_pane, launcher_argv, record_pane, recorded_pane
+from runtop.launcher import ASSIGN_WORD_RE, launch_from_pane, launcher_argv, record_pane, recorded_pane, typed_at_prompt
 from runtop.parsers.checkpoints import Problem
 from runtop.resumable import disk_refusal
 from runtop.sources.disk import DiskSnapshot, sample_run
@@ -247,28 +247,52 @@ def resolve_launch_cmd(ctx: Context) -> str:
         if rec and rec.get("pane_id") == pane.pane_id and rec.get("shell_pid") == pane.pid and isinstance(rec.get("argv"), list):
             argv = [str(a) for a in rec["argv"]]
     lines = ctx.tmux.capture(pane, 400)
-    found = launch_from_pane(lines)
     if argv:
         typed = shlex.join(argv)
         n = 0
         while n < len(argv) and ASSIGN_WORD_RE.match(argv[n]):
             n += 1  # the inferred `VAR=value` words lead; the command itself follows
-        bare = shlex.join(argv[n:])
-        if found is not None and (found == typed or found == bare or found.endswith(" " + bare)):
+        found = typed_launch(lines, typed, shlex.join(argv[n:]))
+        if found is not None:
             ctx.launch_cmd, ctx.launch_cmd_source = check_command(found), "typed at the Launcher's prompt, matching the launcher process's argv"
         else:
             ctx.launch_cmd, ctx.launch_cmd_source = check_command(typed), "the launcher process's argv and the launch variables of its environment (give --launch-cmd to change it)"
         return ctx.launch_cmd
+    found = launch_from_pane(lines, get_framework(ctx.state.framework).is_driver)
     if found is None:
         raise ActionError("no launch command: give --launch-cmd or [actions] launch_cmd (none found in the Launcher pane)")
     ctx.launch_cmd, ctx.launch_cmd_source = check_command(found), "read from the Launcher pane's history (a line typed at its prompt)"
     return ctx.launch_cmd
 
 
+def typed_launch(lines: list[str], typed: str, bare: str) -> str | None:
+    """The newest line typed at the pane's prompt that ran the launcher's argv (`typed`, or
+    `bare` after `VAR=value` words the user typed), whatever the command is (`python
+    train_grpo.py …` names no launcher runtop knows): with its assignments and its redirect
+    (`> train.log 2>&1`), which the argv lacks. A resume typed without that redirect printed
+    into the pane, and the run's log never heard of the resumed attempt."""
+    for cmd in typed_at_prompt(lines):
+        body = REDIRECT_RE.sub("", cmd).strip()
+        if body == typed or body == bare or body.endswith(" " + bare):
+            return cmd
+    return None
+
+
 # ---- the actions -----------------------------------------------------------------------
 def alive(ctx: Context) -> dict[str, list[int]]:
     fw = get_framework(ctx.state.framework)
     return {r: p for r, p in run_processes(ctx.run_root, ctx.log_paths, fw).items() if p and r != "ray"}
+
+
+def launcher_lines(ctx: Context, lines: int = 60) -> list[str]:
+    """The Launcher pane's last lines for the engine's launcher probe (the shell's `Killed`
+    names a death). Finding the pane while the run lives records it in `.runtop/launch.json`,
+    which a resume after a kill needs. Before the run's processes are seen no pane can be
+    proven: nothing yet, rather than an error that would keep the probe away for its idle period
+    (a run killed in its first half-minute could not be resumed from runtop)."""
+    if not ctx.live_pids() and ctx.session is None and ctx.target is None and recorded_pane(ctx.run_root) is None:
+        return []
+    return list(ctx.tmux.capture(ctx.pane(), lines))
 
 
 def _target_note(ctx: Context) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psutil
@@ -124,10 +125,9 @@ def _inside(path: str, root: str) -> bool:
     return p == r or p.startswith(r + os.sep)
 
 
-def launch_from_pane(lines: list[str]) -> str | None:
-    """The newest command typed at a shell prompt in the Launcher pane that is a launch
-    command, with the `VAR=value` assignments typed before it (`CUDA_VISIBLE_DEVICES=0,1
-    uv run rl …`). Output lines are never read as commands."""
+def typed_at_prompt(lines: list[str]) -> Iterator[str]:
+    """The commands typed at a shell prompt in a pane's lines, newest first. Output lines are
+    never read as commands."""
     for line in reversed(lines):
         m = PROMPT_RE.match(line.strip())
         if not m:
@@ -135,7 +135,18 @@ def launch_from_pane(lines: list[str]) -> str | None:
         head = re.sub(r"^\([^)]*\)\s*", "", m.group(0)[:-2]).strip()  # `(venv) ` goes first
         if head and not any(c in head for c in "@~/"):
             continue  # `Progress: 10% …` is output, not a prompt (`user@host:~/dir$`, `/work#`, `$`)
-        cmd = LAUNCH_HINT_RE.match(line.strip()[m.end() :].strip())
+        yield line.strip()[m.end() :].strip()
+
+
+def launch_from_pane(lines: list[str], drives: Callable[[str], bool] | None = None) -> str | None:
+    """The newest command typed at a shell prompt in the Launcher pane that is a launch
+    command, with the `VAR=value` assignments typed before it (`CUDA_VISIBLE_DEVICES=0,1
+    uv run rl …`); `drives` is the plug-in's word on a command that drives its runs (`python
+    train_grpo.py … > train.log 2>&1` names no launcher of its own)."""
+    for typed in typed_at_prompt(lines):
+        cmd = LAUNCH_HINT_RE.match(typed)
         if cmd:
             return cmd.group(1).strip()
+        if drives is not None and drives(typed):
+            return typed
     return None
