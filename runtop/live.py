@@ -30,8 +30,9 @@ from runtop.state import RunState
 
 TAIL_BYTES = 1 << 20
 BACKFILL_CHUNK = 8 << 20
-# How often a run read generically for want of signs is looked at again (docs/reading.md, "Detection").
-REDETECT_S = 5.0
+# How often, at least, a run read generically for want of signs is looked at again (docs/reading.md,
+# "Detection"): a short run can die or end within seconds of its first logged step.
+REDETECT_S = 2.0
 
 
 class LiveRun:

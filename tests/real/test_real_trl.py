@@ -75,7 +75,8 @@ def test_every_logged_step_equals_trls_own_log_history(live):
     live.launch("--max_steps", "8", env="RUNTOP_REAL_REWARD_SECONDS=0.2")
     assert wait_for(lambda: started(live), 30)
     engine = watcher(live.root)  # from the launch on: the log has no framework's signs yet
-    assert step_until(engine, lambda e: e.verdict.verdict == "Finished", 120), engine.verdict.reasons
+    assert wait_for(live.at_prompt, 120), "the trainer ran to its end"
+    assert step_until(engine, lambda e: e.verdict.verdict == "Finished", 10), engine.verdict.reasons
     history = [h for h in live.trl_state(8)["log_history"] if "loss" in h]
     assert [h["step"] for h in history] == list(range(1, 9))
     rows = {r.step: r for r in engine.state.rows()}
@@ -154,8 +155,8 @@ def test_a_reward_function_that_raises_at_step_k_is_down_naming_the_exception_an
     live.launch("--max_steps", "10", env="RUNTOP_REAL_REWARD_RAISES_AT=4 RUNTOP_REAL_REWARD_SECONDS=0.2")
     assert wait_for(lambda: started(live), 30)
     engine = watcher(live.root)
-    assert step_until(engine, lambda e: e.verdict.verdict == "Down", 90), engine.verdict.reasons
-    assert live.at_prompt(), "the trainer exited on its own"
+    assert wait_for(live.at_prompt, 90), "the trainer exited on its own"
+    assert step_until(engine, lambda e: e.verdict.verdict == "Down" and e.verdict.alerts[0].rule == "crash", 10), engine.verdict.reasons
     reason = engine.verdict.reasons[0]
     assert reason.startswith("trainer died: ConnectionError (reward server unreachable: connection refused)"), reason
     assert "in step 4 (step 3 was its last)" in reason, reason
