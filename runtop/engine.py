@@ -235,7 +235,7 @@ class Engine:
         while True:
             with self.lock:
                 changed |= self.live.step(max_bytes=SLICE_BYTES)
-                if self.live.layout is not self.layout:
+                if isinstance(self.live, LiveRun) and self.live.layout is not self.layout:
                     self._relayout(self.live.layout)
                 more = not self.live.reader.done()
                 if more and changed and self.publishing and time.monotonic() - self._published_at >= PUBLISH_S:
