@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from runtop.advice import change_first
 from runtop.config import ActionsConfig
 from runtop.frameworks import get as get_framework
-from runtop.launcher import launcher_argv, record_pane, recorded_pane
+from runtop.launcher import launcher_argv, launcher_redirect, record_pane, recorded_pane
 from runtop.parsers.checkpoints import Problem
 from runtop.resumable import disk_refusal
 from runtop.sources.disk import DiskSnapshot, sample_run
@@ -155,7 +155,7 @@ class Context:
                 raise TmuxError("the pane whose shell started the run's processes is the one runtop runs in: no Launcher pane to type into")
             if self.session is None or pane.pid in ancestor_pids(pids):
                 if self.records:
-                    record_pane(self.run_root, pane, launcher_argv(pane, pids))
+                    record_pane(self.run_root, pane, launcher_argv(pane, pids), launcher_redirect(pane, pids))
                 return pane, "its shell started the run's processes"
             return pane, f"in the session you named ({self.session})"
         recorded, self.ignored = recorded_pane(self.run_root)
@@ -250,18 +250,21 @@ def resolve_launch_cmd(ctx: Context) -> str:
     pane = ctx.pane()
     pids = ctx.live_pids()
     argv = launcher_argv(pane, pids) if pids else None
-    source = "the launcher process's argv and the launch variables of its environment (give --launch-cmd to change it)"
+    redirect = launcher_redirect(pane, pids) if argv else ""
+    source = ("the launcher process's argv and the launch variables of its environment, its output's redirect from its own file"
+              " descriptors (give --launch-cmd to change it)")
     if argv is None:
         rec, why = recorded_pane(ctx.run_root)
         ctx.ignored = why or ctx.ignored
         if rec and rec.get("pane_id") == pane.pane_id and rec.get("shell_pid") == pane.pid and rec.get("argv"):
             argv = list(rec["argv"])
-            source = ("the launcher process's argv and launch variables, recorded by runtop in .runtop/launch.json while the run"
-                      " lived (give --launch-cmd to change it)")
+            redirect = str(rec.get("redirect") or "")
+            source = ("the launcher process's argv, launch variables and redirect, recorded by runtop in .runtop/launch.json while"
+                      " the run lived (give --launch-cmd to change it)")
     if not argv:
         extra = f"; {ctx.ignored}" if ctx.ignored else ""
         raise ActionError(f"no launch command: give --launch-cmd or [actions] launch_cmd (no live launcher process, and none recorded by runtop{extra})")
-    ctx.launch_cmd, ctx.launch_cmd_source = check_command(shlex.join(argv)), source
+    ctx.launch_cmd, ctx.launch_cmd_source = check_command(shlex.join(argv) + redirect), source
     return ctx.launch_cmd
 
 
@@ -269,6 +272,17 @@ def resolve_launch_cmd(ctx: Context) -> str:
 def alive(ctx: Context) -> dict[str, list[int]]:
     fw = get_framework(ctx.state.framework)
     return {r: p for r, p in run_processes(ctx.run_root, ctx.log_paths, fw).items() if p and r != "ray"}
+
+
+def launcher_lines(ctx: Context, lines: int = 60) -> list[str]:
+    """The Launcher pane's last lines for the engine's launcher probe (the shell's `Killed`
+    names a death). Finding the pane while the run lives records it in `.runtop/launch.json`,
+    which a resume after a kill needs. Before the run's processes are seen no pane can be
+    proven: nothing yet, rather than an error that would keep the probe away for its idle period
+    (a run killed in its first half-minute could not be resumed from runtop)."""
+    if not ctx.live_pids() and ctx.session is None and ctx.target is None and recorded_pane(ctx.run_root) is None:
+        return []
+    return list(ctx.tmux.capture(ctx.pane(), lines))
 
 
 def _target_note(ctx: Context) -> str:

@@ -149,6 +149,9 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     _config(wa)
     _common(wa)
     _notify_opts(wa)
+    # The Launcher pane is remembered while the run lives: `runtop send resume` after its death proves it.
+    wa.add_argument("--tmux-session", default=None, metavar="NAME", help="the run's tmux session (default: found from its processes)")
+    wa.add_argument("--tmux-socket", default=None, metavar="NAME", help="tmux's -L server name")
 
     fx = sub.add_parser("forensics", help="save hang forensics: py-spy stacks of every run process, process states, GPUs, log tails, disks")
     fx.add_argument("path")

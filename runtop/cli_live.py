@@ -206,10 +206,26 @@ def _watch_one(args: argparse.Namespace, cfg: Thresholds, ncfg: NotifyConfig) ->
 
     layout = layout_of(args)
     alerting = Alerting(ncfg, os.path.basename(layout.root.rstrip("/")) or layout.root, layout.root)
+    watching: list[Engine] = []
     engine = Engine(layout, interval=args.interval, poll=args.poll, thresholds=cfg, alerting=alerting, vllm_url=None, publishing=False,
-                    slurm_job=args.slurm_job, ray_address=args.ray_address)
+                    slurm_job=args.slurm_job, ray_address=args.ray_address, launcher=lambda: _launcher_lines(watching[0], args))
+    watching.append(engine)
     engine.forensics_on_stall = True  # a stall saves its stacks before anyone restarts the run
     return _Watched("", engine, alerting, status_path(layout.root))
+
+
+def _launcher_lines(engine: Engine, args: argparse.Namespace) -> list[str]:
+    """The Launcher pane's last lines, as the TUI reads them: finding the pane while the run
+    lives records it, so a `runtop send resume` after a kill knows where the run was launched."""
+    import copy
+
+    from runtop.actions import Context, launcher_lines
+
+    with engine.lock:  # a probe's thread: a copy of what the pane is found by
+        state = copy.copy(engine.state)
+        state.processes = {role: list(pids) for role, pids in (engine.state.processes or {}).items()}
+        ctx = Context.for_run(state, socket=args.tmux_socket, session=args.tmux_session)
+    return launcher_lines(ctx)
 
 
 def _watch_fleet(runs: list[str], args: argparse.Namespace, cfg: Thresholds, ncfg: NotifyConfig) -> list[_Watched]:

@@ -55,6 +55,8 @@ class RunLayout:
     metrics_map: dict[str, str] = field(default_factory=dict)
     # Why runtop reads it as this framework: the signs it saw, or why it was not recognised.
     detection: str = ""
+    # The path the user named (a run dir or one log): looked at again while undecided.
+    given: str = ""
 
     def files(self) -> list[Tracked]:
         return [*self.configs, *self.metrics, *self.logs, *self.rollouts]
@@ -177,6 +179,7 @@ def discover(path: str, framework: str | None = None, *, generic: bool = True) -
         lay = _single_file(path, forced)
         if not generic and get_framework(lay.framework) is GENERIC:
             raise DiscoveryError(f"no framework's signs in {path}")
+        lay.given = path
         return lay
     if not os.path.isdir(path):
         raise DiscoveryError(f"{path} is not a regular file or directory ({expected()})")
@@ -186,8 +189,29 @@ def discover(path: str, framework: str | None = None, *, generic: bool = True) -
         raise DiscoveryError(f"cannot list {path}: {e.strerror or e}") from None
     if not entries:
         raise DiscoveryError(f"{path} is empty: {expected()}")
-    lay = _in_dir(path, entries, forced, generic)
-    return with_job_logs(lay)
+    lay = with_job_logs(_in_dir(path, entries, forced, generic))
+    lay.given = path
+    return lay
+
+
+UNDECIDED = "framework not recognised"
+
+
+def redetect(layout: RunLayout) -> RunLayout | None:
+    """A run read generically because its logs held no framework's signs yet (runtop started
+    with the launch, before the first logged step), looked at again: the layout a plug-in
+    claims now, with what the user gave (`--ckpt-dir`, `[metrics]`); None while still undecided."""
+    if not layout.detection.startswith(UNDECIDED) or not layout.given:
+        return None
+    try:
+        fresh = discover(layout.given)
+    except DiscoveryError:
+        return None
+    if fresh.detection.startswith(UNDECIDED):
+        return None
+    fresh.ckpt_dir = fresh.ckpt_dir or layout.ckpt_dir
+    fresh.metrics_map = fresh.metrics_map or layout.metrics_map
+    return fresh
 
 
 def _in_dir(path: str, entries: list[str], forced: Framework | None, generic: bool) -> RunLayout:

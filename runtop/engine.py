@@ -127,6 +127,7 @@ class Engine:
         # Samplers can be handed in (tests, snapshots): anything with the same `sample` works.
         self._procs = proc_sampler or ProcessSampler(layout.root, [t.path for t in layout.logs], get_framework(layout.framework))
         self._disks = disk_sampler or DiskSampler(run_paths(layout.root, None), core_roots(layout.framework, layout.root))
+        self._own_samplers = (proc_sampler is None, disk_sampler is None)
         self._gpu = gpu
         self.vllm_url = vllm_url
         self.probes: list[Probe] = []
@@ -175,6 +176,15 @@ class Engine:
     def shown_verdict(self) -> Verdict:
         """The verdict a screen shows: `READING` until the engine has judged what it read."""
         return self.verdict if self._judged_reads else READING
+
+    def _relayout(self, layout: RunLayout) -> None:
+        """The run, first read generically, is now claimed by a plug-in: its processes and
+        disks are sampled as that framework's (its roles, its core dump dirs)."""
+        self.layout = layout
+        if self._own_samplers[0]:
+            self._procs = ProcessSampler(layout.root, [t.path for t in layout.logs], get_framework(layout.framework))
+        if self._own_samplers[1]:
+            self._disks = DiskSampler(run_paths(layout.root, None), core_roots(layout.framework, layout.root))
 
     # ---- probes (worker thread) -------------------------------------------
     def _sample_procs(self) -> ProcessSnapshot:
@@ -228,6 +238,8 @@ class Engine:
         while True:
             with self.lock:
                 changed |= self.live.step(max_bytes=SLICE_BYTES)
+                if isinstance(self.live, LiveRun) and self.live.layout is not self.layout:
+                    self._relayout(self.live.layout)
                 more = not self.live.reader.done()
                 if more and changed and self.publishing and time.monotonic() - self._published_at >= PUBLISH_S:
                     self.published = self._publish()

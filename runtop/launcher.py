@@ -13,6 +13,7 @@ only where runtop could have written it (docs/design.md, "The run dir is untrust
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any
 
@@ -50,9 +51,9 @@ def _assignments(child: psutil.Process, shell: psutil.Process) -> list[str]:
     return out
 
 
-def launcher_argv(pane: Pane, pids: list[int]) -> list[str] | None:
-    """The command the pane's shell started for this run: its child on the way down to the
-    run's processes (`uv run rl @ …`, argv intact: setproctitle renames only the deeper ones)."""
+def _launched(pane: Pane, pids: list[int]) -> tuple[psutil.Process, psutil.Process] | None:
+    """(the process the pane's shell started for this run, the shell): the shell's child on the
+    way down to the run's processes."""
     for pid in pids:
         try:
             chain = [psutil.Process(pid), *psutil.Process(pid).parents()]
@@ -60,27 +61,80 @@ def launcher_argv(pane: Pane, pids: list[int]) -> list[str] | None:
             continue
         for i, proc in enumerate(chain[1:], 1):
             if proc.pid == pane.pid:
-                try:
-                    argv = chain[i - 1].cmdline()
-                except psutil.Error:
-                    return None
-                if not argv or "::" in argv[0]:
-                    return None  # retitled by setproctitle: its argv is a title, not a command
-                return list(_assignments(chain[i - 1], chain[i])) + list(argv)
+                return chain[i - 1], chain[i]
     return None
 
 
-def record_pane(run_root: str, pane: Pane, argv: list[str] | None = None) -> None:
+def launcher_argv(pane: Pane, pids: list[int]) -> list[str] | None:
+    """The command the pane's shell started for this run (`uv run rl @ …`, argv intact:
+    setproctitle renames only the deeper ones), with the launch variables it was given."""
+    found = _launched(pane, pids)
+    if found is None:
+        return None
+    child, shell = found
+    try:
+        argv = child.cmdline()
+    except psutil.Error:
+        return None
+    if not argv or "::" in argv[0]:
+        return None  # retitled by setproctitle: its argv is a title, not a command
+    return list(_assignments(child, shell)) + list(argv)
+
+
+# The redirects `redirect_of` writes, and nothing else: ` > /abs/path 2>&1`, ` >> /a 2> /b`.
+REDIRECT_SHAPE_RE = re.compile(r"(?: \d?>>? /[\w./-]+)+(?: 2>&1)?\Z", re.ASCII)
+# A redirect target runtop will type back: a plain path (a space or a quote would need shell quoting).
+PLAIN_PATH_RE = re.compile(r"/[\w./-]+\Z", re.ASCII)
+O_APPEND = 0o2000
+
+
+def launcher_redirect(pane: Pane, pids: list[int]) -> str:
+    """The redirect the shell gave that command (` > /runs/grpo/train.log 2>&1`), read from the
+    process's own stdout and stderr, never from the screen (a line the run prints can look like
+    a prompt): a resume typed without it prints into the pane, and the run's log never hears of
+    the resumed attempt. Empty where they are a terminal or a pipe (`| tee`: not replayed)."""
+    found = _launched(pane, pids)
+    return redirect_of(found[0].pid) if found is not None else ""
+
+
+def redirect_of(pid: int) -> str:
+    def target(fd: int) -> tuple[str, bool] | None:
+        try:
+            path = os.readlink(f"/proc/{pid}/fd/{fd}")
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                flags = next((int(line.split()[1], 8) for line in f if line.startswith("flags:")), 0)
+        except (OSError, ValueError, IndexError):
+            return None
+        if not PLAIN_PATH_RE.match(path) or path.startswith(("/dev/", "/proc/")):
+            return None
+        return path, bool(flags & O_APPEND)
+
+    out, err = target(1), target(2)
+    if out is None:
+        return ""
+    words = f" {'>>' if out[1] else '>'} {out[0]}"
+    if err is not None and err[0] == out[0]:
+        return words + " 2>&1"
+    if err is not None:
+        words += f" 2{'>>' if err[1] else '>'} {err[0]}"
+    return words
+
+
+def record_pane(run_root: str, pane: Pane, argv: list[str] | None = None, redirect: str = "") -> None:
     """Remember the pane proven to run this run, and the command its shell started, for
     after the run's processes are gone. Not recorded (a read-only run dir, `.runtop` a link
     or another user's): after the run dies, the pane must be named (said then)."""
     entry: dict[str, Any] = {"pane_id": pane.pane_id, "shell_pid": pane.pid, "session": pane.session, "window": pane.window, "run": run_root}
     if argv:
         entry["argv"] = argv
+        if redirect:
+            entry["redirect"] = redirect
     else:
         old, _why = recorded_pane(run_root)
         if old and old.get("shell_pid") == pane.pid and isinstance(old.get("argv"), list):
             entry["argv"] = old["argv"]
+            if old.get("redirect"):
+                entry["redirect"] = old["redirect"]
     replace_json(run_root, LAUNCH_JSON, entry)
 
 
@@ -102,4 +156,7 @@ def recorded_pane(run_root: str) -> tuple[dict[str, Any] | None, str | None]:
     argv = doc.get("argv")
     if argv is not None and not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
         return None, f".runtop/{LAUNCH_JSON} has an argv that is not a list of words: ignored"
+    redirect = doc.get("redirect")
+    if redirect is not None and not (isinstance(redirect, str) and REDIRECT_SHAPE_RE.match(redirect)):
+        return None, f".runtop/{LAUNCH_JSON} has a redirect that is not one runtop writes: ignored"
     return doc, None

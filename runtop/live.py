@@ -19,7 +19,7 @@ import time
 from typing import IO, Any
 
 from runtop.config import Thresholds
-from runtop.discovery import RunLayout
+from runtop.discovery import RunLayout, redetect
 from runtop.log_tail import LogTail
 from runtop.parsers.hygiene import public
 from runtop.queues import drain
@@ -30,6 +30,9 @@ from runtop.state import RunState
 
 TAIL_BYTES = 1 << 20
 BACKFILL_CHUNK = 8 << 20
+# How often, at least, a run read generically for want of signs is looked at again (docs/reading.md,
+# "Detection"): a short run can die or end within seconds of its first logged step.
+REDETECT_S = 2.0
 
 
 class LiveRun:
@@ -52,6 +55,7 @@ class LiveRun:
         # charts and the step table fill as the history lands, not only when it is all read).
         self._history: queue.SimpleQueue[list[Any]] = queue.SimpleQueue()
         self._tail_first: int | None = None  # the first step the live tail itself read
+        self._redetect_at = time.monotonic() + max(interval, REDETECT_S)
         if self._needs_backfill(tail_bytes):
             self.reader.seek_tails(tail_bytes)
             self._backfilling = True
@@ -122,6 +126,7 @@ class LiveRun:
             self.reader.state._dirty_steps.clear()
             self._backfilling = False
             changed = True
+        changed |= self._redetect()
         changed |= self.reader.poll(max_bytes=max_bytes, rescan_every=self.interval, ckpt_every=max(self.interval, 5.0),
                                     seen=self.waiter.take_seen())
         changed |= self._take_history()
@@ -137,6 +142,26 @@ class LiveRun:
             look_at_processes(self.reader)
             changed |= before != (self.reader.state.processes, self.reader.state.process_denied)
         return changed
+
+    def _redetect(self) -> bool:
+        """A TRL or verl console caught in its first seconds has no framework's signs yet: read
+        generically then, it is looked at again every few seconds, and read afresh by the
+        plug-in that claims it once its signs are there (its steps, checkpoints, resume)."""
+        now = time.monotonic()
+        if self._backfilling or now < self._redetect_at:
+            return False
+        self._redetect_at = now + max(self.interval, REDETECT_S)
+        fresh = redetect(self.layout)
+        if fresh is None:
+            return False
+        old = self.reader.state
+        self.reader.close()
+        self.layout = fresh
+        self.reader = RunReader(fresh, tail=self.tail)
+        # What the probes saw stays until they look again (a run judged with no process would flicker).
+        self.reader.state.processes, self.reader.state.process_denied = old.processes, old.process_denied
+        self.reader.state.disk, self.reader.state.slurm, self.reader.state.ray = old.disk, old.slurm, old.ray
+        return True
 
     def _take_history(self) -> bool:
         """Fold the history's rows read so far into the live state, below the first step the

@@ -63,7 +63,7 @@ def crash(f: Facts) -> list[Finding]:
     during = f" during {first.phase}" if first.phase else ""
     cause = f"{first.kind}{during} ({short_keeping_errno(detail, 100)})"
     context = "".join(
-        f"; {part}" for part in (who, f"reported as {first.wrapped_by}" if first.wrapped_by else None, others_waiting(s, first)) if part
+        f"; {part}" for part in (_in_step(s, first), who, f"reported as {first.wrapped_by}" if first.wrapped_by else None, others_waiting(s, first)) if part
     )
     # Where to look next comes last: what died, where and who reported it come first on a narrow screen.
     advice = f"; {first.hint}" if first.hint else ""
@@ -80,6 +80,15 @@ def crash(f: Facts) -> list[Finding]:
         return [Finding("crash", "critical", msg, _where(s, first), first.time, down=True, cause=first.kind, wrapper=first.wrapped_by, phase=first.phase)]
     msg = f"{role} logged a fatal {first.kind} but its process is still alive ({_short(detail, 80)}){context}{advice}"
     return [Finding("crash", "warning", msg, _where(s, first), first.time, cause=first.kind, wrapper=first.wrapped_by, phase=first.phase)]
+
+
+def _in_step(s: RunState, dead: ErrorEntry) -> str | None:
+    """`in step 3 (step 2 was its last)`: the step a trainer died in, where its framework logs a
+    step when it is done (the step after the last one logged), and no phase says more."""
+    step = s.trainer_step
+    if dead.phase or step is None or dead.role != "trainer" or not get_framework(s.framework).logs_steps_when_done:
+        return None
+    return f"in step {step + 1} (step {step} was its last)"
 
 
 NODE_FILE_RE = re.compile(r"(?:^|/)node_(\d+)(?:_rank(\d+))?\.log$", re.ASCII)

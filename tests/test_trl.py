@@ -89,3 +89,23 @@ def test_a_bar_with_no_dict_yet_is_progress_with_a_step_time():
     evs = events("\r  0%|          | 3/1562 [18:48<164:33:29, 379.99s/it]")
     bar = [e for e in evs if isinstance(e, StepMetrics)]
     assert [(e.step, e.values) for e in bar] == [(3, {"step_time_s": 379.99})] and MaxSteps(1562, "the progress bar") in evs
+
+
+def test_the_recorded_real_run_replays_into_a_run_runtop_reads_as_it_was(tmp_path):
+    """tests/real/replay.py writes the recorded genuine TRL run step by step: read at the end,
+    it is the case's own verdict, steps and checkpoints."""
+    import subprocess
+    import sys
+
+    from runtop.snapshot import read_and_judge
+
+    replay = os.path.join(os.path.dirname(__file__), "real", "replay.py")
+    out = tmp_path / "grpo-replay"
+    r = subprocess.run([sys.executable, replay, str(out), "--step-seconds", "0"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    state, verdict = read_and_judge(str(out), disks=False, gpus=False)
+    assert verdict.verdict == "Down" and verdict.reasons[0].startswith("trainer died: ConnectionError"), verdict.reasons
+    assert state.framework == "trl" and state.trainer_step == 4 and state.max_steps == 8
+    assert sorted(s for s, c in state.checkpoints.items() if c.complete) == [2, 4]
+    r = subprocess.run([sys.executable, replay, str(out)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "exists" in r.stderr

@@ -75,8 +75,9 @@ class VettedActions(_Base):
 
     def _capture_launcher(self) -> list[str]:
         """The Launcher pane's last lines (reading: allowed even with --read-only)."""
-        ctx = self._action_context()
-        return list(ctx.tmux.capture(ctx.pane(), 60))
+        from runtop.actions import launcher_lines
+
+        return launcher_lines(self._action_context())
 
     def _action_context(self) -> Context:
         from runtop.actions import Context

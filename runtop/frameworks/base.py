@@ -64,6 +64,9 @@ class Framework:
     reads_inference_logs = False
     # Said beside every verdict on a run it reads (the generic reader: "framework not recognised").
     read_note = ""
+    # Its trainer logs a step when the step is done (a Trainer's dict after the optimizer step):
+    # a death after step N's line came in step N+1, and a crash says so.
+    logs_steps_when_done = False
     # The signs of its logs, weighed (`runtop.frameworks.evidence`): what names it as a log's writer.
     evidence: tuple[Sign, ...] = ()
 

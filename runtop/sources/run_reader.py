@@ -103,6 +103,7 @@ class RunReader:
         self._last_rescan = time.monotonic()
         self._last_ckpt = float("-inf")
         self._ckpt_dir: str | None = None
+        self._marks: tuple[int, ...] = ()
         self._poll_lines: list[LogLine] = []  # this poll's lines for the Logs pane, from every file
         self._started_attempt = False
         self._turn = 0  # where the next turn of idle files begins
@@ -178,11 +179,16 @@ class RunReader:
         lines, self._poll_lines = self._poll_lines, []
         self.tail.add_poll(lines)
         ckpt_dir = self.checkpoint_dir()
-        # A checkpoint dir the log has just named is listed at once, not one interval later.
-        if not self.layout.single_file and (now - self._last_ckpt >= ckpt_every or ckpt_dir != self._ckpt_dir):
+        # A checkpoint dir the log has just named is listed at once, not one interval later;
+        # so is one where a save began or an unfinished save changed (their directories'
+        # mtimes, a few stats a poll): a save made whole, or a run killed right after one,
+        # is judged on the checkpoints as they are, not as they were five seconds ago.
+        marks = self._ckpt_marks(ckpt_dir)
+        if not self.layout.single_file and (now - self._last_ckpt >= ckpt_every or ckpt_dir != self._ckpt_dir or marks != self._marks):
             self._last_ckpt = now
             self._ckpt_dir = ckpt_dir
             self.state.checkpoints = self.framework.scan_checkpoints(self.layout, ckpt_dir)
+            self._marks = self._ckpt_marks(ckpt_dir)
         return changed
 
     def _resting(self, now: float, seen: set[str] | None) -> set[str]:
@@ -214,6 +220,19 @@ class RunReader:
             roles = Counter(f.tracked.role for f in self._followed.values())
             self._crowded = [f for f in self._followed.values() if roles[f.tracked.role] > CROWD]
         return self._kinds.get(kind, [])
+
+    def _ckpt_marks(self, ckpt_dir: str | None) -> tuple[int, ...]:
+        """The mtimes of the checkpoint dir and of each save not yet whole: they move when a
+        save starts, is renamed, or gains a file."""
+        paths = [ckpt_dir] if ckpt_dir else []
+        paths += [c.path for c in self.state.checkpoints.values() if not c.complete]
+        out = []
+        for p in paths:
+            try:
+                out.append(os.stat(p).st_mtime_ns)
+            except OSError:
+                out.append(-1)
+        return tuple(out)
 
     def checkpoint_dir(self) -> str | None:
         """The checkpoint dir being listed, as the framework finds it (a note when it names

@@ -272,9 +272,11 @@ class GenericParser(RecordParser):
         if self.explicit:
             return  # the log numbers its steps: the bar only gives the total
         step = epoch * bar.total + bar.n
-        self.bar_step = step
-        if bar.n > 0:
-            rollout, trainer, extra = _split(bar.postfix)
+        before, self.bar_step = self.bar_step, step
+        rollout, trainer, extra = _split(bar.postfix)
+        # A frame whose count did not move and that carries no values is a redraw, no progress:
+        # tqdm draws the bar once more as the process exits, after the traceback that killed it.
+        if bar.n > 0 and (before is None or step != before or rollout or trainer or extra):
             if bar.seconds_per_it:
                 trainer.setdefault("step_time_s", bar.seconds_per_it)
             if rollout:

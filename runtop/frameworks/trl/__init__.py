@@ -44,6 +44,7 @@ class Trl(DriverLogFramework):
     trainer_memory_settings = ("per_device_train_batch_size", "max_completion_length")
     inference_memory_settings = ("vllm_gpu_memory_utilization",)
     max_tokens_setting = "max_completion_length"
+    logs_steps_when_done = True  # the Trainer's dict and the bar's tick follow the optimizer step
 
     def checkpoint_dir(self, layout: RunLayout, state: RunState) -> tuple[str | None, str | None]:
         """`--ckpt-dir` (the output_dir), else the run dir when it holds `checkpoint-N`."""

@@ -82,15 +82,17 @@ class TrlParser(RecordParser):
             m = BAR_RE.match(rec.message)
             if m:
                 self.seen_bar = True
-                self.bar_step = int(m.group(1))
+                before, self.bar_step = self.bar_step, int(m.group(1))
                 total = int(m.group(2))
                 if total != self.max_steps:
                     self.max_steps = total
                     out.append(MaxSteps(total, "the progress bar"))
                 # The bar is progress before any dict is logged (`3/1562 [18:48<164:33:29, 379.99s/it]`):
                 # its step, and its s/it as the step time, so an ETA exists from the first tick.
+                # Only a count that moved is progress: tqdm draws the bar once more as the
+                # process exits, after the traceback that killed it, and that frame is no sign of life.
                 bar = last_bar(rec.message)
-                if self.bar_step > 0 and bar is not None:
+                if self.bar_step > 0 and bar is not None and (before is None or self.bar_step > before):
                     out.append(StepMetrics(TRAINER, self.bar_step, {"step_time_s": bar.seconds_per_it} if bar.seconds_per_it else {}, {}, "bar"))
                 if self.pending is not None and self.bar_step > self.last_step:
                     self._flush(self.bar_step, out)
