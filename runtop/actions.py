@@ -280,7 +280,7 @@ def launcher_lines(ctx: Context, lines: int = 60) -> list[str]:
     which a resume after a kill needs. Before the run's processes are seen no pane can be
     proven: nothing yet, rather than an error that would keep the probe away for its idle period
     (a run killed in its first half-minute could not be resumed from runtop)."""
-    if not ctx.live_pids() and ctx.session is None and ctx.target is None and recorded_pane(ctx.run_root) is None:
+    if not ctx.live_pids() and ctx.session is None and ctx.target is None and recorded_pane(ctx.run_root)[0] is None:
         return []
     return list(ctx.tmux.capture(ctx.pane(), lines))
 

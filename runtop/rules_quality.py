@@ -28,7 +28,10 @@ def checkpoint_incomplete(f: Facts) -> list[Finding]:
     out = []
     newest = cks[-1].step
     moved_on = (s.trainer_step or 0) > newest or bool(s.open_fatals())
-    saving = any(p.name == "save_checkpoints" for p in s.phases)
+    # A save is being written while the run's processes live and no step came after it: TRL
+    # writes `checkpoint-N/` in place, so mid-save it looks like a save missing its last file
+    # (a real run was Degraded for a second at every save).
+    saving = any(p.name == "save_checkpoints" for p in s.phases) or any(pids for r, pids in (f.alive or {}).items() if r != "ray")
     last_ok = s.last_complete_checkpoint()
     for c in cks:
         if c.complete:

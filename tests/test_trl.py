@@ -109,3 +109,29 @@ def test_the_recorded_real_run_replays_into_a_run_runtop_reads_as_it_was(tmp_pat
     assert sorted(s for s, c in state.checkpoints.items() if c.complete) == [2, 4]
     r = subprocess.run([sys.executable, replay, str(out)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "exists" in r.stderr
+
+
+def test_a_save_being_written_while_the_trainer_lives_is_no_incomplete_checkpoint(tmp_path):
+    """TRL writes `checkpoint-N/` in place: mid-save it lacks `trainer_state.json`. While the
+    trainer lives and no step came after it, that is a save in progress, not a Degraded run;
+    with no process left, the same dir is a save that never finished."""
+    import time
+
+    from runtop.config import Thresholds
+    from runtop.health import judge
+    from runtop.rules import Facts
+    from runtop.snapshot import read_run
+
+    root = tmp_path / "run"
+    get("trl").simulator(str(root), "healthy", max_steps=4).run()
+    state = read_run(str(root), processes=False)
+    newest = max(state.checkpoints)
+    os.remove(os.path.join(state.checkpoints[newest].path, "trainer_state.json"))
+    state = read_run(str(root), processes=False)
+    assert not state.checkpoints[newest].complete and (state.trainer_step or 0) <= newest
+    state.processes = {"trainer": [4242]}
+    v = judge(state, Facts(state, time.time(), Thresholds()))
+    assert not [f for f in v.alerts if f.rule == "checkpoint_incomplete"], v.reasons
+    state.processes = {}
+    v = judge(state, Facts(state, time.time(), Thresholds()))
+    assert [f for f in v.alerts if f.rule == "checkpoint_incomplete"], v.reasons

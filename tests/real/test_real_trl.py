@@ -126,10 +126,11 @@ def test_a_checkpoint_is_complete_exactly_when_trl_wrote_it_whole_and_a_save_kil
     assert step_until(engine, lambda e: e.verdict.verdict == "Down", 10)
     assert engine.state.last_complete_checkpoint().step == 4 and not engine.state.checkpoints[6].complete
     assert "last complete checkpoint: step 4" in engine.verdict.reasons[0]
-    # A fresh look agrees, and the resume it offers is the whole one (no watcher recorded the
-    # pane while the trainer lived: it is named).
-    r = subprocess.run([*RUNTOP, "actions", str(live.root), "--tmux-socket", live.sock, "--tmux-target", "grpo:Launcher"],
-                       capture_output=True, text=True, timeout=60)
+    # A fresh look agrees, and the resume it offers is the whole one. No watcher recorded the
+    # pane and its command while the trainer lived, and the pane's screen is never read for one
+    # (the run can print a line that looks like a prompt): both are named, as a user would.
+    r = subprocess.run([*RUNTOP, "actions", str(live.root), "--tmux-socket", live.sock, "--tmux-target", "grpo:Launcher",
+                        "--launch-cmd", live.command("--max_steps", "20")], capture_output=True, text=True, timeout=60)
     assert "--resume_from_checkpoint" in r.stdout and f"{live.root}/checkpoint-4" in r.stdout and "checkpoint-6 " not in r.stdout, r.stdout
 
 
@@ -189,7 +190,7 @@ def trainer_resumed(run: LiveTrl, n: int) -> bool:
 
 def test_send_resume_after_a_kill_resumes_the_real_trainer_and_watch_pages_once_each_way(live):
     srv = AlertServer()
-    live.launch("--max_steps", "40")
+    live.launch("--max_steps", "400")  # long enough never to finish within the test
     assert wait_for(lambda: started(live), 30)
     watch = subprocess.Popen([*RUNTOP, "watch", str(live.root), "--interval", "1", "--notify", srv.url(), "--tmux-socket", live.sock],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -224,7 +225,7 @@ async def test_r_in_the_tui_resumes_the_real_trainer_and_runtop_shows_the_new_at
     from runtop.tui.confirm_screen import ConfirmScreen
     from tests.test_actions import open_modal
 
-    live.launch("--max_steps", "40")
+    live.launch("--max_steps", "400")  # long enough never to finish within the test
     assert wait_for(lambda: started(live), 30)
     app = RuntopApp(discover(str(live.root)), interval=POLL, action_options={"socket": live.sock}, vllm_url=None, disks=False, gpus=False)
     async with app.run_test(size=(200, 50)) as pilot:
