@@ -21,9 +21,9 @@ import pwd
 import re
 import shlex
 
-from runtop.outputs import Untrusted, check_trusted, read_trusted
 from runtop.parsers.slurm import JobState, SlurmJob
 from runtop.sources.slurm import SlurmSnapshot
+from runtop.trust import Untrusted, check_trusted, read_trusted
 
 SCRIPT_NAMES_RE = re.compile(r".*\.(?:sbatch|slurm|sh)\Z")
 OUTPUT_RE = re.compile(r"^#SBATCH\s+(?:--output|--error|-o|-e)(?:=|\s+)(\S+)", re.M)

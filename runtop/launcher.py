@@ -19,8 +19,9 @@ from typing import Any
 
 import psutil
 
-from runtop.outputs import Untrusted, read_trusted, replace_json
+from runtop.outputs import replace_json
 from runtop.sources.tmux import Pane
+from runtop.trust import Untrusted, read_trusted
 
 LAUNCH_JSON = "launch.json"
 

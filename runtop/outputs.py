@@ -1,4 +1,4 @@
-"""Every file runtop writes, and every file of a run dir it believes: one module.
+"""Every file runtop writes under a run dir or the temp dir: one module.
 
 The run dir is untrusted (docs/design.md, "The run dir is untrusted"): whoever can write it
 must not choose where runtop writes, nor what it types or runs. So:
@@ -14,9 +14,7 @@ must not choose where runtop writes, nor what it types or runs. So:
 - **Fall-backs** (a run dir runtop cannot write) go to a private per-user directory:
   `$XDG_RUNTIME_DIR/runtop`, else `<temp dir>/runtop-<uid>` (mode 0700, the user's, or a fresh
   `mkdtemp` one where that name was taken by someone else). Never a fixed shared name.
-- **Trust.** A file that chooses what runtop types or runs (`.runtop/launch.json`, a batch
-  script) is believed only if it, and the directory it is in, belong to the user running
-  runtop and are writable by no one else; else `Untrusted` says why, in one line.
+- What of the run dir runtop believes is `runtop.trust`'s.
 """
 
 from __future__ import annotations
@@ -26,60 +24,18 @@ import fcntl
 import hashlib
 import json
 import os
-import pwd
 import stat
 import tempfile
 
 from runtop.parsers.hygiene import public
 from runtop.sources.regular import what_is
+from runtop.trust import DIR_FLAGS, loose, refused
 
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class OutputError(Exception):
     """A file runtop cannot or will not write; the message is one line."""
-
-
-class Untrusted(Exception):
-    """A file in the run dir runtop will not believe, and why (one line)."""
-
-
-def _who(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return f"uid {uid}"
-
-
-def loose(st: os.stat_result, what: str) -> str | None:
-    """Why `what` (a file or a directory) cannot be trusted: another user's, or writable by
-    others than its owner. None: it is the user's own."""
-    me = os.geteuid()
-    if st.st_uid != me:
-        return f"{what} is owned by {_who(st.st_uid)}, not by {_who(me)}"
-    bits = st.st_mode & 0o022
-    if bits:
-        who = "its group and by others" if bits == 0o022 else ("its group" if bits & 0o020 else "others")
-        return f"{what} is writable by {who}"
-    return None
-
-
-def _why(e: OSError, what: str, dir_fd: int | None = None, name: str = "") -> str:
-    """One line for a refused open; `O_DIRECTORY | O_NOFOLLOW` says ENOTDIR for a link."""
-    link = e.errno in (errno.ELOOP, errno.EMLINK)
-    if e.errno == errno.ENOTDIR and dir_fd is not None:
-        try:
-            link = stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
-        except OSError:
-            pass
-    if link:
-        return f"{what} is a symbolic link"
-    if e.errno == errno.ENOTDIR:
-        return f"{what} is not a directory"
-    if e.errno == errno.EISDIR:
-        return f"{what} is a directory"
-    return f"{what}: {e.strerror or e}"
 
 
 def _real(fd: int, fallback: str) -> str:
@@ -125,9 +81,9 @@ class Dir:
         except OSError as e:
             raise OutputError(f"cannot write {self._name(name)}: {e.strerror or e}") from None
         try:
-            fd = os.open(name, _DIR | os.O_NOFOLLOW, dir_fd=self.fd)
+            fd = os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=self.fd)
         except OSError as e:
-            raise OutputError(f"refusing to write in {self._name(name)}: {_why(e, name, self.fd, name)}") from None
+            raise OutputError(f"refusing to write in {self._name(name)}: {refused(e, name, self.fd, name)}") from None
         try:
             st = os.fstat(fd)
             if st.st_uid != os.geteuid():
@@ -161,7 +117,7 @@ class Dir:
         except OSError as e:
             if e.errno == errno.EEXIST:
                 raise OutputError(f"refusing to write {self._name(name)}: it exists already (made by someone else)") from None
-            raise OutputError(f"cannot write {self._name(name)}: {_why(e, name)}") from None
+            raise OutputError(f"cannot write {self._name(name)}: {refused(e, name)}") from None
 
     def create(self, name: str, data: bytes, *, mode: int = 0o644) -> None:
         """A new file `name` holding `data`, or nothing (a name that exists already is refused)."""
@@ -184,14 +140,14 @@ class Dir:
             os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
         except OSError as e:
             _unlink(tmp, self.fd)
-            raise OutputError(f"cannot write {self._name(name)}: {_why(e, name)}") from None
+            raise OutputError(f"cannot write {self._name(name)}: {refused(e, name)}") from None
         return self._name(name)
 
     def remove_tree(self, name: str) -> None:
         """Take away `name` and all under it, never following a link (what runtop made
         and could not finish); errors are ignored."""
         try:
-            fd = os.open(name, _DIR | os.O_NOFOLLOW, dir_fd=self.fd)
+            fd = os.open(name, DIR_FLAGS | os.O_NOFOLLOW, dir_fd=self.fd)
         except OSError:
             _unlink(name, self.fd)
             return
@@ -221,7 +177,7 @@ class Dir:
         try:
             fd = os.open(name, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644, dir_fd=self.fd)
         except OSError as e:
-            raise OutputError(f"{'refusing to' if e.errno == errno.ELOOP else 'cannot'} write {path}: {_why(e, name)}") from None
+            raise OutputError(f"{'refusing to' if e.errno == errno.ELOOP else 'cannot'} write {path}: {refused(e, name)}") from None
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
@@ -286,7 +242,7 @@ def open_dir(root: str, rel: str = "") -> Dir:
     """`root` (the path the user gave: its own links are theirs to make), then each part of
     `rel` made if missing and opened without following a link, each the user's own."""
     try:
-        fd = os.open(root, _DIR)
+        fd = os.open(root, DIR_FLAGS)
     except OSError as e:
         raise OutputError(f"cannot write in {root}: {e.strerror or e}") from None
     d = Dir(fd, root)
@@ -306,7 +262,7 @@ def private_dir() -> Dir:
     xdg = os.environ.get("XDG_RUNTIME_DIR", "")
     if os.path.isabs(xdg):
         try:
-            fd = os.open(xdg, _DIR)
+            fd = os.open(xdg, DIR_FLAGS)
             st = os.fstat(fd)
             if st.st_uid == os.geteuid() and not st.st_mode & 0o077:
                 with Dir(fd, xdg) as base:
@@ -316,12 +272,12 @@ def private_dir() -> Dir:
             pass
     tmp = _temp_root()
     try:
-        with Dir(os.open(tmp, _DIR), tmp) as base:
+        with Dir(os.open(tmp, DIR_FLAGS), tmp) as base:
             return base.sub(f"runtop-{os.geteuid()}", mode=0o700)
     except (OSError, OutputError):
         try:
             made = tempfile.mkdtemp(prefix=f"runtop-{os.geteuid()}-", dir=tmp)
-            return Dir(os.open(made, _DIR | os.O_NOFOLLOW), made)
+            return Dir(os.open(made, DIR_FLAGS | os.O_NOFOLLOW), made)
         except OSError as e:
             raise OutputError(f"no private directory to write in under {tmp}: {e.strerror or e}") from None
 
@@ -403,84 +359,3 @@ def replace_json(run_root: str, name: str, obj: object) -> bool:
         return True
     except (OutputError, TypeError, ValueError):
         return False
-
-
-# ---- reading what the run dir holds -------------------------------------------------------
-def _open_trusted(root: str, rel: str) -> int | None:
-    """A descriptor on `root/rel` if it and its directory are the user's own and writable by
-    no one else (opened link by link below `root`); None: not there; else `Untrusted`."""
-    parts = [p for p in rel.split("/") if p]
-    try:
-        dfd = os.open(root, _DIR)
-    except OSError:
-        return None
-    try:
-        for p in parts[:-1]:
-            try:
-                nxt = os.open(p, _DIR | os.O_NOFOLLOW, dir_fd=dfd)
-            except FileNotFoundError:
-                return None
-            except OSError as e:
-                raise Untrusted(_why(e, p, dfd, p)) from None
-            os.close(dfd)
-            dfd = nxt
-        try:
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
-        except FileNotFoundError:
-            return None
-        except OSError as e:
-            raise Untrusted(_why(e, rel)) from None
-        try:
-            st = os.fstat(fd)
-            folder = os.path.dirname(rel) or "the run dir"
-            why = (None if stat.S_ISREG(st.st_mode) else f"{rel} is not a regular file") or (
-                f"{rel} has another hard link" if st.st_nlink > 1 else None) or loose(st, rel) or loose(os.fstat(dfd), folder)
-        except OSError as e:
-            why = f"{rel}: {e.strerror or e}"
-        if why:
-            os.close(fd)
-            raise Untrusted(why)
-        return fd
-    finally:
-        os.close(dfd)
-
-
-def check_trusted(root: str, rel: str) -> bool:
-    """True: `root/rel` is there and trusted; False: not there; `Untrusted`: there, not believed."""
-    fd = _open_trusted(root, rel)
-    if fd is None:
-        return False
-    os.close(fd)
-    return True
-
-
-def read_trusted(root: str, rel: str, limit: int = 64 << 10) -> bytes | None:
-    """The bytes of `root/rel` if trusted (`check_trusted`) and at most `limit` long; None:
-    not there; else `Untrusted`."""
-    fd = _open_trusted(root, rel)
-    if fd is None:
-        return None
-    try:
-        data = os.read(fd, limit + 1)
-    except OSError as e:
-        raise Untrusted(f"{rel}: {e.strerror or e}") from None
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise Untrusted(f"{rel} is larger than {limit} bytes")
-    return data
-
-
-def read_json(run_root: str, name: str, limit: int = 64 << 10) -> object | None:
-    """`RUN/.runtop/NAME` as JSON, or None (missing, not the user's own, a link, too big, not JSON)."""
-    try:
-        data = read_trusted(run_root, f".runtop/{name}", limit)
-    except Untrusted:
-        return None
-    if data is None:
-        return None
-    try:
-        doc: object = json.loads(data)
-    except ValueError:
-        return None
-    return doc

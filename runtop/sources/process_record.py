@@ -11,7 +11,8 @@ from typing import TypeGuard
 import psutil
 
 from runtop.lifetimes import MAX_KEPT, ProcessRecord, Seen
-from runtop.outputs import read_json, replace_json
+from runtop.outputs import replace_json
+from runtop.trust import read_json
 
 NAME = "processes.json"
 
