@@ -394,8 +394,9 @@ def main(argv: list[str] | None = None) -> int:
         _err("give a run directory, e.g. `runtop outputs/my-run`, or try `runtop demo`")
         return EXIT_USAGE
     from runtop.cli_actions import cmd_actions, cmd_send
-    from runtop.cli_live import cmd_demo, cmd_export, cmd_follow, cmd_forensics, cmd_notify, cmd_tui, cmd_watch
+    from runtop.cli_live import cmd_demo, cmd_export, cmd_follow, cmd_forensics, cmd_notify, cmd_tui
     from runtop.cli_serve import cmd_serve
+    from runtop.cli_watch import cmd_watch
 
     handlers = {
         "status": cmd_status, "follow": cmd_follow, "demo": cmd_demo, "tui": cmd_tui, "check": cmd_check,
