@@ -150,7 +150,7 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
         ray_address=getattr(args, "ray_address", None),
     )
     app.monitor.forensics_on_stall = not visitor  # a stall saves its stacks before anyone restarts the run
-    app.monitor.records = not visitor
+    app.monitor.processes_over_time.records = not visitor
     result = app.run()
     if not app.engine_idle.wait(ENGINE_STOP_S):
         # The engine's thread is stuck in a read that never returns (a hung network filesystem):

@@ -27,22 +27,20 @@ from runtop.alerting import Alerting
 from runtop.config import Thresholds
 from runtop.discovery import RunLayout
 from runtop.findings import Finding
-from runtop.forensics import Forensics, collect
+from runtop.forensics import Forensics, InThread
 from runtop.frameworks import get as get_framework
 from runtop.health import READING, HealthTracker, Verdict
-from runtop.lifetimes import GONE_SAMPLES, Lifetimes
+from runtop.lifetimes import Lifetimes
 from runtop.live import LiveRun, OnceRun
 from runtop.parsers.events import VllmStats
-from runtop.parsers.shell import job_death
 from runtop.probe import Probe, Unavailable
+from runtop.process_watch import ProcessWatch
 from runtop.publish import Publisher
 from runtop.queues import drain
 from runtop.rules import Facts
 from runtop.rules_hang import GpuIdleTracker
-from runtop.sources import process_record
 from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
-from runtop.sources.kernel_log import KMSG, oom_kills
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot
 from runtop.sources.ray_state import RAY_PERIOD_S, RayClient, RaySnapshot, address_of
 from runtop.sources.slurm import SLURM_PERIOD_S, SlurmClient, SlurmSnapshot, find_job
@@ -62,9 +60,6 @@ PROBE_WAIT_S = 0.5
 # How long a headless check-in waits for every probe at once (a hung NFS `/proc` or NVML
 # call is judged without, and says so).
 PROBE_ALL_S = 10.0
-# How often the record of the run's live processes is refreshed while they live (it is
-# written at once when they change or all go).
-RECORD_EVERY_S = 60.0
 
 
 class Engine:
@@ -105,21 +100,11 @@ class Engine:
         # Hang forensics: taken in a thread of its own when a stall begins (if
         # `forensics_on_stall`) or when asked (`F`); the newest result is named by the stall.
         self.forensics_on_stall = False
-        # Whether this engine leaves its record of the run's processes in RUN/.runtop/ (a
-        # `runtop serve` visitor's TUI writes nothing).
-        self.records = True
         self.gpu_idle = GpuIdleTracker()  # since when each GPU has sat idle holding the run's memory
         # Which of the run's processes were seen alive, and when all of them went (a run killed
         # whole says nothing in its logs); what an earlier runtop recorded stands in until then.
-        self.lifetimes = Lifetimes()
-        self._recorded_at = 0.0
-        self.kernel_log = KMSG  # where the OOM killer's word is read (a saved `dmesg` file in tests)
-        self._launcher_screen: list[str] = []  # the Launcher pane's newest lines: its shell's word on a death
-        if processes:
-            self._load_record()
-        self.last_forensics: Forensics | None = None
-        self._forensics_running = threading.Event()
-        self._forensics_done: queue.SimpleQueue[Forensics] = queue.SimpleQueue()
+        self.processes_over_time = ProcessWatch(layout.root, load=processes)
+        self.forensics = InThread()
         # Who hears of an incident when no one looks at the screen: every verdict goes there.
         self.alerting = alerting
         self.verdict: Verdict = self._judge()
@@ -320,29 +305,18 @@ class Engine:
 
     def start_forensics(self, verdict: Verdict | None = None) -> bool:
         """Save hang forensics in a thread (py-spy takes seconds); False if one is running."""
-        if self._forensics_running.is_set():
-            return False
-        self._forensics_running.set()
         with self.lock:
-            # A frozen copy: the collection reads it while the engine goes on reading the run.
-            view = self._publish()
-        judged = verdict or view.verdict
+            view = self._publish()  # a frozen copy: the collection reads it while the engine reads on
+        sys_ = view.system
+        return self.forensics.start(view.state, verdict or view.verdict, sys_.procs, sys_.gpu, sys_.disk, view.now)
 
-        def run() -> None:
-            try:
-                self._forensics_done.put(collect(view.state, judged, view.system.procs, view.system.gpu, view.system.disk, view.now))
-            except Exception as e:  # noqa: BLE001 - a failed collection is said, never a dead engine
-                self._forensics_done.put(Forensics("", "", (f"forensics failed: {type(e).__name__}: {e}",)))
-            finally:
-                self._forensics_running.clear()
-
-        threading.Thread(target=run, name="runtop-forensics", daemon=True).start()
-        return True
+    @property
+    def last_forensics(self) -> Forensics | None:
+        return self.forensics.last
 
     def _take_forensics(self) -> bool:
-        results = drain(self._forensics_done)
+        results = self.forensics.take()
         for result in results:
-            self.last_forensics = result
             if self.alerting is not None:
                 self.alerting.forensics(result)
         return bool(results)
@@ -355,37 +329,22 @@ class Engine:
             notify_problems=self.alerting.problems() if self.alerting is not None else [],
             forensics=self.last_forensics.line() if self.last_forensics is not None else None,
             gpu_idle=dict(self.gpu_idle.idle), slurm=self.state.slurm, trainer_live=self.system.trainer,
-            ray=self.state.ray, lifetimes=self.lifetimes.view(), shell_says=job_death(self._launcher_screen),
+            ray=self.state.ray, lifetimes=self.processes_over_time.view(), shell_says=self.processes_over_time.shell_says(),
         )
 
     def take_new_findings(self) -> list[Finding]:
         """Findings that began since the last call (the app toasts the critical ones); any thread."""
         return drain(self._new_findings)
 
-    def _load_record(self) -> None:
-        record = process_record.load(self.layout.root)
-        # Believed only for processes that are gone: one still here is the sampler's to find.
-        if record is not None and (record.host != self.lifetimes.host or not process_record.still_alive(record)):
-            self.lifetimes.recorded = record
-
     def _observe_processes(self, snap: ProcessSnapshot) -> None:
-        """Keep the run's process lifetimes, and leave them in `RUN/.runtop/` for a later runtop."""
-        now = self.clock()
-        lt = self.lifetimes
-        changed = lt.observe(snap, now)
-        if lt.gone_samples == 1 and lt.last_alive:
-            # All gone at one sample: what the launcher's shell says of it is wanted at the next.
+        if self.processes_over_time.observe(snap, self.clock(), self.state.attempt):
             for probe in self.probes:
                 if probe.name == "launcher":
                     probe.soon()
-        if lt.gone_samples == GONE_SAMPLES and lt.last_alive:
-            # All gone: whether the kernel's OOM killer did it is the cause, where its log still says.
-            lt.oom = oom_kills({p.pid for p in lt.last_alive}, self.kernel_log)
-        if changed or (lt.alive_now and now - self._recorded_at >= RECORD_EVERY_S):
-            record = lt.record(self.state.attempt) if self.records else None
-            if record is not None:
-                process_record.save(self.layout.root, record)
-                self._recorded_at = now
+
+    @property
+    def lifetimes(self) -> Lifetimes:
+        return self.processes_over_time.lifetimes
 
     def _store(self, name: str, value: object, error: str | None) -> None:
         if name == "process" and error is None and isinstance(value, ProcessSnapshot):
@@ -401,7 +360,7 @@ class Engine:
             self.state.ray = value
         if name == "launcher":
             if error is None:
-                self._launcher_screen = list(value)  # type: ignore[call-overload]
+                self.processes_over_time.launcher_screen = list(value)  # type: ignore[call-overload]
                 self.live.tail.add_screen("launcher", value)  # type: ignore[arg-type]
             else:
                 self.system.errors[name] = error

@@ -16,15 +16,18 @@ import dataclasses
 import datetime as _dt
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from runtop.health import Verdict
 from runtop.outputs import Dir, OutputError, open_dir, private_dir
 from runtop.parsers import pyspy
+from runtop.queues import drain
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
 from runtop.sources.processes import ProcessSnapshot, ProcInfo
@@ -197,3 +200,39 @@ def _disks(disk: DiskSnapshot | None, run_root: str) -> str:
     if disk is not None:
         rows.append(json.dumps(dataclasses.asdict(disk), default=str))
     return "\n".join(rows) + "\n"
+
+
+class InThread:
+    """Hang forensics taken one at a time in a thread of their own (py-spy takes seconds), the
+    results handed to the engine's thread; a failed collection is said, never a dead engine."""
+
+    def __init__(self) -> None:
+        self.last: Forensics | None = None
+        self._running = threading.Event()
+        self._done: queue.SimpleQueue[Forensics] = queue.SimpleQueue()
+
+    def start(self, state: RunState, verdict: Verdict, procs: ProcessSnapshot | None, gpu: GpuSnapshot | None,
+              disk: DiskSnapshot | None, now: float) -> bool:
+        """From a frozen copy of the run (read while the engine reads on); False if one is running."""
+        if self._running.is_set():
+            return False
+        self._running.set()
+
+        def run() -> None:
+            try:
+                self._done.put(collect(state, verdict, procs, gpu, disk, now))
+            except Exception as e:  # noqa: BLE001 - a failed collection is said, never a dead engine
+                self._done.put(Forensics("", "", (f"forensics failed: {type(e).__name__}: {e}",)))
+            finally:
+                self._running.clear()
+
+        threading.Thread(target=run, name="runtop-forensics", daemon=True).start()
+        return True
+
+    def take(self) -> list[Forensics]:
+        """The collections finished since the last call (the newest is `last`)."""
+        results = drain(self._done)
+        if results:
+            self.last = results[-1]
+        return results
+

@@ -263,7 +263,7 @@ def test_an_oom_kill_of_the_runs_process_is_the_cause(killed_run):
     line = f"[{time.monotonic() - 1:.6f}] Out of memory: Killed process {trainer.pid} (python3) total-vm:1kB, anon-rss:1kB"
     kmsg = root.parent / "kmsg.txt"
     kmsg.write_text(line + "\n")
-    engine.kernel_log = str(kmsg)  # the kernel's log as `dmesg` saved it
+    engine.processes_over_time.kernel_log = str(kmsg)  # the kernel's log as `dmesg` saved it
     assert step_until(engine, lambda e: e.verdict.verdict == "Down", 10)
     first = engine.verdict.alerts[0]
     assert first.cause == "OOM killer"
