@@ -17,14 +17,16 @@ disabled), shown in full, and *dispatched* only with confirmation:
 from __future__ import annotations
 
 import os
-import re
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from runtop.action_error import ActionError as ActionError  # re-exported: every caller of an action catches it here
+from runtop.action_error import ReadOnly as ReadOnly
 from runtop.advice import change_first
 from runtop.config import ActionsConfig
 from runtop.frameworks import get as get_framework
+from runtop.launch_command import check_command as check_command
+from runtop.launch_command import resolve_launch_cmd, resume_command
 from runtop.launcher import launcher_argv, launcher_redirect, record_pane, recorded_pane
 from runtop.parsers.checkpoints import Problem
 from runtop.resumable import disk_refusal
@@ -32,19 +34,6 @@ from runtop.sources.disk import DiskSnapshot, sample_run
 from runtop.sources.processes import ancestor_pids, run_processes
 from runtop.sources.tmux import Pane, Tmux, TmuxError
 from runtop.state import RunState
-
-# Plain words, flags, `key=value`, paths and quotes; a redirect may end the line (`&> logs/x.log`).
-# ASCII only: no NEL, NBSP, ideographic space or look-alike digits in what is typed.
-SAFE_WORDS_RE = re.compile(r"^[\w@%+=:,./'\"\- ]+$", re.ASCII)
-REDIRECT_RE = re.compile(r"(\s+(?:\d?>>?|&>>?)\s*[\w./-]+(?:\s+2>&1)?)+\s*$")
-
-
-class ActionError(Exception):
-    """An action that cannot be planned or dispatched, with a one-line reason."""
-
-
-class ReadOnly(ActionError):
-    """Read-only mode: nothing is ever sent."""
 
 
 @dataclass
@@ -185,25 +174,6 @@ class ActionSpec:
 
 
 # ---- validation ------------------------------------------------------------------------
-def check_command(cmd: str) -> str:
-    """The launch command if it is plain words, flags and a trailing redirect; else ActionError."""
-    if any(ord(c) < 32 or ord(c) == 127 for c in cmd):
-        raise ActionError("the launch command contains control characters")
-    if not cmd.isascii():
-        # NEL, NBSP, ideographic space, Arabic-Indic digits: what the user reads is not what bash runs.
-        bad = " ".join(sorted({f"U+{ord(c):04X}" for c in cmd if not c.isascii()}))
-        raise ActionError(f"the launch command has non-ASCII characters runtop will not send ({bad})")
-    body = REDIRECT_RE.sub("", cmd).strip()
-    if not body or not SAFE_WORDS_RE.match(body):
-        chars = sorted({c for c in body if not re.match(r"[\w@%+=:,./'\"\- ]", c, re.ASCII)})
-        raise ActionError(f"the launch command has shell syntax runtop will not send ({' '.join(chars) or 'empty'}): {cmd[:120]}")
-    try:
-        shlex.split(body)
-    except ValueError as e:
-        raise ActionError(f"the launch command does not parse: {e}") from None
-    return cmd.strip()
-
-
 def complete_step(state: RunState) -> tuple[int, str]:
     """(step, path) of the last complete checkpoint, validated; else ActionError saying why."""
     ambiguous = [c for c in state.checkpoints.values() if c.problem is Problem.AMBIGUOUS]
@@ -223,49 +193,6 @@ def complete_step(state: RunState) -> tuple[int, str]:
 def _inside(path: str, root: str) -> bool:
     p, r = os.path.realpath(path), os.path.realpath(root)
     return p == r or p.startswith(r + os.sep)
-
-
-def _split_redirect(cmd: str) -> tuple[str, str]:
-    m = REDIRECT_RE.search(cmd)
-    return (cmd[: m.start()], cmd[m.start() :]) if m else (cmd, "")
-
-
-def resume_command(state: RunState, base: str, step: int, ckpt_path: str) -> str:
-    """The base launch command with the resume flags of this framework and generation."""
-    head, redirect = _split_redirect(base)
-    try:
-        words = get_framework(state.framework).resume_words(state, shlex.split(head), step, ckpt_path)
-    except NotImplementedError as e:
-        raise ActionError(str(e)) from None
-    return " ".join(shlex.quote(w) for w in words) + redirect
-
-
-def resolve_launch_cmd(ctx: Context) -> str:
-    """`--launch-cmd` / `[actions] launch_cmd`; else the argv of the process the proven pane's
-    shell started, with the launch variables of its environment, live or as runtop recorded it
-    in `.runtop/launch.json` while the run lived. Never the pane's screen: a line the run
-    printed can look like a prompt (docs/design.md, "The run dir is untrusted")."""
-    if ctx.launch_cmd:
-        return check_command(ctx.launch_cmd)
-    pane = ctx.pane()
-    pids = ctx.live_pids()
-    argv = launcher_argv(pane, pids) if pids else None
-    redirect = launcher_redirect(pane, pids) if argv else ""
-    source = ("the launcher process's argv and the launch variables of its environment, its output's redirect from its own file"
-              " descriptors (give --launch-cmd to change it)")
-    if argv is None:
-        rec, why = recorded_pane(ctx.run_root)
-        ctx.ignored = why or ctx.ignored
-        if rec and rec.get("pane_id") == pane.pane_id and rec.get("shell_pid") == pane.pid and rec.get("argv"):
-            argv = list(rec["argv"])
-            redirect = str(rec.get("redirect") or "")
-            source = ("the launcher process's argv, launch variables and redirect, recorded by runtop in .runtop/launch.json while"
-                      " the run lived (give --launch-cmd to change it)")
-    if not argv:
-        extra = f"; {ctx.ignored}" if ctx.ignored else ""
-        raise ActionError(f"no launch command: give --launch-cmd or [actions] launch_cmd (no live launcher process, and none recorded by runtop{extra})")
-    ctx.launch_cmd, ctx.launch_cmd_source = check_command(shlex.join(argv) + redirect), source
-    return ctx.launch_cmd
 
 
 # ---- the actions -----------------------------------------------------------------------
