@@ -12,7 +12,6 @@ the screen shows its key. runtop never deletes anything: what to remove is words
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from runtop.causes import SAVE_WORDS
@@ -247,25 +246,6 @@ def _then_resume(state: RunState, fix: str) -> Advice:
     return Advice(f"{fix}; then resume from step {ckpt.step} (last complete)", action=None if resume_refusal(state) else "resume")
 
 
-# vLLM's refusal as the OpenAI-compatible server words it: `maximum context length is 8192 tokens.
-# However, you requested 8480 tokens (288 in the messages, 8192 in the completion)`.
-CONTEXT_RE = re.compile(r"maximum context length is (\d+) tokens\. However, you requested \d+ tokens \((\d+) in the messages, (\d+) in the completion", re.ASCII)
-
-
-def tokens_that_fit(messages: list[str]) -> tuple[int, int, int] | None:
-    """(the largest max_tokens every refused request would have fit, the context, the longest
-    prompt): vLLM's own arithmetic, in either of its wordings."""
-    fits = max_tokens_that_fit(messages)
-    if fits is not None:
-        return fits
-    found = [(int(m.group(1)), int(m.group(2))) for msg in messages if (m := CONTEXT_RE.search(msg))]
-    if not found:
-        return None
-    context = min(c for c, _ in found)
-    longest = max(p for _, p in found)
-    return (context - longest, context, longest) if context > longest else None
-
-
 def max_tokens_fix(state: RunState) -> str | None:
     """vLLM refuses requests longer than its context: the setting to change and the number that fits."""
     messages = [e.message for e in state.errors if e.kind == Kind.MAX_TOKENS_TOO_LARGE]
@@ -273,7 +253,7 @@ def max_tokens_fix(state: RunState) -> str | None:
     if not messages:
         return None
     setting = get_framework(state.framework).max_tokens_setting
-    fits = tokens_that_fit(messages)
+    fits = max_tokens_that_fit(messages)
     if fits is None:
         return f"lower {setting} below vLLM's context minus the prompt, or raise max_model_len (vLLM refuses longer requests)"
     return (f"set {setting} to at most {fits[0]}, or raise max_model_len (vLLM refuses requests past its context of {fits[1]} "

@@ -262,12 +262,16 @@ def rollouts_hung(f: Facts) -> list[Finding]:
 
 # vLLM's own arithmetic in its refusal: `(4000 > 4096 - 1297)`.
 FITS_RE = re.compile(r"\((\d+) > (\d+) - (\d+)\)", re.ASCII)
+# … and as its OpenAI-compatible server words it: `maximum context length is 8192 tokens.
+# However, you requested 8480 tokens (288 in the messages, 8192 in the completion)`.
+CONTEXT_RE = re.compile(r"maximum context length is (\d+) tokens\. However, you requested \d+ tokens \((\d+) in the messages, \d+ in the completion", re.ASCII)
 
 
 def max_tokens_that_fit(messages: list[str]) -> tuple[int, int, int] | None:
     """(the largest max_tokens every refused request would have fit, the context, the longest
-    prompt), from vLLM's refusals; None when they do not say."""
+    prompt), from vLLM's refusals in either wording; None when they do not say."""
     found = [(int(m.group(2)), int(m.group(3))) for msg in messages if (m := FITS_RE.search(msg))]
+    found += [(int(m.group(1)), int(m.group(2))) for msg in messages if (m := CONTEXT_RE.search(msg)) and not FITS_RE.search(msg)]
     if not found:
         return None
     context = min(c for c, _ in found)
