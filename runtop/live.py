@@ -19,7 +19,7 @@ import time
 from typing import IO, Any
 
 from runtop.config import Thresholds
-from runtop.discovery import RunLayout, redetect
+from runtop.discovery import UNDECIDED, RunLayout, redetect
 from runtop.log_tail import LogTail
 from runtop.parsers.hygiene import public
 from runtop.queues import drain
@@ -56,6 +56,7 @@ class LiveRun:
         self._history: queue.SimpleQueue[list[Any]] = queue.SimpleQueue()
         self._tail_first: int | None = None  # the first step the live tail itself read
         self._redetect_at = time.monotonic() + max(interval, REDETECT_S)
+        self._end_looked = False  # a generic read's death or end was looked at again once
         if self._needs_backfill(tail_bytes):
             self.reader.seek_tails(tail_bytes)
             self._backfilling = True
@@ -127,8 +128,11 @@ class LiveRun:
             self._backfilling = False
             changed = True
         changed |= self._redetect()
-        changed |= self.reader.poll(max_bytes=max_bytes, rescan_every=self.interval, ckpt_every=max(self.interval, 5.0),
-                                    seen=self.waiter.take_seen())
+        changed |= self._poll(max_bytes)
+        if self._ended_undecided() and self._redetect(now=True):
+            # A short run can die or end between two looks: the plug-in's signs came with its
+            # end, so the end is read by the plug-in (its step, its checkpoints) before it is judged.
+            self._poll(max_bytes)
         changed |= self._take_history()
         if self.backfill_error and self.reader.state.backfill_error != self.backfill_error:
             # Errors never vanish: the header says so through the `unreadable` rule.
@@ -143,14 +147,26 @@ class LiveRun:
             changed |= before != (self.reader.state.processes, self.reader.state.process_denied)
         return changed
 
-    def _redetect(self) -> bool:
+    def _poll(self, max_bytes: int | None) -> bool:
+        return self.reader.poll(max_bytes=max_bytes, rescan_every=self.interval, ckpt_every=max(self.interval, 5.0),
+                                seen=self.waiter.take_seen())
+
+    def _ended_undecided(self) -> bool:
+        """A run read generically whose files now say it died or ended, looked at once more."""
+        if self._end_looked or not self.layout.detection.startswith(UNDECIDED):
+            return False
+        state = self.reader.state
+        self._end_looked = bool(state.open_fatals() or state.run_finished())
+        return self._end_looked
+
+    def _redetect(self, now: bool = False) -> bool:
         """A TRL or verl console caught in its first seconds has no framework's signs yet: read
         generically then, it is looked at again every few seconds, and read afresh by the
         plug-in that claims it once its signs are there (its steps, checkpoints, resume)."""
-        now = time.monotonic()
-        if self._backfilling or now < self._redetect_at:
+        at = time.monotonic()
+        if self._backfilling or (at < self._redetect_at and not now):
             return False
-        self._redetect_at = now + max(self.interval, REDETECT_S)
+        self._redetect_at = at + max(self.interval, REDETECT_S)
         fresh = redetect(self.layout)
         if fresh is None:
             return False
