@@ -32,6 +32,7 @@ from runtop.frameworks import get as get_framework
 from runtop.health import READING, HealthTracker, Verdict
 from runtop.lifetimes import Lifetimes
 from runtop.live import LiveRun, OnceRun
+from runtop.pace import Pace
 from runtop.parsers.events import VllmStats
 from runtop.probe import Probe, Unavailable
 from runtop.process_watch import ProcessWatch
@@ -105,6 +106,8 @@ class Engine:
         # whole says nothing in its logs); what an earlier runtop recorded stands in until then.
         self.processes_over_time = ProcessWatch(layout.root, load=processes)
         self.forensics = InThread()
+        # How long the run goes between steps, learned as it runs: what "stalled" means for it.
+        self.pace = Pace()
         # Who hears of an incident when no one looks at the screen: every verdict goes there.
         self.alerting = alerting
         self.verdict: Verdict = self._judge()
@@ -249,6 +252,7 @@ class Engine:
         if changed or not self._judged_reads:  # the first step is judged even when nothing came (logs still empty)
             with self.lock:
                 self._procs_into_state()
+                self.pace.observe(self.state, self.clock())
                 self.verdict = self._judge()
                 self._judged_reads = True
                 for finding in self.verdict.new:
@@ -282,6 +286,7 @@ class Engine:
             pending = still
         with self.lock:
             self._procs_into_state()
+            self.pace.observe(self.state, self.clock())
             self.verdict = self._judge()
             self._judged_reads = True
             if self.publishing:
@@ -330,6 +335,7 @@ class Engine:
             forensics=self.last_forensics.line() if self.last_forensics is not None else None,
             gpu_idle=dict(self.gpu_idle.idle), slurm=self.state.slurm, trainer_live=self.system.trainer,
             ray=self.state.ray, lifetimes=self.processes_over_time.view(), shell_says=self.processes_over_time.shell_says(),
+            pace=self.pace.view(),
         )
 
     def take_new_findings(self) -> list[Finding]:

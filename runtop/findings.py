@@ -9,6 +9,7 @@ from typing import Any
 
 from runtop.config import Thresholds
 from runtop.lifetimes import LifetimesView
+from runtop.pace import PaceView
 from runtop.parsers.shell import JobDeath
 from runtop.sources.disk import DiskSnapshot
 from runtop.sources.gpu import GpuSnapshot
@@ -88,6 +89,7 @@ class Facts:
     ray: RaySnapshot | None = None  # the run's Ray cluster (state API), where runtop can tie one to it
     lifetimes: LifetimesView | None = None  # the run's processes over time (`runtop.lifetimes`)
     shell_says: JobDeath | None = None  # the Launcher pane's shell on how its job died (`Killed`)
+    pace: PaceView | None = None  # the run's own pace, learned as it ran (`runtop.pace`)
 
     @property
     def alive(self) -> dict[str, list[int]] | None:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from runtop.config import Thresholds
 from runtop.frameworks import get as get_framework
 from runtop.parsers.events import Kind
-from runtop.rules import RULES, Facts, Finding, seconds_in, waiting_on
+from runtop.rules import RULES, Facts, Finding, seconds_in
+from runtop.rules_stall import waiting_on
 from runtop.state import RunState
 from runtop.units import duration
 

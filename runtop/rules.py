@@ -24,6 +24,7 @@ from runtop.rules_hang import env_lag, gpu_idle_held, node_silent
 from runtop.rules_quality import checkpoint_incomplete, disk_pressure, environment, notify_failing, rollout_quality, training_signal
 from runtop.rules_ray import ray_cluster
 from runtop.rules_slurm import slurm_job, walltime
+from runtop.rules_stall import stalled
 from runtop.rules_vanished import vanished
 from runtop.state import RunState
 from runtop.state_parts import ErrorEntry, clock_diff
@@ -174,71 +175,6 @@ AFTER_SECONDS_RE = re.compile(r"after (\d+(?:\.\d+)?) seconds")
 def seconds_in(text: str) -> float | None:
     m = AFTER_SECONDS_RE.search(text)
     return float(m.group(1)) if m else None
-
-
-# ---- progress -----------------------------------------------------------------------
-def stalled(f: Facts) -> list[Finding]:
-    """No step for k × the median step time, or no write at all (a reclaimed spot pod:
-    docs/incidents.md#vllm-dies-silently)."""
-    s = f.state
-    if f.finished() or s.open_fatals():
-        return []  # a crash explains the silence; the crash rule says so
-    newest = f.newest_write()
-    if newest is None or f.booting():
-        return []
-    quiet = (f.now - newest) * f.cfg.time_scale  # in the run's own seconds (a demo runs faster)
-    med = s.median_step_time()
-    limit = max(f.cfg.stall_min_s, f.cfg.stall_k * med if med else 0.0)
-    waiting = waiting_on(s)
-    alive = f.alive
-    live = f.trainer_live
-    if quiet >= max(f.cfg.silence_s, limit) and live is not None and live.last_step_ts is not None:
-        fresh = (f.now - live.last_step_ts) * f.cfg.time_scale
-        if fresh < limit:
-            # The trainer steps on its own clock while the files say nothing: the logs lag
-            # (a shared filesystem's attribute cache, a stuck writer), the run does not.
-            logged = s.current_step()
-            msg = (f"the logs have been silent for {duration(quiet)}, but the trainer's /metrics says step {live.step} came "
-                   f"{duration(fresh)} ago (the logs show step {logged if logged is not None else 'none'}): what runtop reads lags the run")
-            return [Finding("stalled", "warning", msg, live.url, subject="logs lag")]
-    if quiet >= max(f.cfg.silence_s, limit):
-        nobody = alive is not None and not any(p for r, p in alive.items() if r != "ray")
-        # Silent this long, the run is not training, whether its processes are gone (a
-        # reclaimed pod) or alive and hung (an NCCL hang): Down either way (a
-        # critical stall under a "Degraded" verdict read as a contradiction).
-        alive_but = "; its processes are alive but silent: hung?" if alive and not nobody else ""
-        gone = "; no run process alive: the pod or job may be gone"
-        job = f.slurm.job if f.slurm is not None else None
-        if job is not None and job.state.alive:
-            # The scheduler still runs it: its processes are on nodes this machine cannot see.
-            gone = f"; SLURM job {job.job_id} is still {job.state_text} on {job.nodes or 'its nodes'}: hung?"
-        msg = f"no log write anywhere for {duration(quiet)}" + (gone if nobody else (f"; {waiting}" if waiting else alive_but))
-        # Since the last write: when the silence began, not when runtop noticed it.
-        evidence = f"newest write {duration(quiet)} ago" + (f"; stacks: {f.forensics}" if f.forensics else "")
-        if live is not None and live.last_step_ts is not None:
-            evidence += f"; trainer /metrics: step {live.step}, {duration((f.now - live.last_step_ts) * f.cfg.time_scale)} ago"
-        return [Finding("stalled", "critical", msg, evidence, since_ts=newest, down=True, subject="silence")]
-    # The logs go on but the steps do not (waiting on something).
-    last_step_t, newest_t = s.last_step_time, _newest_log_time(s)
-    if last_step_t and newest_t:
-        gap = clock_diff(last_step_t, newest_t)
-        if gap >= limit:
-            msg = f"no step for {duration(gap)} (> {f.cfg.stall_k:g} × median step {duration(med) if med else 'n/a'})" + (f"; {waiting}" if waiting else "")
-            return [Finding("stalled", "warning", msg, f"last step at {last_step_t}, log at {newest_t}", last_step_t, subject="no step")]
-    return []
-
-
-def waiting_on(s: RunState) -> str:
-    for role, on in sorted(s.waiting.items()):
-        return f"{role} waiting on {on}"
-    if s.batch is not None and s.batch.inflight == 0 and s.batch.done < (s.batch.total or 1):
-        return "waiting on env: no rollouts in flight"
-    return ""
-
-
-def _newest_log_time(s: RunState) -> str | None:
-    times = [f.last_time for f in s.files.values() if f.kind == "log" and f.last_time]
-    return max(times) if times else None
 
 
 def rollouts_hung(f: Facts) -> list[Finding]:

@@ -1,0 +1,193 @@
+"""The run's own pace: how long it goes between two signs of progress, learned as it runs, and
+what "no progress for too long" means for it (docs/reading.md, "Stalls, at the run's own pace").
+
+Progress is a step any role completed, a checkpoint completed, or a new attempt. Each gap between
+two of them is measured where runtop saw it (a log written in bursts shows its bursts, a save its
+length); a run first seen part-way is measured by the step times it reported itself. The limit is
+twice the 99th percentile of the recent gaps, never under a minute; a save in progress or due,
+a pause that recurs at this step of a cadence (an evaluation every 50 steps), and an attempt's
+first steps (compilation, warm-up) each get the allowance their own history earned.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+from runtop.config import Thresholds
+from runtop.state import RunState
+from runtop.units import duration
+
+WINDOW = 200  # gaps kept: a few hours of a fast run, days of a slow one
+MIN_GAPS = 5  # gaps of this attempt before its pace is trusted (the first steps compile and warm up)
+P99_FACTOR = 2.0
+FLOOR_S = 60.0  # never "stalled" sooner: one slow request, one GC pause
+LONG = 2.0  # a gap this many times the median is a pause of the run's (a save, an evaluation)
+CADENCES = 16  # recurring pauses remembered
+
+
+@dataclass(frozen=True)
+class Limit:
+    seconds: float  # in the run's own seconds
+    why: str  # `3.1× its p99 gap (42s)`-style basis, said beside the stall
+    p99: float | None  # the p99 gap the limit came from, None while the pace is not known yet
+
+
+@dataclass(frozen=True)
+class PaceView:
+    """What the stall rule reads: when the run last progressed and what its gaps have been."""
+
+    last_progress: float | None  # wall time of the newest progress (never later than the newest write)
+    step: int | None  # the step then
+    gaps: tuple[float, ...]  # wall seconds between progress marks, this attempt's warm-up left out
+    attempt_gaps: int  # gaps seen in the current attempt
+    saves: tuple[float, ...]  # gaps during which a checkpoint completed
+    pauses: tuple[tuple[int, int, float], ...]  # (period in steps, residue, longest gap) of recurring pauses
+    reported: tuple[float, ...]  # the step times the run reported itself (a run first seen part-way)
+
+    def _sample(self, scale: float) -> list[float]:
+        """The gaps in the run's own seconds: those seen, else the step times it reported."""
+        return sorted(g * scale for g in self.gaps) if len(self.gaps) >= MIN_GAPS else sorted(self.reported)
+
+    def p99(self, scale: float = 1.0) -> float | None:
+        """The 99th percentile gap, in the run's seconds; None with fewer than MIN_GAPS."""
+        ordered = self._sample(scale)
+        if len(ordered) < MIN_GAPS:
+            return None
+        return ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)]
+
+    def median(self, scale: float = 1.0) -> float | None:
+        ordered = self._sample(scale)
+        return ordered[len(ordered) // 2] if ordered else None
+
+    def limit(self, state: RunState, cfg: Thresholds) -> Limit:
+        """How long, in the run's seconds, no progress is still the run's own pace."""
+        scale = cfg.time_scale
+        p99 = self.p99(scale)
+        med = self.median(scale)
+        if p99 is None or (self.attempt_gaps < MIN_GAPS and not self.reported):
+            # Its first steps: compilation, warm-up, the first rollouts. The fixed limit holds.
+            fixed = max(cfg.stall_min_s, cfg.stall_k * med if med else 0.0)
+            return Limit(fixed, "its first steps", None)
+        seconds, why = max(P99_FACTOR * p99, FLOOR_S), f"{P99_FACTOR:g}× its p99 step gap ({duration(p99)})"
+        if seconds == FLOOR_S:
+            why = f"the {duration(FLOOR_S)} floor (p99 step gap {duration(p99)})"
+        if self.attempt_gaps < MIN_GAPS:
+            seconds, why = max(seconds, cfg.stall_min_s), "a restart's first steps"
+        if saving(state):
+            allowance = P99_FACTOR * max(self.saves) * scale if self.saves else cfg.stall_min_s
+            if allowance > seconds:
+                seconds, why = allowance, "a checkpoint save due" + (f" (saves took up to {duration(max(self.saves) * scale)})" if self.saves else "")
+        step = state.current_step()
+        for period, residue, gap in self.pauses:
+            if step is not None and step % period == residue and P99_FACTOR * gap * scale > seconds:
+                seconds, why = P99_FACTOR * gap * scale, f"its pause every {period} steps (up to {duration(gap * scale)})"
+        return Limit(seconds, why, p99)
+
+
+def saving(state: RunState) -> bool:
+    """A save said to be under way, or due at this step by the run's cadence and not done yet."""
+    if state._saving:
+        return True
+    step, every = state.trainer_step, state.ckpt_interval
+    if not step or not every or step % every:
+        return False
+    done = state.checkpoints.get(step)
+    return done is None or not done.complete
+
+
+def progress_key(state: RunState) -> tuple[object, ...]:
+    complete = sum(1 for c in state.checkpoints.values() if c.complete)
+    return (state.attempt, state.trainer_step, state.rollout_step, complete)
+
+
+class Pace:
+    """Kept by the engine: told after every read, it notes each progress and the gap before it."""
+
+    def __init__(self) -> None:
+        self._key: tuple[object, ...] | None = None
+        self._at: float | None = None
+        self._step: int | None = None
+        self._gaps: deque[float] = deque(maxlen=WINDOW)
+        self._saves: deque[float] = deque(maxlen=32)
+        self._attempt_gaps = 0
+        self._long: deque[tuple[int, float]] = deque(maxlen=64)  # (step it came before, gap)
+        self._reported: tuple[float, ...] = ()
+        self._cadences: tuple[tuple[int, int, float], ...] = ()
+
+    def observe(self, state: RunState, now: float) -> None:
+        key = progress_key(state)
+        if key == self._key:
+            return
+        newest = max(state.write_times(), default=None)
+        if newest is None:
+            return
+        at = min(now, newest)
+        first = self._key is None
+        if first:
+            # Seen part-way: the last step came when its line was written, not when runtop looked.
+            at = min(at, _last_step_wall(state, newest))
+            self._reported = _reported_step_times(state)
+            # Seen part-way, its attempt is as far along as the steps it logged since it began.
+            resumed = state.attempts[-1].resumed_from or 0
+            self._attempt_gaps = max(0, (state.current_step() or 0) - resumed - 1)
+        elif self._at is not None:
+            gap = max(0.0, at - self._at)
+            new_attempt = key[0] != self._key[0] if self._key else False
+            if new_attempt:
+                self._attempt_gaps = 0
+            elif self._attempt_gaps == 0:
+                self._attempt_gaps = 1  # the attempt's first step (compilation, warm-up): not its pace
+            else:
+                self._attempt_gaps += 1
+                saved = self._key is not None and key[3] != self._key[3]
+                (self._saves if saved else self._gaps).append(gap)
+                self._note_long(state.current_step(), gap)
+        self._key, self._at, self._step = key, at, state.current_step()
+
+    def _note_long(self, step: int | None, gap: float) -> None:
+        if step is None or len(self._gaps) < MIN_GAPS:
+            return
+        med = sorted(self._gaps)[len(self._gaps) // 2]
+        if med > 0 and gap >= LONG * med:
+            self._long.append((step, gap))
+            self._cadences = _cadences(list(self._long))  # only when a pause is added: pairs cost
+
+    def view(self) -> PaceView:
+        return PaceView(self._at, self._step, tuple(self._gaps), self._attempt_gaps, tuple(self._saves),
+                        self._cadences, self._reported)
+
+
+def _cadences(long: list[tuple[int, float]]) -> tuple[tuple[int, int, float], ...]:
+    """Pauses that came back at the same step of a period (an evaluation every 50 steps): the
+    period, the residue the pause precedes, the longest such pause. The step noted is the one
+    after the pause, so the pause is due while the run sits on the step before it."""
+    out: dict[tuple[int, int], float] = {}
+    steps = sorted({s for s, _ in long})
+    for i, a in enumerate(steps):
+        for b in steps[i + 1:]:
+            period = b - a
+            if period < 2:
+                continue
+            residue = (b - 1) % period
+            gaps = [g for s, g in long if (s - 1) % period == residue]
+            if len(gaps) >= 2:
+                out[(period, residue)] = max(out.get((period, residue), 0.0), *gaps)
+    ranked = sorted(out.items(), key=lambda kv: (-kv[1], kv[0]))[:CADENCES]
+    return tuple((p, r, g) for (p, r), g in ranked)
+
+
+def _last_step_wall(state: RunState, newest: float) -> float:
+    """The newest step's wall time: the newest write less how far the logs' clock went on after it."""
+    from runtop.state_parts import clock_diff
+
+    newest_log = max((f.last_time for f in state.files.values() if f.kind == "log" and f.last_time), default=None)
+    if state.last_step_time and newest_log:
+        return newest - max(0.0, clock_diff(state.last_step_time, newest_log))
+    return newest
+
+
+def _reported_step_times(state: RunState) -> tuple[float, ...]:
+    rows = [state.steps[k] for k in state.step_keys()[-WINDOW:]]
+    return tuple(v for r in rows if (v := r.trainer.get("step_time_s") or r.rollout.get("step_time_s")) and v > 0)

@@ -1,0 +1,131 @@
+"""A run that stopped making progress, judged at its own pace (docs/reading.md, "Stalls, at the
+run's own pace"): Degraded once no step came for longer than its pace allows (`runtop.pace`),
+Down when the evidence agrees — nothing written anywhere and its GPUs idle or its stacks in a
+collective — or when nothing was written anywhere for the silence limit (a reclaimed pod).
+On a multi-node run the node that stopped first is named."""
+
+from __future__ import annotations
+
+import re
+
+from runtop.findings import Facts, Finding
+from runtop.pace import Limit, Pace, PaceView
+from runtop.state import RunState
+from runtop.units import duration
+
+NODE_FILE = re.compile(r"(?:^|/)node_(\d+)(?:_rank\d+)?\.log$", re.ASCII)
+
+
+def pace_of(f: Facts) -> PaceView:
+    """The engine's pace; a headless one-shot judgement measures the run from its files alone."""
+    if f.pace is not None:
+        return f.pace
+    once = Pace()
+    once.observe(f.state, f.now)
+    return once.view()
+
+
+def stalled(f: Facts) -> list[Finding]:
+    """No step for longer than the run's pace allows, or no write at all (a reclaimed spot pod:
+    docs/incidents.md#vllm-dies-silently)."""
+    s = f.state
+    if f.finished() or s.open_fatals():
+        return []  # a crash explains the silence; the crash rule says so
+    newest = f.newest_write()
+    if newest is None or f.booting():
+        return []
+    scale = f.cfg.time_scale
+    quiet = (f.now - newest) * scale  # in the run's own seconds (a demo runs faster)
+    pace = pace_of(f)
+    lim = pace.limit(s, f.cfg)
+    limit = lim.seconds
+    waiting = waiting_on(s)
+    alive = f.alive
+    live = f.trainer_live
+    silence = max(f.cfg.silence_s, limit)
+    if quiet >= silence and live is not None and live.last_step_ts is not None:
+        fresh = (f.now - live.last_step_ts) * scale
+        if fresh < limit:
+            # The trainer steps on its own clock while the files say nothing: the logs lag
+            # (a shared filesystem's attribute cache, a stuck writer), the run does not.
+            logged = s.current_step()
+            msg = (f"the logs have been silent for {duration(quiet)}, but the trainer's /metrics says step {live.step} came "
+                   f"{duration(fresh)} ago (the logs show step {logged if logged is not None else 'none'}): what runtop reads lags the run")
+            return [Finding("stalled", "warning", msg, live.url, subject="logs lag")]
+    first = first_stopped(s, lim, scale)
+    idle = (f.now - pace.last_progress) * scale if pace.last_progress is not None and s.current_step() is not None else None
+    held = idle_gpus(f, limit)
+    stacks = f.forensics if f.forensics and "a collective" in f.forensics else None
+    agrees = quiet >= limit and idle is not None and idle >= limit and (held or stacks)
+    if quiet >= silence or agrees:
+        nobody = alive is not None and not any(p for r, p in alive.items() if r != "ray")
+        # Silent this long, the run is not training, whether its processes are gone (a
+        # reclaimed pod) or alive and hung (an NCCL hang): Down either way (a
+        # critical stall under a "Degraded" verdict read as a contradiction).
+        alive_but = "; its processes are alive but silent: hung?" if alive and not nobody else ""
+        gone = "; no run process alive: the pod or job may be gone"
+        job = f.slurm.job if f.slurm is not None else None
+        if job is not None and job.state.alive:
+            # The scheduler still runs it: its processes are on nodes this machine cannot see.
+            gone = f"; SLURM job {job.job_id} is still {job.state_text} on {job.nodes or 'its nodes'}: hung?"
+        if agrees and quiet < silence:
+            why = "; ".join(x for x in (held and f"GPU {held} idle holding the run's memory", stacks and "its stacks wait in a collective") if x)
+            msg = f"no step for {duration(idle or quiet)} ({_past(idle or quiet, lim)}) and nothing written for {duration(quiet)}; {why}: hung?"
+        else:
+            msg = f"no log write anywhere for {duration(quiet)}" + (gone if nobody else (f"; {waiting}" if waiting else alive_but))
+        msg += f"; {first}" if first else ""
+        # Since the last write: when the silence began, not when runtop noticed it.
+        evidence = f"newest write {duration(quiet)} ago" + (f"; stacks: {f.forensics}" if f.forensics else "")
+        if live is not None and live.last_step_ts is not None:
+            evidence += f"; trainer /metrics: step {live.step}, {duration((f.now - live.last_step_ts) * scale)} ago"
+        return [Finding("stalled", "critical", msg, evidence, since_ts=newest, down=True, subject="silence")]
+    if idle is not None and idle >= limit:
+        # Degraded early: the run is past its own pace; Down waits for the evidence to agree.
+        writing = "nothing written anywhere since" if quiet >= limit else f"the logs go on (newest write {duration(quiet)} ago)"
+        msg = f"no step for {duration(idle)} ({_past(idle, lim)}); {writing}" + (f"; {waiting}" if waiting else "") + (f"; {first}" if first else "")
+        since = pace.last_progress
+        return [Finding("stalled", "warning", msg, f"last step {s.current_step()} at {s.last_step_time or 'an unknown log time'}; limit {lim.why}",
+                        s.last_step_time, since_ts=None if s.last_step_time else since, subject="no step")]
+    return []
+
+
+def _past(idle: float, lim: Limit) -> str:
+    """`3.1× its p99 step gap (42s)`, or the limit passed and why it stood there."""
+    if lim.p99 and lim.why.startswith(("2× its p99", "the ")):
+        return f"{idle / lim.p99:.1f}× its p99 step gap, {duration(lim.p99)}"
+    return f"past {duration(lim.seconds)}: {lim.why}"
+
+
+def idle_gpus(f: Facts, limit: float) -> str | None:
+    """GPUs that have sat at 0 % holding the run's memory for the whole limit, as `0, 3`."""
+    if not f.gpu_idle:
+        return None
+    long = sorted(i for i, idle in f.gpu_idle.items() if (f.now - idle.since) * f.cfg.time_scale >= min(limit, f.cfg.gpu_idle_s))
+    return ", ".join(map(str, long)) or None
+
+
+def first_stopped(s: RunState, lim: Limit, scale: float) -> str | None:
+    """On a multi-node run whose nodes all went quiet, the node whose log stopped first: the one
+    the others wait on in a collective (`node 2 stopped first, 48s before the others`)."""
+    by_role: dict[str, list[tuple[float, int]]] = {}
+    for info in s.files.values():
+        m = NODE_FILE.search(info.path)
+        if m and info.kind == "log" and info.mtime is not None:
+            by_role.setdefault(info.role, []).append((info.mtime, int(m.group(1))))
+    gap = max(5.0, 0.25 * (lim.p99 or 0.0))
+    for role, nodes in sorted(by_role.items()):
+        if len(nodes) < 2:
+            continue
+        nodes.sort()
+        (t0, node), (t1, _) = nodes[0], nodes[1]
+        if (t1 - t0) * scale >= gap:
+            return f"{role} node {node} stopped first, {duration((t1 - t0) * scale)} before the others"
+    return None
+
+
+def waiting_on(s: RunState) -> str:
+    for role, on in sorted(s.waiting.items()):
+        return f"{role} waiting on {on}"
+    if s.batch is not None and s.batch.inflight == 0 and s.batch.done < (s.batch.total or 1):
+        return "waiting on env: no rollouts in flight"
+    return ""
