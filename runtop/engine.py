@@ -42,7 +42,7 @@ from runtop.rules import Facts
 from runtop.rules_hang import GpuIdleTracker
 from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
-from runtop.sources.processes import ProcessSampler, ProcessSnapshot
+from runtop.sources.processes import ProcessSampler, ProcessSnapshot, ProcessSource
 from runtop.sources.ray_state import RAY_PERIOD_S, RayClient, RaySnapshot, address_of
 from runtop.sources.slurm import SLURM_PERIOD_S, SlurmClient, SlurmSnapshot, find_job
 from runtop.sources.tmux import TmuxError
@@ -75,7 +75,7 @@ class Engine:
         processes: bool = True,
         disks: bool = True,
         clock: Callable[[], float] = time.time,
-        proc_sampler: ProcessSampler | None = None,
+        proc_sampler: ProcessSource | None = None,
         disk_sampler: DiskSampler | None = None,
         thresholds: Thresholds | None = None,
         launcher: Callable[[], list[str]] | None = None,

@@ -37,10 +37,14 @@ REDETECT_S = 2.0
 
 class LiveRun:
     def __init__(
-        self, layout: RunLayout, *, poll: bool = False, tail_bytes: int = TAIL_BYTES, interval: float = 2.0, processes: bool = True
+        self, layout: RunLayout, *, poll: bool = False, tail_bytes: int = TAIL_BYTES, interval: float = 2.0, processes: bool = True,
+        ckpt_every: float | None = None,
     ) -> None:
         self.layout = layout
         self.interval = interval
+        # Checkpoints are listed every 5 s at most (a listing of hundreds of saves costs); a
+        # replay on a simulated clock lists them every poll.
+        self.ckpt_every = max(interval, 5.0) if ckpt_every is None else ckpt_every
         self.processes = processes  # False: the caller samples processes itself (the TUI's process pane)
         self.tail = LogTail()  # the Logs pane's lines: kept across the backfilled reader's takeover
         self.reader = RunReader(layout, tail=self.tail)
@@ -148,7 +152,7 @@ class LiveRun:
         return changed
 
     def _poll(self, max_bytes: int | None) -> bool:
-        return self.reader.poll(max_bytes=max_bytes, rescan_every=self.interval, ckpt_every=max(self.interval, 5.0),
+        return self.reader.poll(max_bytes=max_bytes, rescan_every=self.interval, ckpt_every=self.ckpt_every,
                                 seen=self.waiter.take_seen())
 
     def _ended_undecided(self) -> bool:

@@ -78,23 +78,31 @@ class PaceView:
         if saving(state):
             allowance = P99_FACTOR * max(self.saves) * scale if self.saves else cfg.stall_min_s
             if allowance > seconds:
-                seconds, why = allowance, "a checkpoint save due" + (f" (saves took up to {duration(max(self.saves) * scale)})" if self.saves else "")
+                seconds, why = allowance, "a checkpoint save is due" + (f", saves took up to {duration(max(self.saves) * scale)}" if self.saves else "")
         step = state.current_step()
         for period, residue, gap in self.pauses:
             if step is not None and step % period == residue and P99_FACTOR * gap * scale > seconds:
-                seconds, why = P99_FACTOR * gap * scale, f"its pause every {period} steps (up to {duration(gap * scale)})"
+                seconds, why = P99_FACTOR * gap * scale, f"it pauses every {period} steps, up to {duration(gap * scale)}"
         return Limit(seconds, why, p99)
 
 
 def saving(state: RunState) -> bool:
-    """A save said to be under way, or due at this step by the run's cadence and not done yet."""
+    """A save said to be under way, or due at this step by the run's cadence (its config's, else
+    the spacing of its last saves) and not done yet."""
     if state._saving:
         return True
-    step, every = state.trainer_step, state.ckpt_interval
+    step, every = state.trainer_step, state.ckpt_interval or save_spacing(state)
     if not step or not every or step % every:
         return False
     done = state.checkpoints.get(step)
     return done is None or not done.complete
+
+
+def save_spacing(state: RunState) -> int | None:
+    """The steps between the last three complete saves, when they agree."""
+    done = sorted(k for k, c in state.checkpoints.items() if c.complete)[-3:]
+    steps = {b - a for a, b in zip(done, done[1:])}
+    return steps.pop() if len(done) == 3 and len(steps) == 1 and min(done) > 0 else None
 
 
 def progress_key(state: RunState) -> tuple[object, ...]:
@@ -142,9 +150,20 @@ class Pace:
             else:
                 self._attempt_gaps += 1
                 saved = self._key is not None and key[3] != self._key[3]
-                (self._saves if saved else self._gaps).append(gap)
-                self._note_long(state.current_step(), gap)
+                sat = self._step  # the step the run sat on through the gap
+                if saved:
+                    self._saves.append(gap)
+                elif not self._recurring(sat):
+                    self._gaps.append(gap)  # a step's own time; a pause it keeps having is its cadence's
+                    # Steps that arrived together (a log written in blocks) waited nothing after the first.
+                    burst = min(WINDOW, max(0, (state.current_step() or 0) - (sat or 0) - 1))
+                    self._gaps.extend([0.0] * burst)
+                    self._attempt_gaps += burst
+                self._note_long(sat, gap)
         self._key, self._at, self._step = key, at, state.current_step()
+
+    def _recurring(self, step: int | None) -> bool:
+        return step is not None and any(step % period == residue for period, residue, _ in self._cadences)
 
     def _note_long(self, step: int | None, gap: float) -> None:
         if step is None or len(self._gaps) < MIN_GAPS:
@@ -152,30 +171,34 @@ class Pace:
         med = sorted(self._gaps)[len(self._gaps) // 2]
         if med > 0 and gap >= LONG * med:
             self._long.append((step, gap))
-            self._cadences = _cadences(list(self._long))  # only when a pause is added: pairs cost
+            self._cadences = _cadences(list(self._long), step)  # only when a pause is added: pairs cost
+
+    def recent(self) -> tuple[float, ...]:
+        return tuple(self._gaps)
 
     def view(self) -> PaceView:
         return PaceView(self._at, self._step, tuple(self._gaps), self._attempt_gaps, tuple(self._saves),
                         self._cadences, self._reported)
 
 
-def _cadences(long: list[tuple[int, float]]) -> tuple[tuple[int, int, float], ...]:
-    """Pauses that came back at the same step of a period (an evaluation every 50 steps): the
-    period, the residue the pause precedes, the longest such pause. The step noted is the one
-    after the pause, so the pause is due while the run sits on the step before it."""
-    out: dict[tuple[int, int], float] = {}
-    steps = sorted({s for s, _ in long})
+def _cadences(long: list[tuple[int, float]], last: int) -> tuple[tuple[int, int, float], ...]:
+    """Pauses that keep coming back at the same step of a period (an evaluation every 50 steps,
+    a save every 100): the period, the step residue the run sits on through the pause, the
+    longest such pause. A cadence needs three pauses and most of its due steps to have paused,
+    so a heavy tail's random slow steps never make one."""
+    at = {s: g for s, g in long}
+    out: list[tuple[int, int, float]] = []
+    steps = sorted(at)
     for i, a in enumerate(steps):
         for b in steps[i + 1:]:
             period = b - a
-            if period < 2:
+            if period < 4 or any(period % p == 0 and a % p == r for p, r, _ in out):
                 continue
-            residue = (b - 1) % period
-            gaps = [g for s, g in long if (s - 1) % period == residue]
-            if len(gaps) >= 2:
-                out[(period, residue)] = max(out.get((period, residue), 0.0), *gaps)
-    ranked = sorted(out.items(), key=lambda kv: (-kv[1], kv[0]))[:CADENCES]
-    return tuple((p, r, g) for (p, r), g in ranked)
+            due = range(a, last + 1, period)
+            hits = [at[s] for s in due if s in at]
+            if len(hits) >= 3 and len(hits) * 3 >= len(due) * 2:
+                out.append((period, a % period, max(hits)))
+    return tuple(sorted(out)[:CADENCES])
 
 
 def _last_step_wall(state: RunState, newest: float) -> float:

@@ -24,7 +24,7 @@ from runtop.rules_hang import env_lag, gpu_idle_held, node_silent
 from runtop.rules_quality import checkpoint_incomplete, disk_pressure, environment, notify_failing, rollout_quality, training_signal
 from runtop.rules_ray import ray_cluster
 from runtop.rules_slurm import slurm_job, walltime
-from runtop.rules_stall import stalled
+from runtop.rules_stall import slowdown, stalled
 from runtop.rules_vanished import vanished
 from runtop.state import RunState
 from runtop.state_parts import ErrorEntry, clock_diff
@@ -292,6 +292,7 @@ RULES: list[tuple[str, Callable[[Facts], list[Finding]]]] = [
     ("role_missing", role_missing),
     ("vanished", vanished),
     ("stalled", stalled),
+    ("slowdown", slowdown),
     ("walltime", walltime),
     ("rollouts_hung", rollouts_hung),
     ("rollouts_failing", rollouts_failing),

@@ -79,8 +79,9 @@ def stalled(f: Facts) -> list[Finding]:
         if live is not None and live.last_step_ts is not None:
             evidence += f"; trainer /metrics: step {live.step}, {duration((f.now - live.last_step_ts) * scale)} ago"
         return [Finding("stalled", "critical", msg, evidence, since_ts=newest, down=True, subject="silence")]
-    if idle is not None and idle >= limit:
-        # Degraded early: the run is past its own pace; Down waits for the evidence to agree.
+    # Degraded early where the run went silent past its own pace; where its logs go on (an
+    # evaluation's bar, retries), no sooner than the fixed limit. Down waits for the evidence.
+    if idle is not None and idle >= (limit if quiet >= limit else max(limit, f.cfg.stall_min_s)):
         writing = "nothing written anywhere since" if quiet >= limit else f"the logs go on (newest write {duration(quiet)} ago)"
         msg = f"no step for {duration(idle)} ({_past(idle, lim)}); {writing}" + (f"; {waiting}" if waiting else "") + (f"; {first}" if first else "")
         since = pace.last_progress
@@ -93,7 +94,7 @@ def _past(idle: float, lim: Limit) -> str:
     """`3.1× its p99 step gap (42s)`, or the limit passed and why it stood there."""
     if lim.p99 and lim.why.startswith(("2× its p99", "the ")):
         return f"{idle / lim.p99:.1f}× its p99 step gap, {duration(lim.p99)}"
-    return f"past {duration(lim.seconds)}: {lim.why}"
+    return f"past its limit of {duration(lim.seconds)}: {lim.why}"
 
 
 def idle_gpus(f: Facts, limit: float) -> str | None:
@@ -129,3 +130,27 @@ def waiting_on(s: RunState) -> str:
     if s.batch is not None and s.batch.inflight == 0 and s.batch.done < (s.batch.total or 1):
         return "waiting on env: no rollouts in flight"
     return ""
+
+
+SLOW_STEPS = 4  # this many steps in a row …
+SLOW_FACTOR = 2.0  # … each this much slower than the run's median: a slowdown, not a tail
+
+
+def slowdown(f: Facts) -> list[Finding]:
+    """Every one of the last steps took at least twice the run's median (a straggler rank or
+    node slows every synchronous step; a random slow step does not come four times in a row)."""
+    if f.finished() or f.state.open_fatals():
+        return []
+    gaps = pace_of(f).gaps
+    if len(gaps) < 20 + SLOW_STEPS:
+        return []
+    base = sorted(gaps[-(SLOW_STEPS + 50):-SLOW_STEPS])
+    med = base[len(base) // 2]
+    recent = sorted(gaps[-SLOW_STEPS:])
+    if med <= 0 or recent[0] < SLOW_FACTOR * med:
+        return []
+    scale = f.cfg.time_scale
+    now = recent[len(recent) // 2]
+    msg = (f"steps {now / med:.1f}× slower for the last {SLOW_STEPS} (median {duration(med * scale)} → {duration(now * scale)}): "
+           "a straggler rank or node, a throttled GPU, or a slower phase?")
+    return [Finding("slowdown", "warning", msg, f"the last {SLOW_STEPS} step gaps against the {len(base)} before", subject="pace")]

@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import psutil
 
@@ -87,6 +87,14 @@ class ProcessSnapshot:
             if p.role and not p.zombie:
                 out.setdefault(p.role, []).append(p.pid)
         return out
+
+
+class ProcessSource(Protocol):
+    """What the engine's process probe asks: the sampler below, or a replay's virtual processes."""
+
+    def set_logs(self, logs: list[str]) -> None: ...
+
+    def sample(self, finished: bool = False) -> ProcessSnapshot: ...
 
 
 # How long a process's facts (command line, name, parent, cwd, where its output goes) are

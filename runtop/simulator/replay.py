@@ -1,0 +1,327 @@
+"""Replay a simulated run through the engine on a simulated clock: a run-week judged in seconds
+(docs/reading.md, "Stalls, at the run's own pace"; `benchmarks/detection.py`).
+
+The plug-in's own simulator writes its files; the replay re-times its script with the pauses
+healthy runs have — a slow first step, a heavy tail of slow steps, checkpoint saves lasting
+several step times (seen only when whole), evaluations every so many
+steps with a progress bar in the log, block-buffered logs — and injects a fault at a step: a
+hang with every process alive (its GPUs idle, memory held), the whole run killed, a straggler
+(every step 3× slower), or the scenario's own failure. Files get their simulated modification
+times; processes and GPUs are virtual (`runtop.simulator.virtual`); the engine reads as it
+always does, with the simulated clock. Every verdict change is recorded."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtop.discovery import discover
+from runtop.engine import Engine
+from runtop.live import LiveRun
+from runtop.pace import Pace
+from runtop.simulator.virtual import VirtualGpus, VirtualProcesses
+from runtop.sources.run_reader import RunReader
+
+EPOCH = 2_000_000_000.0  # the simulated clock's zero (2033: a file it did not stamp looks old, never new)
+TICK = 2.0  # the engine's poll, in simulated seconds, while a fault is being waited on
+BUFFER = 8192  # Python's block buffer: a log redirected to a file arrives in these
+
+
+@dataclass(frozen=True)
+class Habits:
+    """The natural pauses of a healthy run."""
+
+    first_step: float = 8.0  # the first step takes this many times longer (compilation, warm-up)
+    tail_p: float = 0.03  # a step this often takes 2–4× longer (a long generation, a GC pause)
+    save_steps: tuple[float, float] = (3.0, 6.0)  # a save lasts this many median steps
+    eval_every: int = 40  # an evaluation every this many steps …
+    eval_steps: tuple[float, float] = (4.0, 8.0)  # … lasting this many median steps, a bar line every fifth of it
+    buffered: bool = False  # the logs arrive in 8 KB blocks
+
+
+@dataclass
+class Change:
+    at: float  # simulated seconds since the replay began
+    verdict: str
+    reason: str
+
+
+@dataclass
+class Seen:
+    at: float  # simulated seconds since the replay began
+    rule: str
+    label: str  # down / act now / warning / info
+    message: str
+
+
+@dataclass
+class Outcome:
+    changes: list[Change] = field(default_factory=list)
+    findings: list[Seen] = field(default_factory=list)  # every finding as it began
+    fault_at: float | None = None  # simulated second of the fault
+    seconds: float = 0.0  # simulated seconds replayed
+    steps: int = 0
+    step_median: float | None = None
+    step_times: list[float] = field(default_factory=list)  # simulated seconds between steps
+
+    def first(self, *verdicts: str) -> Change | None:
+        after = self.fault_at if self.fault_at is not None else 0.0
+        return next((c for c in self.changes if c.verdict in verdicts and c.at >= after), None)
+
+    def alarms(self, rules: frozenset[str], down: bool) -> list[Seen]:
+        """Findings of `rules` that began (Down ones, or the others): false alarms on a healthy run."""
+        return [f for f in self.findings if f.rule in rules and (f.label == "down") == down and f.label != "info"]
+
+    def caught(self, rules: frozenset[str]) -> Seen | None:
+        """The first finding of `rules` after the fault."""
+        after = self.fault_at if self.fault_at is not None else 0.0
+        return next((f for f in self.findings if f.rule in rules and f.at >= after and f.label != "info"), None)
+
+
+class Replay:
+    def __init__(self, make_sim: Callable[[str], Any], *, habits: Habits | None = None, fault: str | None = None,
+                 fault_step: int | None = None, gpus: bool = True, seed: int = 0, after_fault_s: float = 3600.0,
+                 pace: Callable[[], Pace] | None = None) -> None:
+        self.pace = pace  # another way to learn the run's pace (a benchmark's baseline)
+        self.make_sim = make_sim  # root → a simulator (a plug-in's `simulator(root, scenario, …)`)
+        self.habits = habits or Habits()
+        self.fault, self.fault_step = fault, fault_step
+        self.gpus = gpus
+        self.rng = random.Random(seed)
+        self.after_fault_s = after_fault_s
+        self.t = 0.0
+        self.out = Outcome()
+        self._scratch = tempfile.mkdtemp(prefix="runtop-replay-")
+        self._buffers: dict[str, str] = {}
+        self._written: set[str] = set()  # files appended to since the last touch
+        self._step_times: list[float] = []
+
+    @property
+    def now(self) -> float:
+        return EPOCH + self.t
+
+    def close(self) -> None:
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+    # ---- the script ---------------------------------------------------------------------
+    def _dry_run(self) -> list[tuple[float, frozenset[str], int | None, bool]]:
+        """Each action's time, the directories it creates, the run's step after it and whether
+        it saved a checkpoint (one more listed by the plug-in):
+        the script played once into scratch, unbuffered, `os.makedirs` noting what it made and a
+        reader following it (the habits follow the run's steps, not what a buffered log shows)."""
+        root = os.path.join(self._scratch, "dry")
+        sim = self.make_sim(root)
+        sim.procs = VirtualProcesses(getattr(sim, "TITLES", ()), lambda: 0.0)
+        made: set[str] = set()
+        real = os.makedirs
+
+        def makedirs(name: Any, mode: int = 0o777, exist_ok: bool = False) -> None:
+            path = os.fspath(name)
+            if not os.path.isdir(path):
+                made.add(os.path.relpath(path, root))
+            real(path, mode, exist_ok)
+
+        out: list[tuple[float, frozenset[str], int | None, bool]] = []
+        reader: RunReader | None = None
+        os.makedirs = makedirs
+        try:
+            for i, (at, act) in enumerate(sim.script()):
+                made.clear()
+                act()
+                if reader is None and os.path.isdir(root) and os.listdir(root) and (i >= 200 or discover(root).framework != "generic"):
+                    reader = RunReader(discover(root))
+                saves = len(reader.state.checkpoints) if reader is not None else 0
+                if reader is not None:
+                    reader.poll(rescan_every=0.0, ckpt_every=0.0 if made else float("inf"))
+                step = reader.state.current_step() if reader is not None else None
+                out.append((at, frozenset(made), step, reader is not None and len(reader.state.checkpoints) > saves))
+        finally:
+            os.makedirs = real
+            if reader is not None:
+                reader.close()
+        shutil.rmtree(root, ignore_errors=True)
+        return out
+
+    def run(self) -> Outcome:
+        plan = self._dry_run()
+        root = os.path.join(self._scratch, "run")
+        sim = self.make_sim(root)
+        procs = VirtualProcesses(getattr(sim, "TITLES", ()), lambda: self.now)
+        sim.procs = procs
+        procs.start()
+        self._wrap_append(sim)
+        engine: Engine | None = None
+        last_step: int | None = None
+        stepped_at = 0.0
+        factor = self.habits.first_step
+        actions: Iterator[tuple[float, Callable[[], None]]] = iter(sim.script())
+        prev: float | None = None
+        for i, (at, act) in enumerate(actions):
+            gap = 0.0 if prev is None else (at - prev) * factor
+            prev = at
+            _, news, step, saved = plan[i] if i < len(plan) else (at, frozenset(), last_step, False)
+            if saved and self._median() and engine is not None:
+                # A save, shown only when it is whole (the worst case: a framework that renames a
+                # finished save into place says nothing while it writes).
+                gap += self._median_gap(self.habits.save_steps)
+            self._wait(engine, self.t + gap, None)
+            act()
+            self._touch(root, news)
+            if engine is None and os.path.isdir(root) and os.listdir(root) and (i >= 200 or discover(root).framework != "generic"):
+                # runtop is started once the run has named its framework (a live run read
+                # generically is looked at again every few wall seconds, which a replay has not).
+                engine = self._engine(root, procs)
+            if engine is not None:
+                self._judge(engine)
+            if step is not None and step != last_step:
+                if last_step is not None:
+                    self._step_times.append(self.t - stepped_at)
+                last_step, stepped_at = step, self.t
+                factor = self._next_factor(step)
+                if step % self.habits.eval_every == 0 and step and self._median():
+                    self._evaluate(engine, sim)
+                if engine is not None and self.fault_step is not None and step >= self.fault_step and self.fault in ("hang", "kill"):
+                    return self._after(engine, procs, self.fault)  # what a buffer held is never written
+        self._flush(root)
+        self.out.fault_at = self.out.fault_at if self.out.fault_at is not None else (self.t if self.fault == "script" else None)
+        if engine is not None:
+            if getattr(sim, "scenario", "healthy") not in getattr(sim, "HANGS", frozenset()):
+                procs.end()  # the launcher tears down what is left
+            else:
+                procs.hung = True
+            self._wait(engine, self.t + (self.after_fault_s if self.fault else 4 * TICK), TICK)
+            engine.close()
+        return self._done()
+
+    def _next_factor(self, step: int) -> float:
+        if self.fault == "straggler" and self.fault_step is not None and step >= self.fault_step:
+            if self.out.fault_at is None:
+                self.out.fault_at = self.t
+            return 3.0
+        return self.rng.uniform(2.0, 4.0) if self.rng.random() < self.habits.tail_p else self.rng.uniform(0.85, 1.2)
+
+    def _median(self) -> float | None:
+        if len(self._step_times) < 3:
+            return None
+        return sorted(self._step_times)[len(self._step_times) // 2]
+
+    def _median_gap(self, span: tuple[float, float]) -> float:
+        return self.rng.uniform(*span) * (self._median() or 30.0)
+
+    def _evaluate(self, engine: Engine | None, sim: Any) -> None:
+        """An evaluation: a progress bar redrawn in the main log a few times, no step."""
+        length = self._median_gap(self.habits.eval_steps)
+        log = self._main_log
+        for k in range(1, 6):
+            self._wait(engine, self.t + length / 5, None)
+            if log:
+                sim._append(log, f"Evaluating: {k * 20}%|{'█' * (2 * k):<10}| {k * 20}/100 [00:{k:02d}<00:{5 - k:02d}]\n")
+                self._touch(sim.root)
+                if engine is not None:
+                    self._judge(engine)
+
+    # ---- faults -----------------------------------------------------------------------------
+    def _after(self, engine: Engine, procs: VirtualProcesses, fault: str) -> Outcome:
+        """The run stops right after its last write: hung (every process alive, GPUs idle with
+        their memory held) or killed (every process gone at once)."""
+        self.out.fault_at = self.t
+        if fault == "kill":
+            procs.end()
+        else:
+            procs.hung = True
+        self._wait(engine, self.t + self.after_fault_s, TICK, stop_at_down=True)
+        engine.close()
+        return self._done()
+
+    # ---- time, files, judging ----------------------------------------------------------------
+    def _engine(self, root: str, procs: VirtualProcesses) -> Engine:
+        gpu = VirtualGpus(procs, lambda: self.now) if self.gpus else None
+        layout = discover(root)
+        run = LiveRun(layout, poll=True, interval=0.0, processes=False, ckpt_every=0.0)
+        engine = Engine(layout, interval=1e-3, poll=True, vllm_url=None, disks=False, gpus=self.gpus, gpu=gpu, run=run,
+                        clock=lambda: self.now, proc_sampler=procs, process_period=1e-6, publishing=False)
+        if self.pace is not None:
+            engine.pace = self.pace()
+        return engine
+
+    def _wait(self, engine: Engine | None, until: float, tick: float | None, stop_at_down: bool = False) -> None:
+        """Let simulated time pass to `until`: judged every `tick`, else once just before it ends
+        (the longest silence a healthy pause reaches)."""
+        if engine is None or until <= self.t:
+            self.t = max(self.t, until)
+            return
+        if tick is None:
+            self.t = until - 1e-3
+            self._judge(engine)
+            self.t = until
+            return
+        while self.t < until:
+            self.t = min(until, self.t + tick)
+            self._judge(engine)
+            if stop_at_down and engine.verdict.verdict == "Down":
+                return
+
+    def _judge(self, engine: Engine) -> None:
+        engine.step()
+        v = engine.verdict
+        for f in v.new:
+            self.out.findings.append(Seen(self.t, f.rule, f.label, f.message))
+        last = self.out.changes[-1].verdict if self.out.changes else None
+        if v.verdict != last:
+            self.out.changes.append(Change(self.t, v.verdict, v.reasons[0] if v.reasons else ""))
+
+    def _wrap_append(self, sim: Any) -> None:
+        own = sim._append
+        self._own_append = own
+        self._main_log: str | None = None
+
+        def append(rel: str, text: str) -> None:
+            if self._main_log is None and rel.endswith(".log"):
+                self._main_log = rel
+            if not self.habits.buffered:
+                own(rel, text)
+                self._written.add(rel)
+                return
+            held = self._buffers.get(rel, "") + text
+            if len(held.encode()) >= BUFFER:
+                own(rel, held)
+                self._written.add(rel)
+                held = ""
+            self._buffers[rel] = held
+
+        sim._append = append
+
+    def _flush(self, root: str) -> None:
+        for rel, held in self._buffers.items():
+            if held:
+                self._own_append(rel, held)
+                self._written.add(rel)
+        self._buffers.clear()
+        self._touch(root)
+
+    def _touch(self, root: str, dirs: frozenset[str] = frozenset()) -> None:
+        """Give what the last action wrote the simulated time: the files it appended to, and
+        everything in the directories it made."""
+        stamp = self.now
+        for rel in self._written:
+            path = os.path.join(root, rel)
+            if os.path.exists(path):
+                os.utime(path, (stamp, stamp))
+        self._written.clear()
+        for rel in dirs:
+            for d, _, files in os.walk(os.path.join(root, rel)):
+                for name in files:
+                    os.utime(os.path.join(d, name), (stamp, stamp), follow_symlinks=False)
+                os.utime(d, (stamp, stamp))
+
+    def _done(self) -> Outcome:
+        self.out.seconds = self.t
+        self.out.steps = len(self._step_times) + 1
+        self.out.step_median = self._median()
+        self.out.step_times = list(self._step_times)
+        return self.out

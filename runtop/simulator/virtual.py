@@ -1,0 +1,73 @@
+"""A simulated run's processes and GPUs on a simulated clock (the detection replay): no child
+processes, no NVML — the same shapes the probes return, driven by the script and the replay."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+
+from runtop.sources.gpu import GpuProcess, GpuReading, GpuSnapshot
+from runtop.sources.processes import ProcessSnapshot, ProcInfo
+
+GIB = 1 << 30
+HOLDERS = ("inference", "trainer", "generator")  # roles that hold a GPU while they live
+
+
+class VirtualProcesses:
+    """The run's titled processes as the script starts and ends them (`ended`, `launched`), each
+    with a pid and a start time on the simulated clock; a hang leaves them alive and idle."""
+
+    def __init__(self, titles: Iterable[tuple[str, str]], clock: Callable[[], float]) -> None:
+        self.titles = tuple(titles)
+        self.clock = clock
+        self._pids = itertools.count(40001)
+        self._live: dict[str, tuple[int, float]] = {}  # title → (pid, create time)
+        self.hung = False  # alive, holding memory, doing nothing (a collective that never returns)
+
+    def start(self, roles: Iterable[str] | None = None) -> None:
+        wanted = set(roles) if roles is not None else None
+        for title, role in self.titles:
+            if (wanted is None or role in wanted) and title not in self._live:
+                self._live[title] = (next(self._pids), self.clock())
+
+    def end(self, roles: Iterable[str] | None = None) -> None:
+        wanted = set(roles) if roles is not None else None
+        for title, role in self.titles:
+            if wanted is None or role in wanted:
+                self._live.pop(title, None)
+
+    def pids(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for title, role in self.titles:
+            if title in self._live:
+                out.setdefault(role, []).append(self._live[title][0])
+        return out
+
+    # The process sampler's face (`ProcessSampler`): what the engine's process probe calls.
+    def set_logs(self, logs: list[str]) -> None:
+        pass
+
+    def sample(self, finished: bool = False) -> ProcessSnapshot:
+        procs = [ProcInfo(pid, created, 1, title, role, "sleeping", 0.0 if self.hung else 97.0, 8 * GIB)
+                 for title, role in self.titles if title in self._live for pid, created in [self._live[title]]]
+        return ProcessSnapshot(procs, taken_at=self.clock())
+
+
+class VirtualGpus:
+    """One GPU per role that holds one: busy while its process lives, 0 % with its memory held
+    while the run hangs, empty once the process is gone."""
+
+    def __init__(self, procs: VirtualProcesses, clock: Callable[[], float]) -> None:
+        self.procs, self.clock = procs, clock
+
+    def read(self) -> GpuSnapshot:
+        live = self.procs.pids()
+        gpus = []
+        roles = {role for _, role in self.procs.titles}
+        for i, role in enumerate(r for r in HOLDERS if r in roles):
+            pids = live.get(role, [])
+            util = (0.0 if self.procs.hung else 93.0) if pids else 0.0
+            held = 60 * GIB if pids else GIB // 2
+            gpus.append(GpuReading(i, "simulated H100 80GB HBM3", util, held, 80 * GIB, 60.0, 500.0 if util else 90.0,
+                                   tuple(GpuProcess(p, 60 * GIB) for p in pids)))
+        return GpuSnapshot(gpus, driver="simulated", taken_at=self.clock(), simulated=True)
