@@ -161,7 +161,10 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
 
     mc = sub.add_parser("mcp", help="serve runs to an AI agent over the Model Context Protocol (stdio): verdicts, findings, metrics, logs, proposed actions")
     mc.add_argument("paths", nargs="*", metavar="PATH", help="runs, log files or directories of runs (default: the current directory)")
-    mc.add_argument("--http", default=None, metavar="127.0.0.1:PORT", help="not built yet: runtop mcp speaks over stdio only")
+    mc.add_argument("--http", default=None, metavar="127.0.0.1:PORT",
+                    help="serve over streamable HTTP on a loopback address instead of stdio, behind a token (Authorization: Bearer TOKEN)")
+    mc.add_argument("--token-file", default=None, metavar="FILE",
+                    help="with --http: write this start's token to FILE (created 0600, must not exist; removed at exit) instead of printing it")
     _ckpt_dir(mc)
     _config(mc)
     _common(mc)

@@ -1,7 +1,8 @@
 """`runtop mcp [PATH…]`: runtop as a Model Context Protocol server, so an agent babysitting a run
 reads runtop's verdict, cause and next step instead of grepping logs (docs/mcp.md).
 
-Over stdio (the client starts it; nothing listens on a port). One engine per run, stepped in a
+Over stdio (the client starts it; nothing listens on a port), or with `--http 127.0.0.1:PORT`
+behind `serve`'s token rule (`runtop.mcp_http`). One engine per run, stepped in a
 thread as `runtop watch` steps it (`runtop.mcp_runs`); the tools are `runtop.mcp_tools` and
 `runtop.mcp_logs`, wrapped here for the official `mcp` SDK (the optional extra
 `runtop-rl[mcp]`). Actions are only ever proposed: a person sends them.
@@ -48,10 +49,21 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         print(f"runtop: {INSTALL}", file=sys.stderr)
         return EXIT_USAGE
     if args.http:
-        print("runtop: mcp: --http is not built yet: runtop mcp speaks over stdio only (docs/mcp.md)", file=sys.stderr)
+        from runtop.mcp_http import parse_address
+
+        refused = parse_address(args.http)  # refused before any run is read
+        if isinstance(refused, str):
+            print(f"runtop: mcp: {refused}", file=sys.stderr)
+            return EXIT_USAGE
+    elif args.token_file:
+        print("runtop: mcp: --token-file goes with --http (over stdio there is no token: the client started runtop)", file=sys.stderr)
         return EXIT_USAGE
     runs = serve_runs(args)
     try:
+        if args.http:
+            from runtop.mcp_http import serve_http
+
+            return serve_http(build(runs), args.http, args.token_file, f"{len(runs)} run(s) ({', '.join(r.name for r in runs)})")
         build(runs).run("stdio")
     except KeyboardInterrupt:
         pass

@@ -259,8 +259,8 @@ def test_logs_are_whole_records_redacted_without_the_sdk(tmp_path):
 
 
 def test_without_the_sdk_runtop_mcp_says_how_to_install_it(tmp_path, simulated):
-    """An install without the extra: one line naming the extra, exit 2, no traceback; --http,
-    not built, is refused in one line too."""
+    """An install without the extra: one line naming the extra, exit 2, no traceback; a path
+    runtop cannot read is one line too."""
     hide = tmp_path / "no-sdk"
     hide.mkdir()
     (hide / "mcp.py").write_text("raise ImportError(\"No module named 'mcp'\")\n")  # what Python says where mcp is not installed
@@ -270,8 +270,69 @@ def test_without_the_sdk_runtop_mcp_says_how_to_install_it(tmp_path, simulated):
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip().splitlines() == ["runtop: runtop mcp needs the MCP SDK: pip install 'runtop-rl[mcp]' (or `pip install '.[mcp]'` in runtop's checkout)"]
     if find_spec("mcp") is not None:
-        http = subprocess.run([sys.executable, "-m", "runtop", "mcp", run, "--http", "127.0.0.1:8000"], capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=60)
-        assert http.returncode == 2 and len(http.stderr.strip().splitlines()) == 1 and "stdio only" in http.stderr
         missing = subprocess.run([sys.executable, "-m", "runtop", "mcp", str(tmp_path / "nowhere")], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
         assert missing.returncode == 3 and "Traceback" not in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@needs_sdk
+async def test_over_http_the_agent_needs_the_token_and_this_servers_name(tmp_path, simulated):
+    """`--http 127.0.0.1:PORT` is serve's door: no token, a wrong one, another Host or Origin are
+    refused with the reason; the token from --token-file opens it, and the answers are stdio's.
+    Another machine's address is refused before anything listens."""
+    import urllib.error
+    import urllib.request
+
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    run = simulated("trainer-oom", max_steps=9)
+    port, token_file = free_port(), tmp_path / "token"
+    proc = subprocess.Popen([sys.executable, "-m", "runtop", "mcp", run, "--http", f"127.0.0.1:{port}", "--token-file", str(token_file)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not token_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        token = token_file.read_text().strip()
+        assert oct(token_file.stat().st_mode & 0o777) == "0o600"
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        def refused(headers: dict[str, str]) -> tuple[int, str]:
+            req = urllib.request.Request(url, data=b"{}", headers={"content-type": "application/json", **headers}, method="POST")
+            for _ in range(100):
+                try:
+                    urllib.request.urlopen(req, timeout=10)
+                except urllib.error.HTTPError as e:
+                    return e.code, e.read().decode()
+                except urllib.error.URLError:
+                    time.sleep(0.1)  # not listening yet
+                    continue
+                return 200, "opened"
+            raise AssertionError("never listened")
+
+        assert refused({}) == (401, "runtop mcp: no token: send Authorization: Bearer TOKEN (the token runtop mcp printed or wrote to --token-file)\n")
+        assert refused({"authorization": "Bearer not-the-token"})[0] == 403
+        assert refused({"authorization": f"Bearer {token}", "host": f"evil.example:{port}"})[0] == 421
+        assert refused({"authorization": f"Bearer {token}", "origin": "http://evil.example"})[0] == 403
+
+        async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http, \
+                streamable_http_client(url, http_client=http) as (read, write, *_), ClientSession(read, write) as s:
+            await s.initialize()
+            assert {t.name for t in (await s.list_tools()).tools} == TOOLS
+            same_reading(await call(s, "run_status"), status_json(run))
+    finally:
+        proc.send_signal(2)
+        _out, err = proc.communicate(timeout=30)
+    assert "Traceback" not in err and "serving 1 run(s) (run-trainer-oom) on http://127.0.0.1:" in err
+    assert not token_file.exists()  # the token dies with the server
+    away = subprocess.run([sys.executable, "-m", "runtop", "mcp", run, "--http", "0.0.0.0:8000"], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    assert away.returncode == 2 and "loopback address only" in away.stderr and len(away.stderr.strip().splitlines()) == 1
