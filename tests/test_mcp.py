@@ -336,3 +336,22 @@ async def test_over_http_the_agent_needs_the_token_and_this_servers_name(tmp_pat
     assert not token_file.exists()  # the token dies with the server
     away = subprocess.run([sys.executable, "-m", "runtop", "mcp", run, "--http", "0.0.0.0:8000"], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
     assert away.returncode == 2 and "loopback address only" in away.stderr and len(away.stderr.strip().splitlines()) == 1
+
+
+@needs_sdk
+async def test_a_directory_of_runs_is_served_whole_and_a_tool_names_its_run(tmp_path):
+    """`runtop mcp outputs/`: every run in it, most troubled first as `status --all` lists them;
+    a tool that needs one run says which runs there are when none is named."""
+    Simulator(str(tmp_path / "outputs" / "dead"), scenario="trainer-oom", max_steps=9).run()
+    Simulator(str(tmp_path / "outputs" / "done"), scenario="healthy", max_steps=3).run()
+    async with served(str(tmp_path / "outputs")) as s:
+        runs = (await call(s, "list_runs"))["runs"]
+        unnamed = await s.call_tool("run_status", {})
+        done = await call(s, "run_status", run="done")
+        gpus = await call(s, "gpus")  # the fleet's engines leave the GPUs to this call
+        resources = sorted(str(r.uri) for r in (await s.list_resources()).resources)
+    assert [(r["run"], r["verdict"]) for r in runs] == [("dead", "Down"), ("done", "Finished")]
+    assert unnamed.is_error and "name a run: this server serves 2 (dead, done)" in unnamed.content[0].text
+    assert done["health"]["verdict"] == status_json(str(tmp_path / "outputs" / "done"))["health"]["verdict"] == "Finished"
+    assert "gpus" in gpus and (gpus["gpus"] or gpus["error"])
+    assert resources == ["runtop://runs/dead/checkin", "runtop://runs/done/checkin"]
