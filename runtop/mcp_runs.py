@@ -123,9 +123,15 @@ class Served:
                 engine.wait(engine.interval)  # a write wakes it early
 
     def view(self, wait: float = FIRST_LOOK_S) -> View:
-        """The engine's newest view, after its first judged look (at most `wait` seconds)."""
+        """The engine's newest view, after its first judged look with the run's processes in it
+        (at most `wait` seconds): which processes live is part of the verdict (a death with
+        nothing alive is Down), and `status --json` judges with them."""
         until = time.monotonic() + wait
-        while self.engine.steps_done == 0 and time.monotonic() < until and self._thread is not None:
+        looks = any(p.name == "process" for p in self.engine.probes)
+        while self._thread is not None and time.monotonic() < until:
+            view = self.engine.view()
+            if self.engine.steps_done and (not looks or view.system.readings.get("process")):
+                return view
             time.sleep(0.02)
         return self.engine.view()
 

@@ -21,9 +21,11 @@ from typing import Any
 from runtop.columns import BY_NAME, METRICS
 from runtop.mcp_runs import Served
 from runtop.report_json import _redact_all, step_dict, to_json
+from runtop.view import View
 
 MAX_ROWS = 1000  # step rows in one `metrics` answer (a 100k-step run is read in windows)
-FORENSICS_WAIT_S = 90.0  # py-spy of every process of a big run takes seconds each
+FORENSICS_WAIT_S = 90.0
+FIRST_READING_S = 10.0  # the most a tool waits for a probe's first reading (a server just started)  # py-spy of every process of a big run takes seconds each
 
 
 def _answer(run: Served, doc: dict[str, Any]) -> dict[str, Any]:
@@ -144,6 +146,17 @@ def trend(values: list[Any], name: str) -> dict[str, Any] | None:
             "mean": sum(vals) / len(vals), "direction": direction, "reading": reading}
 
 
+def probed(run: Served, probe: str) -> View:
+    """The newest view once `probe` has answered at least once (a reading or its error), or after
+    `FIRST_READING_S`: a server just started must not say "no process" for "not looked yet"."""
+    view = run.view()
+    until = time.monotonic() + FIRST_READING_S
+    while not view.system.readings.get(probe) and time.monotonic() < until and any(p.name == probe for p in run.engine.probes):
+        time.sleep(0.05)
+        view = run.view()
+    return view
+
+
 def checkpoints(run: Served) -> dict[str, Any]:
     doc = status_doc(run)
     keys = ("checkpoints", "last_complete_checkpoint", "checkpoint_dir", "checkpoint_dir_source")
@@ -152,7 +165,7 @@ def checkpoints(run: Served) -> dict[str, Any]:
 
 def processes(run: Served) -> dict[str, Any]:
     """The run's processes by role (the status JSON's `processes`) and the process probe's reading."""
-    view = run.view()
+    view = probed(run, "process")
     snap = view.system.procs
     doc: dict[str, Any] = {"processes": view.state.processes, "error": view.system.errors.get("process")}
     if snap is not None:
@@ -163,7 +176,7 @@ def processes(run: Served) -> dict[str, Any]:
 
 def disk(run: Served) -> dict[str, Any]:
     """The disks under the run and its checkpoints (free space, growth), as `forensics` writes them."""
-    view = run.view()
+    view = probed(run, "disk")
     snap = view.system.disk
     doc: dict[str, Any] = dataclasses.asdict(snap) if snap is not None else {"disks": []}
     doc["error"] = view.system.errors.get("disk")
@@ -179,7 +192,7 @@ def gpus(runs: list[Served]) -> dict[str, Any]:
     where one has it (a fleet's engines leave the GPUs to this call), else NVML asked now."""
     global _nvml
     for r in runs:
-        snap = r.view().system.gpu
+        snap = probed(r, "gpu").system.gpu
         if snap is not None:
             out: dict[str, Any] = _redact_all(dataclasses.asdict(snap))
             return out
@@ -225,7 +238,7 @@ def propose_action(run: Served, action: str) -> dict[str, Any]:
                              "executed": False})
     if action not in ACTIONS:
         raise LookupError(f"unknown action {action!r}; actions: {', '.join(ACTIONS)}")
-    view = run.view()
+    view = probed(run, "process")  # which processes live decides the plan (a resume into a live launcher is refused)
     # records=False: a proposal writes nothing in the run dir (the pane is recorded when a person acts).
     ctx = Context.for_run(view.state, cfg=cfg, socket=settings.tmux_socket, session=settings.tmux_session,
                           target=settings.tmux_target, launch_cmd=settings.launch_cmd, records=False)
