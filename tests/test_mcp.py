@@ -232,7 +232,8 @@ def test_logs_are_whole_records_redacted_without_the_sdk(tmp_path):
     from runtop.engine import Engine
     from runtop.mcp_logs import logs
     from runtop.mcp_runs import Served
-    from runtop.mcp_tools import run_status
+    from runtop.mcp_tools import gpus, run_status
+    from runtop.sources.gpu import GpuProcess, GpuReading, GpuSnapshot
 
     log = tmp_path / "run" / "train.log"
     log.parent.mkdir()
@@ -243,9 +244,19 @@ def test_logs_are_whole_records_redacted_without_the_sdk(tmp_path):
         + f"{t} ERROR training failed\nTraceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    step()\n"
         + "RuntimeError: CUDA error: an illegal memory access was encountered\n"
     )
-    run = Served("run", str(log.parent), Engine(discover(str(log.parent)), interval=0.5, vllm_url=None, publishing=True))
+    class OneH100:
+        """A GPU reading as NVML gives one (the engine takes any probe with `read`, as the demo's)."""
+
+        def read(self) -> GpuSnapshot:
+            return GpuSnapshot([GpuReading(0, "NVIDIA H100 80GB HBM3", 0.0, 61 << 30, 80 << 30, 41.0, 118.5, (GpuProcess(4242, 60 << 30),))],
+                               driver="550.54.15", taken_at=time.time())
+
+    run = Served("run", str(log.parent), Engine(discover(str(log.parent)), interval=0.5, vllm_url=None, publishing=True, gpu=OneH100()))
     run.start()
     try:
+        got_gpus = gpus([run])
+        assert got_gpus["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3" and got_gpus["gpus"][0]["processes"] == [{"pid": 4242, "used_bytes": 60 << 30}]
+        assert json.loads(json.dumps(got_gpus)) == got_gpus  # plain JSON, as the SDK sends it
         got = logs(run, query="illegal memory access")
         assert len(got["entries"]) == 1
         lines = got["entries"][0]["lines"]
