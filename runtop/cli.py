@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # imported where used: `runtop --help` stays fast
     from runtop.config import Thresholds
 from runtop.parsers.hygiene import public, shown
 
-COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send", "notify", "forensics", "export", "serve")
+COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send", "notify", "forensics", "export", "serve", "mcp")
 
 
 def files(args: argparse.Namespace) -> dict[str, Any]:
@@ -168,10 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     from runtop.cli_live import cmd_demo, cmd_export, cmd_follow, cmd_forensics, cmd_notify, cmd_tui
     from runtop.cli_serve import cmd_serve
     from runtop.cli_watch import cmd_watch
+    from runtop.mcp_server import cmd_mcp
 
     handlers = {
         "status": cmd_status, "follow": cmd_follow, "demo": cmd_demo, "tui": cmd_tui, "check": cmd_check,
         "watch": cmd_watch, "actions": cmd_actions, "send": cmd_send, "notify": cmd_notify, "forensics": cmd_forensics, "export": cmd_export, "serve": cmd_serve,
+        "mcp": cmd_mcp,
     }
     from runtop.config import ConfigError
 

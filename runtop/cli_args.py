@@ -159,6 +159,17 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     _config(sv)
     _common(sv)
 
+    mc = sub.add_parser("mcp", help="serve runs to an AI agent over the Model Context Protocol (stdio): verdicts, findings, metrics, logs, proposed actions")
+    mc.add_argument("paths", nargs="*", metavar="PATH", help="runs, log files or directories of runs (default: the current directory)")
+    mc.add_argument("--http", default=None, metavar="127.0.0.1:PORT",
+                    help="serve over streamable HTTP on a loopback address instead of stdio, behind a token (Authorization: Bearer TOKEN)")
+    mc.add_argument("--token-file", default=None, metavar="FILE",
+                    help="with --http: write this start's token to FILE (created 0600, must not exist; removed at exit) instead of printing it")
+    _ckpt_dir(mc)
+    _config(mc)
+    _common(mc)
+    _tmux_opts(mc)
+
     no = sub.add_parser("notify", help="send a test message to alert targets and say whether it arrived")
     no.add_argument("--test", action="append", required=True, metavar="URL", help="an apprise URL (repeatable): slack://…, ntfys://topic, json://host:port/path")
 
