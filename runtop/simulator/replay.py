@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtop.discovery import discover
+from runtop.discovery import DiscoveryError, discover
 from runtop.engine import Engine
 from runtop.live import LiveRun
 from runtop.pace import Pace
@@ -83,6 +83,14 @@ class Outcome:
         return next((f for f in self.findings if f.rule in rules and f.at >= after and f.label != "info"), None)
 
 
+def ready(root: str, actions: int) -> bool:
+    """Whether the run has named its framework (or written for 200 actions without doing so)."""
+    try:
+        return os.path.isdir(root) and bool(os.listdir(root)) and (actions >= 200 or discover(root).framework != "generic")
+    except DiscoveryError:
+        return False  # nothing readable yet (a buffered log not flushed once)
+
+
 class Replay:
     def __init__(self, make_sim: Callable[[str], Any], *, habits: Habits | None = None, fault: str | None = None,
                  fault_step: int | None = None, gpus: bool = True, seed: int = 0, after_fault_s: float = 3600.0,
@@ -133,7 +141,7 @@ class Replay:
             for i, (at, act) in enumerate(sim.script()):
                 made.clear()
                 act()
-                if reader is None and os.path.isdir(root) and os.listdir(root) and (i >= 200 or discover(root).framework != "generic"):
+                if reader is None and ready(root, i):
                     reader = RunReader(discover(root))
                 saves = len(reader.state.checkpoints) if reader is not None else 0
                 if reader is not None:
@@ -172,7 +180,7 @@ class Replay:
             self._wait(engine, self.t + gap, None)
             act()
             self._touch(root, news)
-            if engine is None and os.path.isdir(root) and os.listdir(root) and (i >= 200 or discover(root).framework != "generic"):
+            if engine is None and ready(root, i):
                 # runtop is started once the run has named its framework (a live run read
                 # generically is looked at again every few wall seconds, which a replay has not).
                 engine = self._engine(root, procs)
