@@ -98,6 +98,7 @@ def _run_fleet(runs: list[str], args: argparse.Namespace) -> int:
 
     if not _use_tui(args):
         return print_table(runs, _thresholds(args))
+    from runtop.tui.end_on_signal import EndOnSignal
     from runtop.tui.fleet_app import FleetApp
 
     fleet = Fleet(runs, thresholds=_thresholds(args), poll=True)
@@ -106,7 +107,11 @@ def _run_fleet(runs: list[str], args: argparse.Namespace) -> int:
         selected: str | None = None
         while True:
             where = " ".join([p for p in (args.path, *getattr(args, "more", [])) if p] + ([f"--runs {args.runs}"] if getattr(args, "runs", None) else []))
-            chosen = FleetApp(fleet, select=selected, where=where).run()
+            table = FleetApp(fleet, select=selected, where=where)
+            with EndOnSignal(table) as ended:
+                chosen = table.run()
+            if ended.code is not None:
+                return ended.code  # a signal ends runtop, not only the table
             if not chosen:
                 return EXIT_OK
             selected, fleet.open = chosen, chosen
@@ -128,6 +133,7 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
              fleet: bool = False) -> int:
     from runtop.config import load_actions
     from runtop.tui.app import RuntopApp
+    from runtop.tui.end_on_signal import EndOnSignal
 
     acfg = load_actions(args.config)
     from runtop.alerting import Alerting
@@ -151,13 +157,17 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
     )
     app.monitor.forensics_on_stall = not visitor  # a stall saves its stacks before anyone restarts the run
     app.monitor.processes_over_time.records = not visitor
-    result = app.run()
+    # SIGTERM, SIGHUP and SIGINT leave the terminal as `q` does (alternate screen, mouse, cursor).
+    with EndOnSignal(app) as ended:
+        result = app.run()
     if not app.engine_idle.wait(ENGINE_STOP_S):
         # The engine's thread is stuck in a read that never returns (a hung network filesystem):
         # the interpreter would wait for it at exit for ever, and `q` would seem dead.
         stop_now("the TUI closed while a read it was waiting on had not returned; stopped", EXIT_OK)
     from runtop.fleet import BACK
 
+    if ended.code is not None:
+        return ended.code  # as a shell reports a process a signal ended: 128 + its number
     if fleet and result == BACK:
         return BACK
     if app.return_code:
