@@ -268,6 +268,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     """Serve each run's verdict as Prometheus metrics, or write them to a textfile."""
     from prometheus_client import generate_latest, start_http_server
 
+    from runtop.cli_fleet import one_run_option
     from runtop.engine import Engine
     from runtop.exporter import registry_for
     from runtop.fleet import runs_of
@@ -276,17 +277,24 @@ def cmd_export(args: argparse.Namespace) -> int:
     cfg = _thresholds(args)
     # A directory of runs is every run it holds, as the runs table reads it; a run dir is one run.
     paths = runs_of(args.paths)
+    refusal = one_run_option(args, paths, " ".join(args.paths)) if len(paths) > 1 else None
+    if refusal is not None:
+        _err(f"export: {refusal}")
+        return EXIT_USAGE
     if args.once:
         from runtop.snapshot import RunJudge, read_run_reader
 
         # Each run read to its end and judged once, with every probe (cron writes the textfile).
-        judges = [RunJudge(read_run_reader(p), cfg) for p in paths]
+        judges = [RunJudge(read_run_reader(p, **files(args)), cfg, slurm_job=args.slurm_job, ray_address=args.ray_address) for p in paths]
         for judge in judges:
             judge.verdict()
         engines = [judge.engine for judge in judges]
     else:
-        engines = [Engine(discover(p), interval=args.interval, poll=args.poll, thresholds=cfg, vllm_url=None, publishing=False)
-                   for p in paths]
+        engines = []
+        for p in paths:
+            args.path = p  # one run (several refuse the options of one run above)
+            engines.append(Engine(layout_of(args), interval=args.interval, poll=args.poll, thresholds=cfg, vllm_url=None,
+                                  publishing=False, slurm_job=args.slurm_job, ray_address=args.ray_address))
         for engine in engines:
             engine.step()  # the first scrape answers with what was read, not an unread run's runtop_up 0
     registry = registry_for(engines)
