@@ -94,14 +94,15 @@ def _use_tui(args: argparse.Namespace) -> bool:
 def _run_fleet(runs: list[str], args: argparse.Namespace) -> int:
     """The runs table; Enter opens a run in its full view, Esc there comes back."""
     from runtop.cli_fleet import print_table
-    from runtop.fleet import BACK, Fleet
+    from runtop.fleet import BACK, Fleet, dirs_of_runs
 
     if not _use_tui(args):
         return print_table(runs, _thresholds(args))
     from runtop.tui.end_on_signal import EndOnSignal
     from runtop.tui.fleet_app import FleetApp
 
-    fleet = Fleet(runs, thresholds=_thresholds(args), poll=True)
+    named = [p for p in (args.path, *getattr(args, "more", [])) if p]
+    fleet = Fleet(runs, thresholds=_thresholds(args), poll=True, roots=dirs_of_runs(named))
     fleet.start()
     try:
         selected: str | None = None

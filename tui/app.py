@@ -29,7 +29,7 @@ from runtop.actions import REGISTRY as ACTIONS
 from runtop.discovery import RunLayout
 from runtop.engine import Engine
 from runtop.fleet import BACK
-from runtop.parsers.hygiene import mask
+from runtop.parsers.hygiene import mask, shown
 from runtop.terminal_notify import osc, tmux_message
 from runtop.tui.alerts_screen import AlertsScreen
 from runtop.tui.chart_screen import ChartScreen
@@ -184,6 +184,8 @@ class RuntopApp(VettedActions, App[int]):
         self.install_screen(HelpScreen(), name="help")
         # The header's next step names its key: from the one key table (actions and panes).
         self.query_one(HealthHeader).keys = {a.name: a.key for a in ACTIONS} | {p.id: p.key for p in PANE_SPECS if p.key}
+        root = self.monitor.layout.root.rstrip(os.sep)
+        self.query_one(HealthHeader).dir_name = shown(os.path.basename(root) or root)
         self._apply_layout()
         self.refresh_panes()
         self.run_engine()

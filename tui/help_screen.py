@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
@@ -18,13 +19,20 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen > VerticalScroll { width: 80%; max-width: 100; height: auto; max-height: 100%; border: round $accent; background: $surface; padding: 1 2; }
     """
 
+    def __init__(self, rows: list[tuple[str, str]] | None = None, title: str = "runtop keys") -> None:
+        """`rows` of (key, what it does): the run's view's own by default; the runs table, the
+        record and the other screens pass theirs, so `?` answers in every screen."""
+        super().__init__()
+        self.rows = rows if rows is not None else help_rows()
+        self.title_text = title
+
     def compose(self) -> ComposeResult:
         t = Table.grid(padding=(0, 2))
         t.add_column(style="bold cyan", no_wrap=True)
         t.add_column()
-        for key, what in help_rows():
+        for key, what in self.rows:
             t.add_row(key, what)
         # Scrolls when the terminal is shorter than the list (cut at 80×24).
         with VerticalScroll():
-            yield Static("[b]runtop keys[/b]  (Esc closes)\n")
+            yield Static(Text.assemble((self.title_text, "bold"), "  (Esc closes)\n"))
             yield Static(t)
