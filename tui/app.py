@@ -361,11 +361,32 @@ class RuntopApp(VettedActions, App[int]):
     def action_log_level(self) -> None:
         self.query_one(LogsPane).cycle_level()
 
-    def action_search(self) -> None:
-        if self.compact:
+    def _logs(self) -> LogsPane:
+        """The Logs pane, on screen: the compact layout shows it in its slot."""
+        if self.compact and self.slot != "logs":
             self.slot = "logs"
+            self._slot_chosen = True
             self._apply_layout()
-        self.query_one(LogsPane).open_search()
+        return self.query_one(LogsPane)
+
+    def action_search(self) -> None:
+        self._logs().open_search("search")
+
+    def action_filter_logs(self) -> None:
+        self._logs().open_search("filter")
+
+    def action_logs_time(self) -> None:
+        self._logs().open_search("time")
+
+    def action_next_match(self, by: int) -> None:
+        self._logs().next_match(by)
+
+    def action_logs_oldest(self) -> None:
+        self._logs().oldest()
+
+    def action_logs_newest(self) -> None:
+        self._logs().newest()
+        self.refresh_panes()
 
     def action_wrap_logs(self) -> None:
         self.query_one(LogsPane).toggle_wrap()

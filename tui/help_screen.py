@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar, TypeVar
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -36,3 +39,19 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll():
             yield Static(Text.assemble((self.title_text, "bold"), "  (Esc closes)\n"))
             yield Static(t)
+
+
+ResultType = TypeVar("ResultType")
+
+
+class KeyedScreen(ModalScreen[ResultType]):
+    """A screen whose `?` lists its own keys (`KEYS_HELP`): every screen answers `?`."""
+
+    HELP_TITLE = "keys"
+    KEYS_HELP: ClassVar[list[tuple[str, str]]] = []
+
+    def action_screen_help(self) -> None:
+        self.app.push_screen(HelpScreen(self.KEYS_HELP, self.HELP_TITLE))
+
+
+HELP_BINDING = Binding("question_mark", "screen_help", "Keys", key_display="?")
