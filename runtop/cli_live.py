@@ -131,7 +131,7 @@ ENGINE_STOP_S = 5.0
 
 
 def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None = None, gpu: GpuProbe | None = None,
-             fleet: bool = False) -> int:
+             fleet: bool = False, no_launcher: str | None = None) -> int:
     from runtop.config import load_actions
     from runtop.tui.app import RuntopApp
     from runtop.tui.end_on_signal import EndOnSignal
@@ -154,7 +154,7 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
         gpu=gpu,  # None: NVML
         alerting=alerting if (alerting.active or alerting.errors) and not visitor else None,
         terminal_notify=ncfg.terminal, slurm_job=getattr(args, "slurm_job", None), fleet=fleet,
-        ray_address=getattr(args, "ray_address", None),
+        ray_address=getattr(args, "ray_address", None), no_launcher=no_launcher,
     )
     app.monitor.forensics_on_stall = not visitor  # a stall saves its stacks before anyone restarts the run
     app.monitor.processes_over_time.records = not visitor
@@ -240,9 +240,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 return EXIT_OK
             time.sleep(0.05)
         if _use_tui(args):
+            from runtop.actions import REGISTRY
             from runtop.simulator.gpu import SimulatedGpuProbe
 
-            return _run_tui(layout, args, deadline, gpu=SimulatedGpuProbe(sim.procs) if sim.procs else None)
+            # The simulated run's processes are runtop's own children, in no tmux pane: resume, stop,
+            # restart and open-logs have no Launcher window to type into, so their keys are not
+            # offered (a --tmux-target names one by hand).
+            sent = ", ".join(a.key for a in REGISTRY if a.name != "checkin")
+            no_launcher = None if args.tmux_target else (
+                f"the demo's simulated run has no tmux Launcher window: {sent} act on a real run's (s still writes a check-in)")
+            return _run_tui(layout, args, deadline, gpu=SimulatedGpuProbe(sim.procs) if sim.procs else None, no_launcher=no_launcher)
         return follow(layout, interval=min(args.interval, 1.0), poll=args.poll, deadline=deadline, cfg=_thresholds(args))
     finally:
         sim.stop(keep=args.keep)

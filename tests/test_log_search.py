@@ -4,6 +4,8 @@ search in a record's whole view; and `?` answers in every screen."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from runtop.tui.alerts_screen import AlertsScreen
@@ -162,3 +164,29 @@ async def test_question_mark_lists_the_keys_in_every_screen(simulated, opens):
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is under
+
+
+async def test_the_demo_offers_no_key_that_cannot_act(tmp_path):
+    """`runtop demo` advertised `R` with no Launcher window to type into: its run's processes
+    are runtop's own children. The keys that type into tmux are not offered there, the next
+    step names no key for them, and pressing one says why; `s` (a check-in) still acts."""
+    from runtop.simulator.primerl import Simulator
+
+    for name in ("demo", "real"):
+        Simulator(str(tmp_path / name), scenario="trainer-oom", max_steps=9).run()
+    app = make_app(str(tmp_path / "demo"))
+    app.no_launcher = "the demo's simulated run has no tmux Launcher window"
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        footer = screen_text(app).splitlines()[-1]
+        assert "Check-in" in footer and "Resume" not in footer and "Stop" not in footer
+        header = pane(app, "header")
+        assert "next" in header and not re.search(r"next \([RXTO]\)", header)
+        await pilot.press("R")
+        await pilot.pause()
+        assert any("no tmux Launcher window" in t for t in app.toasts)
+        assert not isinstance(app.screen, ConfirmScreen)
+    real = make_app(str(tmp_path / "real"))
+    async with real.run_test(size=BIG) as pilot:  # a real run's view keeps them
+        await settle(pilot)
+        assert "Stop" in screen_text(real).splitlines()[-1] and re.search(r"next \([RXTO]\)", pane(real, "header"))
