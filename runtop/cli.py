@@ -48,8 +48,11 @@ def print(*parts: object, **kw: Any) -> None:  # noqa: A001 - shadows the builti
     builtins.print(*(public(str(p)) for p in parts), **kw)
 
 
-def _err(msg: str) -> None:
+def _err(msg: str, hint: str | None = None) -> None:
+    """One short line saying what went wrong, and perhaps a second saying what to do."""
     print(f"runtop: {msg}", file=sys.stderr)
+    if hint:
+        print(f"  hint: {hint}", file=sys.stderr)
 
 
 def _thresholds(args: argparse.Namespace) -> Thresholds:
@@ -185,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                 return EXIT_USAGE
         return handlers[args.command](args)
     except DiscoveryError as e:
-        _err(shown(str(e)))
+        _err(shown(str(e)), e.hint)
         return EXIT_CANNOT_READ  # `status --json` and `check` agree: 3 is a run runtop cannot read
     except ConfigError as e:
         _err(str(e))

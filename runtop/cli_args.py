@@ -37,7 +37,22 @@ def _bounded(parse: Callable[[str], float], low: float, *, above: bool, what: st
     return check
 
 
-seconds = _bounded(float, 0, above=True, what="a number of seconds", hint="give a number of seconds above 0")
+def _duration_s(text: str) -> float:
+    """Seconds from `90`, `90s`, `30m`, `1h`, `1h 30m`, `500ms`: every option that takes a time
+    reads the same units (`--every 30m` and `--duration S` did not)."""
+    from runtop.parsers.text import parse_duration
+
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    value = parse_duration(text)
+    if value is None:
+        raise ValueError(text)
+    return value
+
+
+seconds = _bounded(_duration_s, 0, above=True, what="a duration (90, 90s, 30m, 1h)", hint="give a duration above 0: 90, 90s, 30m, 1h")
 speed = _bounded(float, 0, above=True, what="a number", hint="give a speed above 0 (20: twenty simulated seconds a second)")
 count = _bounded(int, 1, above=False, what="a whole number", hint="give 1 or more")
 step_number = _bounded(int, 0, above=False, what="a step number", hint="a step is 0 or more")
@@ -52,6 +67,9 @@ def slurm_job_id(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is not a SLURM job id (digits, or 4242_7 for an array task)")
     return text
 
+
+# The path of a command that acts on one run (a directory of several is refused, naming them).
+ONE_RUN = "the run: its directory or a log file of it"
 
 port = _bounded(int, 0, above=False, what="a port number", hint="give a port from 0 to 65535", high=65535)
 
@@ -73,7 +91,7 @@ def _tmux_opts(p: argparse.ArgumentParser) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--poll", action="store_true", help="poll files instead of using inotify (automatic on NFS)")
-    p.add_argument("--interval", type=seconds, default=2.0, metavar="S", help="refresh interval in seconds (default 2)")
+    p.add_argument("--interval", type=seconds, default=2.0, metavar="DURATION", help="refresh interval: 2 (seconds), 500ms, 1m (default 2)")
 
 
 def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
@@ -104,14 +122,14 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     _config(ch)
 
     ac = sub.add_parser("actions", help="list the vetted actions with their exact text (or why each is disabled)")
-    ac.add_argument("path")
+    ac.add_argument("path", help=ONE_RUN)
     _ckpt_dir(ac)
     _config(ac)
     _tmux_opts(ac)
 
     se = sub.add_parser("send", help="dispatch one vetted action into the run's tmux Launcher window")
     se.add_argument("action", help="resume, stop, restart, open-logs, checkin")
-    se.add_argument("path")
+    se.add_argument("path", help=ONE_RUN)
     se.add_argument("--yes", action="store_true", help="confirm: without it nothing is sent")
     se.add_argument("--step", type=step_number, default=None, metavar="N", help="resume/restart: send only if N is still the last complete checkpoint")
     _ckpt_dir(se)
@@ -120,9 +138,9 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
 
     wa = sub.add_parser("watch", help="follow a run headless: page on incidents (--notify), ping a heartbeat, append check-ins (--every)")
     wa.add_argument("path", help="a run dir, a log file, or a directory of runs (then every run, each line naming its run)")
-    wa.add_argument("--every", default=None, metavar="DURATION", help="append a check-in to STATUS.md this often: 30m, 1h, 90s (default: none)")
+    wa.add_argument("--every", type=seconds, default=None, metavar="DURATION", help="append a check-in to STATUS.md this often: 30m, 1h, 90s (default: none)")
     wa.add_argument("--count", type=count, default=None, metavar="N", help="stop after N check-ins")
-    wa.add_argument("--duration", type=seconds, default=None, metavar="S", help="stop after S seconds")
+    wa.add_argument("--duration", type=seconds, default=None, metavar="DURATION", help="stop after this long: 90 (seconds), 90s, 30m, 1h")
     _ckpt_dir(wa)
     _config(wa)
     _common(wa)
@@ -132,7 +150,7 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     wa.add_argument("--tmux-socket", default=None, metavar="NAME", help="tmux's -L server name")
 
     fx = sub.add_parser("forensics", help="save hang forensics: py-spy stacks of every run process, process states, GPUs, log tails, disks")
-    fx.add_argument("path")
+    fx.add_argument("path", help=ONE_RUN)
     _ckpt_dir(fx)
     _config(fx)
 
@@ -142,20 +160,22 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     ex.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1: this machine only)")
     ex.add_argument("--textfile", default=None, metavar="FILE", help="write FILE (a .prom for node_exporter's textfile collector) instead of serving")
     ex.add_argument("--once", action="store_true", help="read each run once, write the textfile, and exit (for cron)")
-    ex.add_argument("--duration", type=seconds, default=None, metavar="S", help="stop after S seconds")
+    ex.add_argument("--duration", type=seconds, default=None, metavar="DURATION", help="stop after this long: 90 (seconds), 90s, 30m, 1h")
+    _ckpt_dir(ex)
     _config(ex)
     _common(ex)
 
     sv = sub.add_parser("serve", help="the TUI in a browser (textual-serve's page), on 127.0.0.1, behind a token, read-only unless --allow-actions")
-    sv.add_argument("path")
+    sv.add_argument("path", help=ONE_RUN)
     sv.add_argument("--port", type=port, default=8765, help="the port (default 8765)")
     sv.add_argument("--host", default="127.0.0.1", help="the address (default 127.0.0.1, this machine only: reach it with ssh -L)")
     sv.add_argument("--allow-actions", action="store_true", help="let browser sessions send vetted actions (loopback only; the token is needed as always)")
     sv.add_argument("--token-file", default=None, metavar="FILE",
                     help="write this start's token to FILE (created 0600, must not exist; removed at exit) instead of printing it")
     sv.add_argument("--max-sessions", type=count, default=3, metavar="N", help="browser sessions at once (default 3; each is a TUI process)")
-    sv.add_argument("--client-timeout", type=seconds, default=10.0, metavar="S",
+    sv.add_argument("--client-timeout", type=seconds, default=10.0, metavar="DURATION",
                     help="a browser silent (no pong) or not reading its screen this long is gone: its session ends (default 10)")
+    _ckpt_dir(sv)
     _config(sv)
     _common(sv)
 
@@ -188,7 +208,7 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     tu.add_argument("--visitor", action="store_true", help=argparse.SUPPRESS)
 
     fo = sub.add_parser("follow", help="print a rolling status as the run writes (no TUI)")
-    fo.add_argument("path")
+    fo.add_argument("path", help=ONE_RUN)
     _ckpt_dir(fo)
     _config(fo)
     _common(fo)
@@ -208,7 +228,7 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     de.add_argument("--speed", type=speed, default=20.0, help="simulated seconds per real second (default 20)")
     de.add_argument("--dir", default=None, help="write the run here instead of a temp dir")
     de.add_argument("--steps", type=count, default=None, help="max_steps of the simulated run (default 20 prime-rl, 8 SkyRL)")
-    de.add_argument("--duration", type=seconds, default=None, metavar="S", help="stop after S real seconds")
+    de.add_argument("--duration", type=seconds, default=None, metavar="DURATION", help="stop after this long, in real time: 90 (seconds), 90s, 30m")
     de.add_argument("--keep", action="store_true", help="keep the simulated run's temp dir when the demo ends (it is printed)")
     _config(de)
     _common(de)

@@ -94,19 +94,25 @@ def _use_tui(args: argparse.Namespace) -> bool:
 def _run_fleet(runs: list[str], args: argparse.Namespace) -> int:
     """The runs table; Enter opens a run in its full view, Esc there comes back."""
     from runtop.cli_fleet import print_table
-    from runtop.fleet import BACK, Fleet
+    from runtop.fleet import BACK, Fleet, dirs_of_runs
 
     if not _use_tui(args):
         return print_table(runs, _thresholds(args))
+    from runtop.tui.end_on_signal import EndOnSignal
     from runtop.tui.fleet_app import FleetApp
 
-    fleet = Fleet(runs, thresholds=_thresholds(args), poll=True)
+    named = [p for p in (args.path, *getattr(args, "more", [])) if p]
+    fleet = Fleet(runs, thresholds=_thresholds(args), poll=True, roots=dirs_of_runs(named))
     fleet.start()
     try:
         selected: str | None = None
         while True:
             where = " ".join([p for p in (args.path, *getattr(args, "more", [])) if p] + ([f"--runs {args.runs}"] if getattr(args, "runs", None) else []))
-            chosen = FleetApp(fleet, select=selected, where=where).run()
+            table = FleetApp(fleet, select=selected, where=where)
+            with EndOnSignal(table) as ended:
+                chosen = table.run()
+            if ended.code is not None:
+                return ended.code  # a signal ends runtop, not only the table
             if not chosen:
                 return EXIT_OK
             selected, fleet.open = chosen, chosen
@@ -125,9 +131,10 @@ ENGINE_STOP_S = 5.0
 
 
 def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None = None, gpu: GpuProbe | None = None,
-             fleet: bool = False) -> int:
+             fleet: bool = False, no_launcher: str | None = None) -> int:
     from runtop.config import load_actions
     from runtop.tui.app import RuntopApp
+    from runtop.tui.end_on_signal import EndOnSignal
 
     acfg = load_actions(args.config)
     from runtop.alerting import Alerting
@@ -147,17 +154,21 @@ def _run_tui(layout: RunLayout, args: argparse.Namespace, deadline: float | None
         gpu=gpu,  # None: NVML
         alerting=alerting if (alerting.active or alerting.errors) and not visitor else None,
         terminal_notify=ncfg.terminal, slurm_job=getattr(args, "slurm_job", None), fleet=fleet,
-        ray_address=getattr(args, "ray_address", None),
+        ray_address=getattr(args, "ray_address", None), no_launcher=no_launcher,
     )
     app.monitor.forensics_on_stall = not visitor  # a stall saves its stacks before anyone restarts the run
     app.monitor.processes_over_time.records = not visitor
-    result = app.run()
+    # SIGTERM, SIGHUP and SIGINT leave the terminal as `q` does (alternate screen, mouse, cursor).
+    with EndOnSignal(app) as ended:
+        result = app.run()
     if not app.engine_idle.wait(ENGINE_STOP_S):
         # The engine's thread is stuck in a read that never returns (a hung network filesystem):
         # the interpreter would wait for it at exit for ever, and `q` would seem dead.
         stop_now("the TUI closed while a read it was waiting on had not returned; stopped", EXIT_OK)
     from runtop.fleet import BACK
 
+    if ended.code is not None:
+        return ended.code  # as a shell reports a process a signal ended: 128 + its number
     if fleet and result == BACK:
         return BACK
     if app.return_code:
@@ -229,9 +240,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 return EXIT_OK
             time.sleep(0.05)
         if _use_tui(args):
+            from runtop.actions import REGISTRY
             from runtop.simulator.gpu import SimulatedGpuProbe
 
-            return _run_tui(layout, args, deadline, gpu=SimulatedGpuProbe(sim.procs) if sim.procs else None)
+            # The simulated run's processes are runtop's own children, in no tmux pane: resume, stop,
+            # restart and open-logs have no Launcher window to type into, so their keys are not
+            # offered (a --tmux-target names one by hand).
+            sent = ", ".join(a.key for a in REGISTRY if a.name != "checkin")
+            no_launcher = None if args.tmux_target else (
+                f"the demo's simulated run has no tmux Launcher window: {sent} act on a real run's (s still writes a check-in)")
+            return _run_tui(layout, args, deadline, gpu=SimulatedGpuProbe(sim.procs) if sim.procs else None, no_launcher=no_launcher)
         return follow(layout, interval=min(args.interval, 1.0), poll=args.poll, deadline=deadline, cfg=_thresholds(args))
     finally:
         sim.stop(keep=args.keep)
@@ -258,6 +276,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     """Serve each run's verdict as Prometheus metrics, or write them to a textfile."""
     from prometheus_client import generate_latest, start_http_server
 
+    from runtop.cli_fleet import one_run_option
     from runtop.engine import Engine
     from runtop.exporter import registry_for
     from runtop.fleet import runs_of
@@ -266,17 +285,24 @@ def cmd_export(args: argparse.Namespace) -> int:
     cfg = _thresholds(args)
     # A directory of runs is every run it holds, as the runs table reads it; a run dir is one run.
     paths = runs_of(args.paths)
+    refusal = one_run_option(args, paths, " ".join(args.paths)) if len(paths) > 1 else None
+    if refusal is not None:
+        _err(f"export: {refusal}")
+        return EXIT_USAGE
     if args.once:
         from runtop.snapshot import RunJudge, read_run_reader
 
         # Each run read to its end and judged once, with every probe (cron writes the textfile).
-        judges = [RunJudge(read_run_reader(p), cfg) for p in paths]
+        judges = [RunJudge(read_run_reader(p, **files(args)), cfg, slurm_job=args.slurm_job, ray_address=args.ray_address) for p in paths]
         for judge in judges:
             judge.verdict()
         engines = [judge.engine for judge in judges]
     else:
-        engines = [Engine(discover(p), interval=args.interval, poll=args.poll, thresholds=cfg, vllm_url=None, publishing=False)
-                   for p in paths]
+        engines = []
+        for p in paths:
+            args.path = p  # one run (several refuse the options of one run above)
+            engines.append(Engine(layout_of(args), interval=args.interval, poll=args.poll, thresholds=cfg, vllm_url=None,
+                                  publishing=False, slurm_job=args.slurm_job, ray_address=args.ray_address))
         for engine in engines:
             engine.step()  # the first scrape answers with what was read, not an unread run's runtop_up 0
     registry = registry_for(engines)

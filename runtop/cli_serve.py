@@ -25,7 +25,6 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 from runtop.cli import EXIT_USAGE, _err
-from runtop.discovery import discover
 
 if TYPE_CHECKING:
     from runtop.serve_door import Door
@@ -58,6 +57,15 @@ def serve_argv(path: str, args: argparse.Namespace) -> list[str]:
         argv += ["--read-only", "--visitor"]
     if args.config:
         argv += ["--config", os.path.abspath(args.config)]
+    # The run's own options go to each session's TUI as they were given to serve (the run
+    # options every command that reads a run takes).
+    if args.ckpt_dir:
+        argv += ["--ckpt-dir", os.path.abspath(args.ckpt_dir)]
+    for m in args.metrics or ():
+        argv += ["--metrics", os.path.abspath(m)]
+    for flag, value in (("--framework", args.framework), ("--slurm-job", args.slurm_job), ("--ray-address", args.ray_address)):
+        if value:
+            argv += [flag, value]
     return argv
 
 
@@ -99,7 +107,9 @@ def remove_token(path: str, ident: tuple[int, int]) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    discover(args.path)  # a path runtop cannot read fails here, in one line, not in the browser
+    from runtop.cli_live import layout_of
+
+    layout_of(args)  # a path runtop cannot read (or a --ckpt-dir, --metrics) fails here, in one line, not in the browser
     if not loopback(args.host):
         if args.allow_actions:
             _err(f"--allow-actions is refused on {args.host}: plain HTTP carries the token and every key in clear "

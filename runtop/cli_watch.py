@@ -49,15 +49,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from runtop.cli_fleet import fleet_of, one_run_option
     from runtop.delivery import Heartbeat, Worker, http_get, private
     from runtop.outputs import OutputError
-    from runtop.parsers.text import parse_duration
     from runtop.report import to_markdown
 
-    every = None
-    if args.every is not None:
-        every = parse_duration(args.every)
-        if every is None or every <= 0:
-            _err(f"--every {args.every!r}: give a duration such as 90s, 30m or 1h")
-            return EXIT_USAGE
+    every: float | None = args.every  # seconds: the parser read its units, as every duration's
     cfg = _thresholds(args)
     ncfg = notify_config(args)
     runs = fleet_of(args.path)

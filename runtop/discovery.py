@@ -22,7 +22,13 @@ _STEP_DIR_RE = re.compile(r"step_(\d{1,12})\Z", re.ASCII)
 
 
 class DiscoveryError(Exception):
-    """A path runtop cannot read, with a one-line reason."""
+    """A path runtop cannot read: a short one-line reason (`str(e)`), and perhaps a `hint`
+    line of what runtop reads instead (the command line prints it below the reason; a row of
+    the runs table shows only the reason)."""
+
+    def __init__(self, reason: str, hint: str | None = None) -> None:
+        super().__init__(reason)
+        self.hint = hint
 
 
 @dataclass(frozen=True)
@@ -104,9 +110,12 @@ def resolve(path: str, root: str, *, want_dir: bool = True) -> str | None:
 
 
 def expected() -> str:
+    """The hint under a path runtop cannot read, one short line: the plug-ins by name (their
+    descriptions of their files, each its `expects`, made a line of 450 characters)."""
     from runtop.frameworks import all_frameworks
 
-    return "expected " + ", ".join(fw.expects for fw in all_frameworks() if fw.expects) + ", or any text log"
+    names = ", ".join(fw.name for fw in all_frameworks() if fw.expects)
+    return f"give a run dir or a driver log ({names}), a directory of runs, or any text log"
 
 
 # Bytes no text log holds: a file with them in its head is binary (a checkpoint shard, a core).
@@ -141,9 +150,9 @@ def _single_file(path: str, forced: Framework | None = None) -> RunLayout:
 
     text = sniff(path)
     if not text.strip():
-        raise DiscoveryError(f"{path} is empty: {expected()}")
+        raise DiscoveryError(f"{path} is empty", expected())
     if not _is_text(text):
-        raise DiscoveryError(f"{path} is not a text log (binary data): {expected()}")
+        raise DiscoveryError(f"{path} is not a text log (binary data)", expected())
     if forced is not None:
         lay = forced.structured_file(path, text) or forced.file_layout(path, text)
         lay.detection = f"{forced.name}: given with --framework"
@@ -173,7 +182,7 @@ def discover(path: str, framework: str | None = None, *, generic: bool = True) -
         if forced is None:
             raise DiscoveryError(f"--framework {framework}: not one runtop knows ({', '.join(REGISTRY)})")
     if not os.path.exists(path):
-        raise DiscoveryError(f"no such file or directory: {path} ({expected()})")
+        raise DiscoveryError(f"no such file or directory: {path}", expected())
     path = os.path.abspath(path)
     if os.path.isfile(path):
         lay = _single_file(path, forced)
@@ -182,13 +191,13 @@ def discover(path: str, framework: str | None = None, *, generic: bool = True) -
         lay.given = path
         return lay
     if not os.path.isdir(path):
-        raise DiscoveryError(f"{path} is not a regular file or directory ({expected()})")
+        raise DiscoveryError(f"{path} is not a regular file or directory", expected())
     try:
         entries = os.listdir(path)
     except OSError as e:
         raise DiscoveryError(f"cannot list {path}: {e.strerror or e}") from None
     if not entries:
-        raise DiscoveryError(f"{path} is empty: {expected()}")
+        raise DiscoveryError(f"{path} is empty", expected())
     lay = with_job_logs(_in_dir(path, entries, forced, generic))
     lay.given = path
     return lay
@@ -270,7 +279,7 @@ def _in_dir(path: str, entries: list[str], forced: Framework | None, generic: bo
         if read is not None:
             read.detection = "framework not recognised: read generically"
             return read
-    raise DiscoveryError(f"nothing runtop recognises in {path}: {expected()}")
+    raise DiscoveryError(f"nothing runtop recognises in {path}", expected())
 
 
 # Where a launch script puts its logs one directory down (`logs/`, NeMo-RL's `<job id>-logs/`,

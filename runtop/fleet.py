@@ -28,6 +28,10 @@ FLEET_INTERVAL_S = 10.0
 # A /proc walk per run is the fleet's largest cost: each run's processes are looked at this often.
 FLEET_PROCESS_S = 30.0
 BACK = -1  # a run's view exits with this to return to the runs table
+# The directories of runs are looked in this often: a new run is in the table at its next
+# refresh (the table's own is 2 s); a listing of a directory costs next to nothing.
+FLEET_RESCAN_S = 2.0
+NOT_A_RUN_RETRY_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -49,29 +53,45 @@ class RunRow:
         return TROUBLE.get(self.verdict, 9)
 
 
+def is_single_run(path: str) -> bool:
+    """`path` is one run by a framework's evidence: a directory of runs that also holds a stray
+    text file (notes, a README) is not itself one generically read run."""
+    try:
+        return os.path.abspath(discover(path, generic=False).root) == os.path.abspath(path)
+    except DiscoveryError:
+        return False  # not a run itself: perhaps a directory of them
+
+
+def subdirs(path: str) -> list[str]:
+    """`path`'s subdirectories, hidden ones left out, sorted; none when it cannot be listed."""
+    try:
+        return sorted(os.path.join(path, n) for n in os.listdir(path) if os.path.isdir(os.path.join(path, n)) and not n.startswith("."))
+    except OSError:
+        return []
+
+
+def is_run(path: str) -> bool:
+    try:
+        discover(path, generic=False)
+    except DiscoveryError:
+        return False
+    return True
+
+
 def runs_in(path: str) -> list[str]:
     """The runs under `path`: `path` itself when it is one run; else each subdirectory runtop
     recognises (an output dir of runs)."""
-    try:
-        # A run by a framework's evidence: a directory of runs that also holds a stray text file
-        # (notes, a README) is not itself one generically read run.
-        single = os.path.abspath(discover(path, generic=False).root) == os.path.abspath(path)
-    except DiscoveryError:
-        single = False  # not a run itself: perhaps a directory of them
-    if single:
+    if is_single_run(path):
         return [path]  # a run dir (its logs/ or checkpoints/ are not runs of their own)
-    try:
-        subs = sorted(os.path.join(path, n) for n in os.listdir(path) if os.path.isdir(os.path.join(path, n)) and not n.startswith("."))
-    except OSError:
+    if not os.path.isdir(path):
         return [path]
-    found = []
-    for sub in subs:
-        try:
-            discover(sub, generic=False)
-        except DiscoveryError:
-            continue
-        found.append(sub)
-    return found or [path]
+    return [sub for sub in subdirs(path) if is_run(sub)] or [path]
+
+
+def dirs_of_runs(paths: Sequence[str]) -> list[str]:
+    """The paths that are directories of runs (not one run): the fleet looks in them again, so a
+    run started there after runtop opened joins the table."""
+    return [p for p in paths if os.path.isdir(p) and not is_single_run(p)]
 
 
 def runs_of(paths: Sequence[str], runs_file: str | None = None) -> list[str]:
@@ -109,38 +129,100 @@ def row_of(path: str, engine: Engine | None, error: str | None = None) -> RunRow
         )
 
 
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
 class Fleet:
     """The runs and their engines; `rows()` from any thread. Each run's row is made on the
     fleet's thread after its engine stepped: the table's refresh reads finished rows and never
     waits on an engine's lock while it reads a slice."""
 
     def __init__(self, paths: Sequence[str], *, interval: float = FLEET_INTERVAL_S, thresholds: Thresholds | None = None,
-                 poll: bool = True, make: Callable[[str], Engine] | None = None) -> None:
+                 poll: bool = True, make: Callable[[str], Engine] | None = None, roots: Sequence[str] = (),
+                 rescan_s: float = FLEET_RESCAN_S) -> None:
         self.interval = interval
         self.paths = list(paths)
+        # Directories of runs looked in again every `rescan_s`: a run started there later joins,
+        # a run whose directory was removed leaves (the table showed 10 of 27 runs all day).
+        self.roots = list(roots)
+        self.rescan_s = rescan_s
+        self._thresholds, self._poll, self._make = thresholds, poll, make
         self.engines: dict[str, Engine | None] = {}
         self.errors: dict[str, str] = {}
         self._last: dict[str, float] = {}
+        self._not_runs: dict[str, tuple[float, float]] = {}  # dir → (its mtime, when it was found no run)
+        self._scanned = time.monotonic()
+        self._scan_now = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.open: str | None = None  # the run being looked at: its own view reads it
         for path in self.paths:
-            try:
-                self.engines[path] = make(path) if make else Engine(
-                    discover(path), interval=interval, poll=poll, thresholds=thresholds, disks=False, gpus=False,
-                    vllm_url=None, publishing=False, process_period=max(interval, FLEET_PROCESS_S),
-                )
-            except DiscoveryError as e:
-                self.engines[path], self.errors[path] = None, str(e)
-            except Exception as e:  # noqa: BLE001 - one run that cannot be opened is a row saying why, never a dead table
-                self.engines[path], self.errors[path] = None, f"{type(e).__name__}: {e}"
+            self._open(path)
         self._rows: dict[str, RunRow] = {}
         self.refresh_rows()
 
+    def _open(self, path: str) -> None:
+        try:
+            self.engines[path] = self._make(path) if self._make else Engine(
+                discover(path), interval=self.interval, poll=self._poll, thresholds=self._thresholds, disks=False, gpus=False,
+                vllm_url=None, publishing=False, process_period=max(self.interval, FLEET_PROCESS_S),
+            )
+        except DiscoveryError as e:
+            self.engines[path], self.errors[path] = None, str(e)
+        except Exception as e:  # noqa: BLE001 - one run that cannot be opened is a row saying why, never a dead table
+            self.engines[path], self.errors[path] = None, f"{type(e).__name__}: {e}"
+
     def refresh_rows(self) -> None:
         """Make every run's row again from its engine (on the thread that steps them)."""
-        for path, engine in self.engines.items():
-            self._rows[path] = row_of(path, engine, self.errors.get(path))
+        # A new dict, swapped in whole: the table's thread reads the old one meanwhile.
+        self._rows = {path: row_of(path, engine, self.errors.get(path)) for path, engine in self.engines.items()}
+
+    def rescan_soon(self) -> None:
+        """`r` in the table: look in the directories of runs at the fleet thread's next turn."""
+        self._scan_now.set()
+
+    def rescan(self, now: float | None = None) -> bool:
+        """Look in the directories of runs again: open each new run, drop each gone one. True
+        when the runs changed. On the fleet's thread (opening a run reads its first files)."""
+        now = time.monotonic() if now is None else now
+        self._scanned = now
+        self._scan_now.clear()
+        changed = False
+        known = {os.path.realpath(p) for p in self.engines}
+        for root in self.roots:
+            for sub in subdirs(root):
+                if sub in self.engines or os.path.realpath(sub) in known:
+                    continue
+                if not self._worth_a_look(sub, now):
+                    continue
+                if not is_run(sub):
+                    self._not_runs[sub] = (_mtime(sub), now)
+                    continue
+                self._not_runs.pop(sub, None)
+                self._open(sub)
+                self.paths.append(sub)
+                changed = True
+        for path in [p for p in self.engines if p != self.open and not os.path.exists(p)]:
+            engine = self.engines.pop(path)
+            self.errors.pop(path, None)
+            self._last.pop(path, None)
+            self.paths.remove(path)
+            if engine is not None:
+                engine.close()
+            changed = True
+        if changed:
+            self.refresh_rows()
+        return changed
+
+    def _worth_a_look(self, sub: str, now: float) -> bool:
+        """A directory found to be no run is looked at again when it changed, or a while later
+        (a run's first log may be created empty and filled after)."""
+        seen = self._not_runs.get(sub)
+        return seen is None or seen[0] != _mtime(sub) or now - seen[1] >= NOT_A_RUN_RETRY_S
 
     def step_due(self, now: float | None = None) -> int:
         """Step each engine whose turn has come (not the open run's); how many were stepped."""
@@ -174,8 +256,13 @@ class Fleet:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            if self.roots and (self._scan_now.is_set() or time.monotonic() - self._scanned >= self.rescan_s):
+                try:
+                    self.rescan()
+                except Exception:  # noqa: BLE001 - a directory that cannot be looked in keeps the runs already shown
+                    self._scanned = time.monotonic()
             if not self.step_due():
-                self._stop.wait(0.5)
+                self._scan_now.wait(0.5)
 
     def close(self) -> None:
         self._stop.set()

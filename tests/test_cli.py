@@ -32,8 +32,11 @@ def test_a_path_runtop_cannot_read_exits_3_with_one_line_and_no_traceback(tmp_pa
         path.write_bytes(b"\x00\x01PK\x03\x04" * 200)
     r = runtop(command, *(["--json"] if command == "status" else []), str(path))
     assert r.returncode == 3 and r.stdout == ""
-    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("runtop: ")
-    assert "Traceback" not in r.stderr and ("expected a prime-rl run directory" in r.stderr)
+    # One short line saying what is wrong, one hint saying what runtop reads (it was one line of 450).
+    said, hint = r.stderr.rstrip("\n").split("\n")
+    assert said.startswith("runtop: ") and len(said) <= 160 and len(hint) <= 160, r.stderr
+    assert hint.startswith("  hint: ") and "prime-rl" in hint and "a directory of runs" in hint
+    assert "Traceback" not in r.stderr
 
 
 def test_status_json_of_a_simulated_crash(simulated):
@@ -120,15 +123,17 @@ def test_demo_simulates_a_skyrl_run_too():
 
 
 BAD_ARGUMENTS = [
+    (["watch", "{run}", "--every", "soon"], 2, "'soon' is not a duration"),
+    (["demo", "--duration", "forever"], 2, "'forever' is not a duration"),
     # (argv after the run dir is put in, exit code, words of the one line)
-    (["watch", "{run}", "--interval", "0"], 2, "give a number of seconds above 0"),
-    (["watch", "{run}", "--interval", "-1"], 2, "give a number of seconds above 0"),
-    (["tui", "{run}", "--interval", "nan"], 2, "give a number of seconds above 0"),
-    (["follow", "{run}", "--interval", "inf"], 2, "give a number of seconds above 0"),
+    (["watch", "{run}", "--interval", "0"], 2, "give a duration above 0"),
+    (["watch", "{run}", "--interval", "-1"], 2, "give a duration above 0"),
+    (["tui", "{run}", "--interval", "nan"], 2, "give a duration above 0"),
+    (["follow", "{run}", "--interval", "inf"], 2, "give a duration above 0"),
     (["demo", "--speed", "0"], 2, "give a speed above 0"),
     (["demo", "--speed", "-5"], 2, "give a speed above 0"),
     (["demo", "--steps", "0"], 2, "give 1 or more"),
-    (["demo", "--duration", "0"], 2, "give a number of seconds above 0"),
+    (["demo", "--duration", "0"], 2, "give a duration above 0"),
     (["watch", "{run}", "--count", "0"], 2, "give 1 or more"),
     (["send", "resume", "{run}", "--step", "-1"], 2, "a step is 0 or more"),
     (["check", "{run}", "--interval", "2"], 3, "unrecognized arguments: --interval 2"),
@@ -217,3 +222,66 @@ def test_status_and_check_do_not_load_the_demo_simulators_but_demo_help_lists_th
     assert out.strip() == "[]"
     shown = subprocess.run([sys.executable, "-m", "runtop", "demo", "--help"], capture_output=True, text=True, check=True).stdout
     assert "prime-rl: healthy" in " ".join(shown.split())
+
+
+# The commands that read a run, and the options that say which files and how it is read.
+READS_A_RUN = ("status", "check", "actions", "send", "watch", "forensics", "export", "serve", "tui", "follow")
+RUN_OPTIONS = ("--ckpt-dir", "--metrics", "--config", "--framework")
+
+
+def _subcommands():
+    import argparse
+
+    from runtop.cli_args import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices
+
+
+def test_every_command_that_reads_a_run_takes_the_same_run_options_and_describes_its_arguments():
+    """`serve` and `export` lacked --ckpt-dir and --metrics; only `status` described its path."""
+    commands = _subcommands()
+    for name in READS_A_RUN:
+        flags = {s for a in commands[name]._actions for s in a.option_strings}
+        assert set(RUN_OPTIONS) <= flags, (name, set(RUN_OPTIONS) - flags)
+    for name, p in commands.items():
+        for a in p._actions:
+            if not a.option_strings:
+                assert a.help, f"runtop {name}: its {a.dest} is not described in --help"
+
+
+def test_every_duration_reads_the_same_units():
+    """`--every 30m` but `--duration S`: every option that takes a time now reads 90, 90s, 30m, 1h."""
+    commands = _subcommands()
+    times = [(name, a) for name, p in commands.items() for a in p._actions
+             if set(a.option_strings) & {"--duration", "--every", "--interval", "--client-timeout"}]
+    assert {n for n, a in times if "--duration" in a.option_strings} >= {"watch", "export", "demo"}
+    for name, a in times:
+        assert a.type("30m") == 1800 and a.type("90") == 90 and a.type("1h 30m") == 5400 and a.type("500ms") == 0.5, (name, a.dest)
+
+
+def test_export_and_serve_read_the_run_with_its_own_options(simulated, tmp_path):
+    """A SkyRL-style run whose metrics are elsewhere: export reads the --metrics file, and serve
+    refuses a --metrics file that is not there in one line, before it listens."""
+    run = simulated("healthy", max_steps=3)
+    metrics = tmp_path / "extra.jsonl"
+    metrics.write_text('{"step": 1, "my_reward": 0.25}\n')
+    r = runtop("export", run, "--once", "--textfile", str(tmp_path / "out.prom"), "--metrics", str(metrics))
+    assert r.returncode == 0, r.stderr
+    r = runtop("export", run, "--once", "--textfile", str(tmp_path / "out.prom"), "--metrics", str(tmp_path / "none.jsonl"))
+    assert r.returncode == 3 and r.stderr.startswith("runtop: --metrics ") and "no such file" in r.stderr
+    r = runtop("serve", run, "--metrics", str(tmp_path / "none.jsonl"), "--port", "0")
+    assert r.returncode == 3 and r.stderr.startswith("runtop: --metrics ") and "no such file" in r.stderr
+
+
+def test_serve_hands_the_run_options_to_each_session():
+    from argparse import Namespace
+
+    from runtop.cli_serve import serve_argv
+
+    args = Namespace(interval=2.0, allow_actions=False, config=None, ckpt_dir="ck", metrics=["m.jsonl"], framework="generic",
+                     slurm_job="42", ray_address=None)
+    argv = serve_argv("run", args)
+    assert argv[argv.index("--ckpt-dir") + 1] == os.path.abspath("ck")
+    assert argv[argv.index("--metrics") + 1] == os.path.abspath("m.jsonl")
+    assert argv[argv.index("--framework") + 1] == "generic" and argv[argv.index("--slurm-job") + 1] == "42"

@@ -131,3 +131,50 @@ def test_the_demo_never_takes_its_own_pane_for_the_runs_launcher(tmp_path):
         assert "the one runtop runs in" in said
     finally:
         subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
+
+
+# Checked in a static read at these real seconds of a demo at the default speed. `stalled` is
+# silence, judged against the clock: tests/test_cli.py plays it live.
+DEMO_SPEED = 20.0
+LOOKS_S = (15.0, 30.0, 45.0, 55.0)
+
+
+def _scenarios() -> list[tuple[str, str]]:
+    from runtop.frameworks import simulated
+
+    return [(fw.name, s) for fw in simulated() for s in fw.scenarios if s not in ("healthy", "stalled")]
+
+
+@pytest.mark.parametrize(("framework", "scenario"), _scenarios(), ids=[f"{f}-{s}" for f, s in _scenarios()])
+def test_every_failure_scenario_shows_its_incident_within_a_minute_of_the_demo(tmp_path, framework, scenario):
+    """SkyRL's failure scenarios stayed Healthy for three minutes at 20×: its steps take about
+    nine simulated minutes and the faults land at step 4's save. The demo now joins such a run
+    later in its timeline (LEAD_IN_S); the rules are unchanged. Each scenario's run, written as
+    far as the demo has played it at each look, is judged as `runtop check` judges it."""
+    from runtop.frameworks import get as get_framework
+    from runtop.snapshot import read_and_judge
+
+    def judged(name: str, real_s: float) -> tuple[str, str]:
+        sim = get_framework(framework).simulator(str(tmp_path / f"{name}-{real_s:g}"), name)
+        sim.run(until=sim.START + sim.LEAD_IN_S + real_s * DEMO_SPEED)
+        _state, verdict = read_and_judge(sim.root, processes=False, disks=False)
+        return verdict.verdict, (verdict.reasons or [""])[0]
+
+    seen = []
+    for real_s in LOOKS_S:
+        word, why = judged(scenario, real_s)
+        seen.append((real_s, word, why))
+        # Its incident, not what the healthy run shows at that moment too (an early
+        # small-sample warning both have is no scenario's incident).
+        if word in ("Down", "Degraded") and (word, why) != judged("healthy", real_s):
+            return
+    pytest.fail(f"{framework} {scenario}: no incident within a minute at {DEMO_SPEED:g}x: {seen}")
+
+
+def test_a_skyrl_demo_joins_its_run_with_steps_already_written(tmp_path):
+    """The lead-in is written at once: the demo opens on a run with its first steps in the log,
+    and its fault still lies ahead of it (the demo shows it happen, not its aftermath)."""
+    sim = SkyrlSimulator(str(tmp_path / "r"), scenario="disk-full")
+    sim.run(until=sim.START + sim.LEAD_IN_S)
+    text = open(os.path.join(sim.root, sim.log), encoding="utf-8").read()
+    assert "Step 2: " in text and "No space left on device" not in text

@@ -17,6 +17,17 @@ def test_readme_has_the_demo_command():
     assert "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/runtop demo" in (ROOT / "README.md").read_text()
 
 
+def test_the_readme_names_every_demo_scenario_the_help_lists():
+    """`demo --help` listed `node-nccl-timeout`; the README did not."""
+    import re
+
+    from runtop.frameworks import simulated
+
+    readme = (ROOT / "README.md").read_text()
+    missing = [f"{fw.name}: {s}" for fw in simulated() for s in fw.scenarios if not re.search(rf"(?<![\w-]){re.escape(s)}(?![\w-])", readme)]
+    assert not missing, missing
+
+
 def test_every_package_is_installed():
     """`pip install .` (the README's demo command) installs only the listed packages: a new
     sub-package left out of pyproject.toml works in the editable checkout and nowhere else."""

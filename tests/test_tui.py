@@ -159,17 +159,17 @@ async def test_logs_level_filter_search_and_pause(simulated):
         text = pane(app, "logs")
         assert "ERROR+" in text and "Fatal error in train" in text and "rollout done" not in text
         await pilot.press("l")
-        await pilot.press("slash")
+        await pilot.press("f")  # the filter: only the lines that hold the text (what `/` did before it jumped)
         await pilot.press(*"OutOfMemory", "enter")
         await pilot.pause()
         text = pane(app, "logs")
-        assert "/OutOfMemory" in text and "torch.OutOfMemoryError" in text and "Starting" not in text
-        # The matches are highlighted, Esc clears the search, `/` opens empty.
+        assert "filter OutOfMemory" in text and "torch.OutOfMemoryError" in text and "Starting" not in text
+        # The matches are highlighted, Esc clears the filter, `/` opens empty.
         drawn = app.query_one("#log-view").content
         assert any("yellow" in str(span.style) and drawn.plain[span.start : span.end].lower() == "outofmemory" for span in drawn.spans)
         await pilot.press("escape")
         await pilot.pause()
-        assert "/OutOfMemory" not in pane(app, "logs") and logs.query_text == ""
+        assert "filter OutOfMemory" not in pane(app, "logs") and logs.filter_text == ""
         await pilot.press("slash")
         await pilot.pause()
         assert app.query_one("#log-search").value == ""

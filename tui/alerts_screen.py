@@ -7,10 +7,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from runtop.advice import advise
+from runtop.tui.help_screen import HELP_BINDING, KeyedScreen
 from runtop.view import View
 from runtop.widgets.alerts_pane import SEVERITY_STYLE
 from runtop.widgets.pane import SafeStatic
@@ -42,8 +42,10 @@ def alerts_text(view: View, keys: dict[str, str]) -> Text:
     return out
 
 
-class AlertsScreen(ModalScreen[None]):
-    BINDINGS = [("escape", "dismiss", "Close"), ("q", "dismiss", "Close"), ("enter", "dismiss", "Close")]
+class AlertsScreen(KeyedScreen[None]):
+    BINDINGS = [("escape", "dismiss", "Close"), ("q", "dismiss", "Close"), ("enter", "dismiss", "Close"), HELP_BINDING]
+    HELP_TITLE = "alerts in full: keys"
+    KEYS_HELP = [("↑ ↓ PgUp PgDn", "scroll"), ("Esc q Enter", "close"), ("?", "these keys")]
     DEFAULT_CSS = """
     AlertsScreen { align: center middle; }
     AlertsScreen > VerticalScroll { width: 90%; height: auto; max-height: 100%; border: round $accent; background: $surface; padding: 1 2; }
@@ -56,5 +58,5 @@ class AlertsScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static("[b]alerts in full[/b]  (Esc closes)\n")
+            yield Static("[b]alerts in full[/b]  (Esc closes, ? keys)\n")
             yield SafeStatic(self._text)

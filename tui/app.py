@@ -29,7 +29,7 @@ from runtop.actions import REGISTRY as ACTIONS
 from runtop.discovery import RunLayout
 from runtop.engine import Engine
 from runtop.fleet import BACK
-from runtop.parsers.hygiene import mask
+from runtop.parsers.hygiene import mask, shown
 from runtop.terminal_notify import osc, tmux_message
 from runtop.tui.alerts_screen import AlertsScreen
 from runtop.tui.chart_screen import ChartScreen
@@ -132,6 +132,7 @@ class RuntopApp(VettedActions, App[int]):
         visitor: bool = False,
         action_options: dict[str, Any] | None = None,
         terminal_notify: bool = False,
+        no_launcher: str | None = None,
         **monitor_options: Any,
     ) -> None:
         """`monitor_options` go to `Engine` (poll, gpu, vllm_url, thresholds, samplers, clock);
@@ -142,6 +143,7 @@ class RuntopApp(VettedActions, App[int]):
         # written (no forensics, no records in the run dir), on top of read-only.
         self.visitor = visitor
         self.terminal_notify = terminal_notify  # OSC 777/9 and tmux display-message on a critical incident
+        self.no_launcher = no_launcher  # why no action can reach a Launcher pane here (the demo's), or None
         self.action_options = action_options or {}
         self._confirming = False
         if action_options is not None and "launcher" not in monitor_options:
@@ -183,7 +185,13 @@ class RuntopApp(VettedActions, App[int]):
         # Built once and kept: `?` then only shows it (composing it anew took most of a key's latency).
         self.install_screen(HelpScreen(), name="help")
         # The header's next step names its key: from the one key table (actions and panes).
-        self.query_one(HealthHeader).keys = {a.name: a.key for a in ACTIONS} | {p.id: p.key for p in PANE_SPECS if p.key}
+        # An action that cannot act here (no Launcher pane) is not named as the way to the next step.
+        acting = [a for a in ACTIONS if self.no_launcher is None or a.name == "checkin"]
+        self.query_one(HealthHeader).keys = {a.name: a.key for a in acting} | {p.id: p.key for p in PANE_SPECS if p.key}
+        # The directory the user named (the runs table's row name), else the one the run's files are in.
+        given = self.monitor.layout.given
+        where = (given if given and os.path.isdir(given) else self.monitor.layout.root).rstrip(os.sep)
+        self.query_one(HealthHeader).dir_name = shown(os.path.basename(where) or where)
         self._apply_layout()
         self.refresh_panes()
         self.run_engine()
@@ -359,11 +367,32 @@ class RuntopApp(VettedActions, App[int]):
     def action_log_level(self) -> None:
         self.query_one(LogsPane).cycle_level()
 
-    def action_search(self) -> None:
-        if self.compact:
+    def _logs(self) -> LogsPane:
+        """The Logs pane, on screen: the compact layout shows it in its slot."""
+        if self.compact and self.slot != "logs":
             self.slot = "logs"
+            self._slot_chosen = True
             self._apply_layout()
-        self.query_one(LogsPane).open_search()
+        return self.query_one(LogsPane)
+
+    def action_search(self) -> None:
+        self._logs().open_search("search")
+
+    def action_filter_logs(self) -> None:
+        self._logs().open_search("filter")
+
+    def action_logs_time(self) -> None:
+        self._logs().open_search("time")
+
+    def action_next_match(self, by: int) -> None:
+        self._logs().next_match(by)
+
+    def action_logs_oldest(self) -> None:
+        self._logs().oldest()
+
+    def action_logs_newest(self) -> None:
+        self._logs().newest()
+        self.refresh_panes()
 
     def action_wrap_logs(self) -> None:
         self.query_one(LogsPane).toggle_wrap()

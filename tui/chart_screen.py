@@ -9,10 +9,10 @@ from collections.abc import Callable
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from runtop.tui.help_screen import HELP_BINDING, KeyedScreen
 from runtop.view import View
 from runtop.widgets.metric_sparklines import label, logged, series
 
@@ -45,8 +45,10 @@ def step_ticks(first: int, last: int, most: int) -> list[int]:
     return sorted({first, *range(start, last + 1, stride)})
 
 
-class ChartScreen(ModalScreen[str]):
-    BINDINGS = [("escape", "close", "Close"), ("c", "close", "Close"), ("m", "next_metric", "Next metric")]
+class ChartScreen(KeyedScreen[str]):
+    BINDINGS = [("escape", "close", "Close"), ("c", "close", "Close"), ("m", "next_metric", "Next metric"), HELP_BINDING]
+    HELP_TITLE = "chart: keys"
+    KEYS_HELP = [("↑ ↓", "pick a metric"), ("m", "the next metric"), ("Esc c", "close (the chart opens on this metric next time)"), ("?", "these keys")]
     DEFAULT_CSS = """
     ChartScreen { align: center middle; }
     ChartScreen > Horizontal { width: 95%; height: 90%; border: round $accent; background: $surface; }

@@ -10,17 +10,20 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from runtop.actions import Plan
 from runtop.parsers.hygiene import mask
+from runtop.tui.help_screen import HELP_BINDING, KeyedScreen
 
 
-class ConfirmScreen(ModalScreen[str | None]):
+class ConfirmScreen(KeyedScreen[str | None]):
     """Dismisses with the typed confirmation (or "" for a non-destructive action), or None."""
 
-    BINDINGS = [("escape", "cancel", "Cancel")]
+    BINDINGS = [("escape", "cancel", "Cancel"), HELP_BINDING]
+    HELP_TITLE = "confirm an action: keys"
+    KEYS_HELP = [("Tab", "move between the token, Cancel and Send"), ("Enter", "on Send, or in the token box with the right token: send"),
+            ("Esc", "cancel: nothing is sent"), ("?", "these keys (in the token box, ? is typed)")]
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical { width: 90%; max-width: 120; height: auto; border: thick $warning; background: $surface; padding: 1 2; }

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult
-from textual.widgets import DataTable, Footer, Static
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Input, Static
 
 from runtop.fleet import Fleet, RunRow
+from runtop.tui.help_screen import HelpScreen
 from runtop.widgets.render import duration
 
 VERDICT_STYLE = {"Down": "bold white on red", "cannot read": "bold red", "Degraded": "bold black on yellow", "Unknown": "grey62",
@@ -24,8 +28,9 @@ VERDICT_STYLE = {"Down": "bold white on red", "cannot read": "bold red", "Degrad
 COUNT_STYLE = {"Down": "bold red", "cannot read": "bold red", "Degraded": "bold yellow", "Unknown": "grey62",
                "Healthy": "bold green", "Finished": "bold blue"}
 COLUMNS = (("verdict", 10), ("run", 26), ("framework", 9), ("step", 11), ("ETA", 6), ("last write", 10), ("att", 3), ("cause", 0))
-# Under 110 columns (an 80×24 split) the verdict, the run and the cause: the rest waits for the run's view.
-NARROW = (("verdict", 10), ("run", 22), ("cause", 0))
+# Under 110 columns (an 80×24 split) the verdict, the run, its last write and the cause: the rest
+# waits for the run's view. The last write stays: a run silent for an hour is news at any width.
+NARROW = (("verdict", 10), ("run", 20), ("last write", 10), ("cause", 0))
 NARROW_BELOW = 110
 
 
@@ -49,11 +54,43 @@ def short_cause(cause: str, width: int) -> str:
     return first if len(first) <= width else first[: max(1, width - 1)] + "…"
 
 
-def summary(rows: list[RunRow], where: str = "") -> Text:
+# The orders `s` steps through: (name, key of a row). Trouble is the fleet's own (worst first,
+# then the newest write); the others as a researcher scans for one run.
+SORTS: tuple[tuple[str, Callable[[RunRow], object]], ...] = (
+    ("trouble", lambda r: (r.trouble, -(r.last_write or 0.0), r.name)),
+    ("run", lambda r: r.name.lower()),
+    ("last write", lambda r: (-(r.last_write or 0.0), r.name)),
+    ("step", lambda r: (-(r.step if r.step is not None else -1), r.name)),
+    ("framework", lambda r: (r.framework, r.trouble, r.name)),
+    ("verdict", lambda r: (r.verdict, r.name)),
+)
+SORT_COLUMN = {"trouble": "verdict", "run": "run", "last write": "last write", "step": "step", "framework": "framework", "verdict": "verdict"}
+
+
+def matches(row: RunRow, text: str) -> bool:
+    """`/` keeps the runs whose name, path, framework, verdict or cause holds `text` (any case)."""
+    t = text.lower()
+    return any(t in field.lower() for field in (row.name, row.path, row.framework, row.verdict, row.cause))
+
+
+FLEET_HELP: list[tuple[str, str]] = [
+    ("Enter", "open the run under the cursor in its full view (Esc there comes back)"),
+    ("↑ ↓ PgUp PgDn", "move between runs"),
+    ("/", "filter: keep the runs whose name, framework, verdict or cause holds the text (Esc clears)"),
+    ("s", "sort by the next column: " + ", ".join(name for name, _ in SORTS)),
+    ("r", "look for new runs and read every row now"),
+    ("?", "these keys"),
+    ("q", "quit"),
+]
+
+
+def summary(rows: list[RunRow], where: str = "", *, shown: int | None = None, query: str = "", sort: str = "trouble") -> Text:
     counts: dict[str, int] = {}
     for r in rows:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
-    out = Text(f" {len(rows)} runs", "bold")
+    out = Text(f" {len(rows)} runs" if shown is None or shown == len(rows) and not query else f" {shown} of {len(rows)} runs", "bold")
+    if query:
+        out.append(f" matching /{query}", "bold yellow")
     if where:
         out.append(f" in {where}", "grey62")
     for word in VERDICT_STYLE:
@@ -63,7 +100,9 @@ def summary(rows: list[RunRow], where: str = "") -> Text:
     reading = [r for r in rows if r.read < 1.0]
     if reading:
         out.append(f"  ·  reading history of {len(reading)}", "italic grey62")
-    out.append("   Enter opens a run, Esc comes back", "grey62")
+    if sort != "trouble":
+        out.append(f"  ·  sorted by {sort}", "grey62")
+    out.append("   Enter opens a run, ? keys", "grey62")
     return out
 
 
@@ -124,8 +163,14 @@ class FleetApp(App[str | None]):
     CSS = """
     #summary { height: 1; background: $panel; }
     DataTable { height: 1fr; }
+    #filter { height: 3; display: none; }
+    #filter.-open { display: block; }
     """
-    BINDINGS = [("enter", "open_run", "Open run"), ("q", "quit_fleet", "Quit"), ("r", "refresh_now", "Refresh")]
+    BINDINGS = [
+        Binding("enter", "open_run", "Open run"), Binding("q", "quit_fleet", "Quit"), Binding("r", "refresh_now", "Refresh"),
+        Binding("slash", "filter", "Filter", key_display="/"), Binding("s", "sort", "Sort"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+    ]
 
     def __init__(self, fleet: Fleet, *, select: str | None = None, clock: object = time.time, refresh_s: float = 2.0,
                  where: str = "") -> None:
@@ -139,9 +184,13 @@ class FleetApp(App[str | None]):
         self._cols: tuple[tuple[str, int], ...] = ()
         self._drawn: dict[str, tuple[Text, ...]] = {}  # what each row shows now
         self._summary = ""
+        self._sorted_by = ""
+        self.query_text = ""  # `/`: the rows shown hold it
+        self.sort = "trouble"  # `s`: the order of the rows
 
     def compose(self) -> ComposeResult:
         yield Static(id="summary")
+        yield Input(placeholder="filter runs: name, framework, verdict or cause (Enter keeps it, Esc clears)", id="filter")
         yield DataTable(cursor_type="row", zebra_stripes=True)
         yield Footer()
 
@@ -153,9 +202,12 @@ class FleetApp(App[str | None]):
     def refill(self) -> None:
         """Redraw what changed: cells in place while the order holds (a second's new ages
         touch one column), the whole table when a run moves or the columns change."""
-        rows = self.fleet.rows()
+        every = self.fleet.rows()
+        rows = [r for r in every if matches(r, self.query_text)] if self.query_text else every
+        if self.sort != "trouble":
+            rows.sort(key=dict(SORTS)[self.sort])  # type: ignore[arg-type]
         now = self.clock()  # type: ignore[operator]
-        text = summary(rows, self.where)
+        text = summary(every, self.where, shown=len(rows), query=self.query_text, sort=self.sort)
         if text.plain != self._summary:
             self._summary = text.plain
             self.query_one("#summary", Static).update(text)
@@ -176,11 +228,14 @@ class FleetApp(App[str | None]):
                         table.update_cell(path, name, after)
             self._drawn = drawn
             return
-        if cols != self._cols:  # the terminal crossed NARROW_BELOW: other columns
+        sorted_by = SORT_COLUMN[self.sort]
+        if (cols, sorted_by) != (self._cols, self._sorted_by):  # the terminal crossed NARROW_BELOW, or `s`
             table.clear(columns=True)
             for col, width in cols:
-                table.add_column(col, key=col, width=width or None)
-            self._cols = cols
+                # The column the rows are sorted by is underlined (the summary names the order).
+                label = Text(col, "bold underline" if col == sorted_by and self.sort != "trouble" else "")
+                table.add_column(label, key=col, width=width or None)
+            self._cols, self._sorted_by = cols, sorted_by
         table.clear()
         self._paths, self._drawn = paths, drawn
         for path in paths:
@@ -201,7 +256,48 @@ class FleetApp(App[str | None]):
         self.exit(None)
 
     def action_refresh_now(self) -> None:
+        self.fleet.rescan_soon()  # a run started a moment ago: the fleet's thread looks for it now
         self.refill()
+        self.set_timer(1.0, self.refill)  # and the table shows it a second later, not a refresh later
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(FLEET_HELP, "runs table keys"))
+
+    def action_sort(self) -> None:
+        names = [name for name, _ in SORTS]
+        self.sort = names[(names.index(self.sort) + 1) % len(names)]
+        table: DataTable[Text] = self.query_one(DataTable)
+        if 0 <= table.cursor_row < len(self._paths):
+            self.selected = self._paths[table.cursor_row]  # the cursor stays on its run
+        self._paths = []  # the order changed: every row again
+        self.refill()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.value = self.query_text
+        box.add_class("-open")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        # The rows narrow as the text is typed (k9s' way): no Enter needed to see them.
+        self.query_text = event.value.strip()
+        self.refill()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.query_text = event.value.strip()
+        event.input.remove_class("-open")
+        self.refill()
+        self.query_one(DataTable).focus()
+
+    def on_key(self, event: events.Key) -> None:
+        box = self.query_one("#filter", Input)
+        if event.key == "escape" and (box.has_class("-open") or self.query_text):
+            event.stop()
+            box.value = ""
+            box.remove_class("-open")
+            self.query_text = ""
+            self.refill()
+            self.query_one(DataTable).focus()
 
     def on_resize(self) -> None:
         self.refill()  # the cause column takes the new width

@@ -28,6 +28,7 @@ else:
 
 READ_ONLY_KEYS = {a.key for a in ACTIONS}  # answered "actions are off" under --read-only
 RESUME_KEY = next(a.key for a in ACTIONS if a.name == "resume")
+LAUNCHER_KEYS = {a.key for a in ACTIONS if a.name != "checkin"}  # the actions sent into the run's tmux
 
 
 class VettedActions(_Base):
@@ -45,9 +46,15 @@ class VettedActions(_Base):
     # shown meanwhile (docs/design.md, "Advice that would work").
     resume_refused: str | None = None
 
+    # Why the actions that type into the run's tmux Launcher pane cannot act here (the demo's
+    # simulated run has no such pane): their keys are not offered, and pressing one says why.
+    no_launcher: str | None = None
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Read-only removes every action at this one point: no key, palette entry or screen reaches one.
         if self.read_only and action in ("act", "checkin"):
+            return False
+        if self.no_launcher is not None and action == "act":
             return False
         if action == "act" and parameters == ("resume",) and self.resume_refused is not None:
             return False
@@ -57,6 +64,8 @@ class VettedActions(_Base):
         # Read-only hides the action keys; pressing one still gets an answer.
         if self.read_only and event.key in READ_ONLY_KEYS and not self._confirming:
             self.notify("read-only: actions are off", timeout=4)
+        elif self.no_launcher is not None and event.key in LAUNCHER_KEYS and not self._confirming:
+            self.notify(self.no_launcher, timeout=6)
         elif event.key == RESUME_KEY and self.resume_refused is not None and not self._confirming:
             self.notify(f"resume is not offered: {self.resume_refused}", severity="warning", timeout=8)
 

@@ -34,13 +34,17 @@ class HealthHeader(Pane):
     # Action and pane names → their keys (the app fills it from its one key table), so the
     # next step says which key takes it.
     keys: dict[str, str] = {}  # replaced per instance by the app, never mutated
+    # The run's directory's name (the app sets it): shown beside the config's run name when
+    # they differ, since runs of one config (seeds, an ablation) share that name.
+    dir_name = ""
 
     def render_view(self, view: View) -> Text:
         s = view.state
         v = view.verdict
-        line1 = Text.assemble(
-            ("runtop ", "bold"), (s.run_name or "?", "bold cyan"), f"  {s.framework} · {s.layout} · attempt {s.attempt}",
-        )
+        line1 = Text.assemble(("runtop ", "bold"), (s.run_name or self.dir_name or "?", "bold cyan"))
+        if self.dir_name and self.dir_name != s.run_name:
+            line1.append(f"  in {self.dir_name}/", "cyan")
+        line1.append(f"  {s.framework} · {s.layout} · attempt {s.attempt}")
         reasons = "; ".join(v.reasons) if v.reasons else ("all clear" if v.verdict == "Healthy" else "")
         width = max(20, self.size.width - 2) if self.size.width else 200
         band = BAND_STYLE.get(v.verdict, "")

@@ -4,6 +4,12 @@ It draws only the lines that fit (a window over the bounded tail), into a fixed-
 area: appending lines never triggers a layout pass, which is what a busy log would
 otherwise cost on every refresh. Focused, it shows a cursor line: ↑/↓/PgUp/PgDn/Home move
 it (and pause the tail), End follows again, Enter opens the cursor's record whole.
+
+As the log viewers researchers know (less, toolong, k9s): `/` searches and jumps to the
+newest match at or above the cursor, its line centred among its neighbours, `n` goes on to
+the next match up (older) and `N` back down, the title counting them ("3/17"); `f` filters
+(only the lines that hold the text); `g`/`G` go to the oldest and the newest line; `t 14:05`
+to the first line written at or after that time.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from textual.widgets import Input
 
 from runtop.state_parts import LogLine
 from runtop.view import View
+from runtop.widgets.log_search import Matches, at_time, parse_clock
 from runtop.widgets.pane import SafeStatic
 from runtop.widgets.render import scroll_bindings
 
@@ -49,6 +56,11 @@ class LogView(SafeStatic, can_focus=True):
         if pane := self._pane():
             pane.draw()
 
+    def on_resize(self) -> None:
+        # The input box above it closed (or opened): the window has other rows to fill.
+        if pane := self._pane():
+            pane.draw()
+
     def on_blur(self) -> None:
         if pane := self._pane():
             pane.draw()
@@ -70,10 +82,19 @@ class LogsPane(Vertical):
             super().__init__()
             self.line = line
 
+    # What the one input box asks for: (placeholder, what Enter does).
+    PROMPTS = {
+        "search": "search: jump to the lines that hold this (n older, N newer; Esc clears)",
+        "filter": "filter: show only the lines that hold this (empty shows every line)",
+        "time": "go to the first line at or after a time: 14:05 or 14:05:30",
+    }
+
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.level = 0
-        self.query_text = ""
+        self.filter_text = ""  # `f`: only the lines holding it are shown
+        self.matches = Matches()  # `/`: every line shown, the ones holding it jumped between
+        self.mode = "search"  # what the input box is asking for
         self.follow = True
         self.wrap = False
         self.back = 0  # the window's bottom, in lines back from the newest (only while paused)
@@ -84,7 +105,7 @@ class LogsPane(Vertical):
         self._shown: list[LogLine] = []
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="search the log tail (Enter to apply, empty to clear)", id="log-search")
+        yield Input(placeholder=self.PROMPTS["search"], id="log-search")
         yield LogView(id="log-view")
 
     def on_mount(self) -> None:
@@ -100,8 +121,10 @@ class LogsPane(Vertical):
         parts = [f"logs · {LEVELS[self.level]}+" if self.level else "logs · all levels"]
         if self.wrap:
             parts.append("wrapped")
-        if self.query_text:
-            parts.append(f"/{self.query_text}")
+        if self.filter_text:
+            parts.append(f"filter {self.filter_text}")
+        if self.matches.needle:
+            parts.append(f"/{self.matches.needle} {self.matches.label()}")
         if self.follow:
             parts.append("following")
         else:
@@ -111,10 +134,12 @@ class LogsPane(Vertical):
     def _keep(self, line: LogLine) -> bool:
         if self.level and RANK.get(line.level or "INFO", 1) < self.level:
             return False
-        return not self.query_text or self.query_text.lower() in line.text.lower()
+        return not self.filter_text or self.filter_text.lower() in line.text.lower()
 
     def _refilter(self) -> None:
         self._shown = [ln for ln in self._lines if self._keep(ln)]
+        if self.matches.needle:
+            self.matches.refind([ln.text for ln in self._shown])
 
     def _draw(self) -> None:
         view = self.query_one(LogView)
@@ -136,14 +161,15 @@ class LogsPane(Vertical):
             t.append(f"{ln.time or '        '} ", style="grey50")
             t.append(f"{ln.source[:src_w]:<{src_w}} ", style="cyan")
             t.append(ln.text, style=LEVEL_STYLE.get(ln.level or "", ""))
-            if self.query_text:
-                # The matches stand out (a search filtered but did not show where).
-                t.highlight_words([self.query_text], style="black on yellow", case_sensitive=False)
+            # The text searched for or filtered by stands out where it is.
+            words = [w for w in (self.filter_text, self.matches.needle) if w]
+            if words:
+                t.highlight_words(words, style="black on yellow", case_sensitive=False)
             if i == cursor:
                 t.stylize("reverse")
             out.append(t)
         if not out:
-            out = [Text("no log lines" + (" match" if self.level or self.query_text else " yet"), style="italic grey62")]
+            out = [Text("no log lines" + (" match" if self.level or self.filter_text else " yet"), style="italic grey62")]
         view.update(Text("\n", no_wrap=not self.wrap).join(out), layout=False)
 
     def _window(self, end: int, height: int, text_w: int) -> list[LogLine]:
@@ -226,27 +252,106 @@ class LogsPane(Vertical):
             self._pending = 0
         self._retitle()
 
-    def open_search(self) -> None:
+    def open_search(self, mode: str = "search") -> None:
+        """The input box for `mode`: "search" (`/`), "filter" (`f`) or "time" (`t`)."""
+        self.mode = mode
         box = self.query_one(Input)
-        box.value = ""  # a new search starts empty (`/` reopened the last one)
+        box.placeholder = self.PROMPTS[mode]
+        # A new search starts empty (`/` reopened the last one); a filter shows the one it changes.
+        box.value = self.filter_text if mode == "filter" else ""
         self.add_class("-searching")
         box.focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.query_text = event.value.strip()
+        event.stop()
+        text = event.value.strip()
         self.remove_class("-searching")
+        self.query_one(LogView).focus(scroll_visible=False)
+        # Once the box has gone and the window has its rows back: a jump centres its line in them.
+        if self.mode == "filter":
+            self.filter_text = text
+            self.call_after_refresh(self.rerender)
+        elif self.mode == "time":
+            self.call_after_refresh(self.go_to_time, text)
+        else:
+            self.call_after_refresh(self.search, text)
+
+    def search(self, text: str) -> None:
+        """Find `text` in the lines shown and jump to the newest match at or above the cursor."""
+        self.matches.find([ln.text for ln in self._shown], text)
+        if not text:
+            self._retitle()
+            self._draw()
+            return
+        found = self.matches.nearest(len(self._shown) - 1 - self.pick)
+        if found is None:
+            self._retitle()
+            self._draw()
+            self.app.notify(f"no line holds {text!r}", timeout=3)
+            return
+        self.jump_to(found)
+
+    def next_match(self, by: int) -> None:
+        """`n` (by -1: the next match up, older) and `N` (by 1: back down, newer)."""
+        if not self.matches.needle:
+            self.app.notify("no search yet: / searches the logs", timeout=3)
+            return
+        found = self.matches.step(by)
+        if found is None:
+            self.app.notify(f"no line holds {self.matches.needle!r}", timeout=3)
+            return
+        self.jump_to(found)
+
+    def go_to_time(self, text: str) -> None:
+        when = parse_clock(text)
+        if when is None:
+            self.app.notify(f"{text!r} is not a time: give 14:05 or 14:05:30", timeout=4)
+            return
+        found = at_time([ln.time for ln in self._shown], when)
+        if found is None:
+            self.app.notify(f"no line at or after {when}: the newest is shown", timeout=4)
+            found = len(self._shown) - 1
+        if found >= 0:
+            self.jump_to(found)
+
+    def jump_to(self, index: int) -> None:
+        """Put the cursor on line `index` of the lines shown (oldest first), with its
+        neighbours above and below it; the tail pauses there, as any look back does."""
+        if not self._shown:
+            return
+        index = max(0, min(len(self._shown) - 1, index))
+        height = max(1, self.query_one(LogView).size.height or 8)
+        self.follow = False
+        self.pick = len(self._shown) - 1 - index
+        self.back = max(0, self.pick - height // 2)
+        self._retitle()
+        self.query_one(LogView).focus(scroll_visible=False)  # the cursor (shown while focused) marks the line jumped to
+        self._draw()
+
+    def oldest(self) -> None:
+        """`g`: the oldest line kept."""
+        self.jump_to(0)
+
+    def newest(self) -> None:
+        """`G`: the newest line, following again."""
+        if not self.follow:
+            self.toggle_follow()
+        self.back = self.pick = 0
         self.rerender()
-        self.query_one(LogView).focus()
 
     def clear_search(self) -> None:
-        """Esc: close the search box and show every line again."""
-        self.remove_class("-searching")
-        if self.query_text:
-            self.query_text = ""
+        """Esc: close the input box; else forget the search; else the filter (every line again)."""
+        if self.has_class("-searching"):
+            self.remove_class("-searching")
+        elif self.matches.needle:
+            self.matches = Matches()
             self.rerender()
-        self.query_one(LogView).focus()
+        elif self.filter_text:
+            self.filter_text = ""
+            self.rerender()
+        self.query_one(LogView).focus(scroll_visible=False)
 
     def on_key(self, event: events.Key) -> None:
-        if event.key == "escape" and (self.has_class("-searching") or self.query_text):
+        if event.key == "escape" and (self.has_class("-searching") or self.filter_text or self.matches.needle):
             event.stop()
             self.clear_search()

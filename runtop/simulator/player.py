@@ -26,6 +26,12 @@ class ScriptPlayer:
     # Scenarios whose processes outlive the script's last line: a hang is silence with
     # every process alive (the others end at the script's end, as a launcher tears down).
     HANGS: frozenset[str] = frozenset()
+    # Simulated seconds of the script a paced demo writes at once when it starts: the demo
+    # joins a run already under way. A framework whose steps take minutes (SkyRL's: ~9 each)
+    # would otherwise reach its scenario's fault minutes into the demo at the default speed,
+    # Healthy until then; joined later in its timeline, every scenario shows its incident
+    # within a minute, with the steps before it already in the charts.
+    LEAD_IN_S = 0.0
     scenario = "healthy"
 
     def __init__(self, root: str | None, default_name: str, speed: float) -> None:
@@ -86,7 +92,7 @@ class ScriptPlayer:
         def play() -> None:
             t0 = time.monotonic()
             for at, act in self.script():
-                delay = (at - self.START) / self.speed - (time.monotonic() - t0)
+                delay = (at - self.START - self.LEAD_IN_S) / self.speed - (time.monotonic() - t0)
                 if delay > 0 and self._stop.wait(delay):
                     return
                 act()

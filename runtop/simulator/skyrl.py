@@ -32,6 +32,10 @@ from runtop.simulator.skyrl_text import CYAN, ENGINE, ENTRY, PROMPTS, RESET, RUL
 SCENARIOS = ("healthy", "sigbus-checkpoint", "disk-full", "format-rising")
 class SkyrlSimulator(SkyrlFailures, ScriptPlayer):
     START = START
+    # A step takes about nine simulated minutes and the faults land at step 4's save (~36
+    # minutes in): the demo joins the run 25 minutes in, so at 20× each scenario's fault is
+    # about half a minute away (player.ScriptPlayer.LEAD_IN_S).
+    LEAD_IN_S = 1500.0
     TITLES = (("ray::skyrl_entrypoint", "trainer"), ("ray::AsyncVLLMInferenceEngine", "inference"))
 
     def __init__(
