@@ -13,14 +13,16 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
+from runtop.compare import latest_values
 from runtop.config import Thresholds
 from runtop.discovery import DiscoveryError, discover
 from runtop.engine import Engine
 from runtop.parsers.hygiene import shown
 from runtop.sources.regular import open_text
+from runtop.view import View
 
 # Worst first: a dead run, one runtop cannot read, a degraded one, one it cannot judge yet.
 TROUBLE = {"Down": 0, "cannot read": 1, "Degraded": 2, "Unknown": 3, "Healthy": 4, "Finished": 5}
@@ -28,6 +30,8 @@ FLEET_INTERVAL_S = 10.0
 # A /proc walk per run is the fleet's largest cost: each run's processes are looked at this often.
 FLEET_PROCESS_S = 30.0
 BACK = -1  # a run's view exits with this to return to the runs table
+# A row's metric values: the newest value of each within this many steps (a row is made often).
+LATEST_ROWS = 50
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,7 @@ class RunRow:
     last_write: float | None = None  # wall time of the newest write to its logs
     attempt: int | None = None
     read: float = 1.0  # fraction of its history read
+    latest: Mapping[str, float] = field(default_factory=dict)  # each metric's last value (the table's metric columns)
 
     @property
     def trouble(self) -> int:
@@ -106,6 +111,7 @@ def row_of(path: str, engine: Engine | None, error: str | None = None) -> RunRow
         return RunRow(
             path, name, s.framework, v.verdict, v.reasons[0] if v.reasons else "", s.step, s.max_steps,
             s.eta_s(), max(writes) if writes else None, s.attempt, engine.live.backfill_progress(),
+            latest_values(s, most=LATEST_ROWS),
         )
 
 
@@ -124,6 +130,8 @@ class Fleet:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.open: str | None = None  # the run being looked at: its own view reads it
+        # The runs a compare screen charts: their engines publish frozen views (`chart`).
+        self.charted: frozenset[str] = frozenset()
         for path in self.paths:
             try:
                 self.engines[path] = make(path) if make else Engine(
@@ -172,8 +180,31 @@ class Fleet:
             self._thread = threading.Thread(target=self._run, name="runtop-fleet", daemon=True)
             self._thread.start()
 
+    def chart(self, paths: Sequence[str]) -> None:
+        """The runs a screen charts now (any thread): the fleet's thread makes their engines
+        publish frozen views within half a second, and stops the others'."""
+        self.charted = frozenset(paths)
+
+    def publish_charted(self) -> None:
+        """Charted runs publish, the rest do not (on the thread that steps the engines)."""
+        charted = self.charted
+        for path, engine in self.engines.items():
+            if engine is not None and engine.publishing != (path in charted):
+                engine.set_publishing(path in charted)
+
+    def views(self, paths: Sequence[str]) -> dict[str, View]:
+        """The newest frozen view of each charted run that has one (any thread, no lock)."""
+        out = {}
+        for path in paths:
+            engine = self.engines.get(path)
+            view = engine.published if engine is not None else None
+            if view is not None:
+                out[path] = view
+        return out
+
     def _run(self) -> None:
         while not self._stop.is_set():
+            self.publish_charted()
             if not self.step_due():
                 self._stop.wait(0.5)
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable, Footer, Static
 
 from runtop.fleet import Fleet, RunRow
+from runtop.tui import fleet_compare
 from runtop.widgets.render import duration
 
 VERDICT_STYLE = {"Down": "bold white on red", "cannot read": "bold red", "Degraded": "bold black on yellow", "Unknown": "grey62",
@@ -63,7 +65,7 @@ def summary(rows: list[RunRow], where: str = "") -> Text:
     reading = [r for r in rows if r.read < 1.0]
     if reading:
         out.append(f"  ·  reading history of {len(reading)}", "italic grey62")
-    out.append("   Enter opens a run, Esc comes back", "grey62")
+    out.append("   Enter opens a run, Esc comes back, space marks, c compares", "grey62")
     return out
 
 
@@ -114,7 +116,7 @@ def cells(row: RunRow, now: float, cause_width: int = 60, cols: tuple[tuple[str,
         "att": Text(str(row.attempt or "-"), justify="right"),
         "cause": Text(cause, "red" if row.verdict == "Down" else "italic grey62" if row.read < 1.0 and not row.cause else ""),
     }
-    return tuple(every[name] for name, _ in cols)
+    return tuple(every.get(name, Text()) for name, _ in cols)  # a metric's column is filled by fleet_compare
 
 
 class FleetApp(App[str | None]):
@@ -125,11 +127,14 @@ class FleetApp(App[str | None]):
     #summary { height: 1; background: $panel; }
     DataTable { height: 1fr; }
     """
-    BINDINGS = [("enter", "open_run", "Open run"), ("q", "quit_fleet", "Quit"), ("r", "refresh_now", "Refresh")]
+    BINDINGS = [("enter", "open_run", "Open run"), ("q", "quit_fleet", "Quit"), ("r", "refresh_now", "Refresh"), *fleet_compare.BINDINGS]
 
     def __init__(self, fleet: Fleet, *, select: str | None = None, clock: object = time.time, refresh_s: float = 2.0,
-                 where: str = "") -> None:
+                 where: str = "", metrics: Sequence[str] = (), compare: Sequence[str] = ()) -> None:
         super().__init__()
+        self.metrics = tuple(metrics)  # `--columns`: metrics whose latest values are columns
+        self.marked: list[str] = list(compare)  # runs marked to compare, in the order marked
+        self._compare_first = len(self.marked) > 1  # `runtop compare A B`: open on the compare screen
         self.where = where  # the dir (or dirs) the runs came from, for the summary line
         self.fleet = fleet
         self.selected = select  # the run to put the cursor on first (the one just left)
@@ -149,6 +154,8 @@ class FleetApp(App[str | None]):
         self.refill()
         self.set_interval(self.refresh_s, self.refill)
         self.query_one(DataTable).focus()
+        if self._compare_first:
+            self.action_compare()
 
     def refill(self) -> None:
         """Redraw what changed: cells in place while the order holds (a second's new ages
@@ -159,14 +166,16 @@ class FleetApp(App[str | None]):
         if text.plain != self._summary:
             self._summary = text.plain
             self.query_one("#summary", Static).update(text)
-        cols = columns(self.size.width or 120)
+        cols = fleet_compare.metric_columns(columns(self.size.width or 120), self.metrics, self.size.width or 120)
         cause_width = max(12, (self.size.width or 120) - fixed_width(cols) - 1)
         table: DataTable[Text] = self.query_one(DataTable)
         # The cursor follows its run, not its row, when a re-sort moves it.
         keep = self.selected if self.selected is not None else (
             self._paths[table.cursor_row] if 0 <= table.cursor_row < len(self._paths) else None)
         self.selected = None
-        drawn = {r.path: cells(r, now, cause_width, cols) for r in rows}
+        fmts = fleet_compare.formats(rows, [m for m, _ in cols if m in self.metrics])
+        drawn = {r.path: fleet_compare.decorate(r, cells(r, now, cause_width, cols), cols, fmts,
+                                                self.marked.index(r.path) if r.path in self.marked else None) for r in rows}
         paths = [r.path for r in rows]
         if cols == self._cols and paths == self._paths:
             for path, new in drawn.items():
@@ -179,7 +188,7 @@ class FleetApp(App[str | None]):
         if cols != self._cols:  # the terminal crossed NARROW_BELOW: other columns
             table.clear(columns=True)
             for col, width in cols:
-                table.add_column(col, key=col, width=width or None)
+                table.add_column(fleet_compare.header(col), key=col, width=width or None)
             self._cols = cols
         table.clear()
         self._paths, self._drawn = paths, drawn
@@ -200,8 +209,43 @@ class FleetApp(App[str | None]):
     def action_quit_fleet(self) -> None:
         self.exit(None)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The table's keys act on the table alone: while the compare screen is on top, its
+        keys are its own (Enter there opened the run under a hidden cursor)."""
+        if len(self.screen_stack) > 1 and action in TABLE_ACTIONS:
+            return False
+        return True
+
+    def action_toggle_mark(self) -> None:
+        """Mark the run under the cursor to compare (or unmark it), and step down to the next."""
+        table: DataTable[Text] = self.query_one(DataTable)
+        if not (self._paths and 0 <= table.cursor_row < len(self._paths)):
+            return
+        path = self._paths[table.cursor_row]
+        if path in self.marked:
+            self.marked.remove(path)
+        else:
+            self.marked.append(path)
+        self.refill()
+        table.move_cursor(row=min(table.cursor_row + 1, len(self._paths) - 1), animate=False)
+
+    def action_compare(self) -> None:
+        """The compare screen on the marked runs; their engines publish while it is open."""
+        from runtop.tui.compare_screen import CompareScreen
+
+        if len(self.marked) < 2:
+            self.notify("mark two runs or more with space, then c compares them", timeout=4)
+            return
+        paths = list(self.marked)
+        self.fleet.chart(paths)
+        self.push_screen(CompareScreen(fleet_compare.feed(self.fleet, paths), len(paths)), lambda _: self.fleet.chart(()))
+
     def action_refresh_now(self) -> None:
         self.refill()
 
     def on_resize(self) -> None:
         self.refill()  # the cause column takes the new width
+
+
+# Every key of the table but quit (the table's own bindings, whoever adds one).
+TABLE_ACTIONS = frozenset(b[1] if isinstance(b, tuple) else b.action for b in FleetApp.BINDINGS) - {"quit_fleet"}
