@@ -178,7 +178,7 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     tu.add_argument("--visitor", action="store_true", help=argparse.SUPPRESS)
 
     cm = sub.add_parser("compare", help="runs side by side: a chart per metric with every run overlaid, and each run's latest values and trends")
-    cm.add_argument("runs", nargs="+", metavar="RUN", help="two runs or more (run dirs, or a directory of runs: each of them)")
+    cm.add_argument("paths", nargs="+", metavar="RUN", help="two runs or more (run dirs, or a directory of runs: each of them)")
     cm.add_argument("--json", action="store_true", help="print each run's latest value and trend per metric as JSON (also printed as a table without a terminal)")
     cm.add_argument("--last", type=count, default=20, metavar="N", help="the trend compares the newer half of the last N steps with the older (default 20)")
     cm.add_argument("--full", action="store_true", help="read every log whole (default: the last 8 MB of a longer one, as status does)")

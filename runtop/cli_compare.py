@@ -82,7 +82,7 @@ def table_lines(series: Sequence[RunSeries]) -> list[str]:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    runs = runs_named(args.runs)
+    runs = runs_named(args.paths)
     if isinstance(runs, str):
         _err(f"compare: {runs}")
         return EXIT_USAGE if runs.startswith("give two runs") else EXIT_CANNOT_READ

@@ -164,3 +164,51 @@ def test_compare_screen_of_three_seeds_at_120x40(snap_compare, fleet):
         await until(pilot, lambda: shown(app, 3))
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=ready)
+
+
+def test_runtop_compare_in_a_terminal_opens_on_the_compare_screen(tmp_path):
+    """`runtop compare A B C` in a real terminal (tmux on a private server): the compare screen
+    first, `s` smooths, Esc shows the runs table with the three marked, q quits with 0."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    paths = []
+    for seed in range(3):
+        path = str(tmp_path / "outputs" / f"seed-{seed}")
+        Simulator(path, scenario="healthy", max_steps=12, seed=seed).run()
+        paths.append(path)
+    sock = f"rt-compare-{os.getpid()}-{time.monotonic_ns()}"
+    tmux = ["tmux", "-L", sock, "-f", "/dev/null"]
+    rc = tmp_path / "rc.txt"
+    argv = [sys.executable, "-m", "runtop", "compare", *paths]
+    # The pane's size, not one inherited from the test's environment (COLUMNS=80 under pytest).
+    shell = f"env -u COLUMNS -u LINES {shlex.join(argv)}; echo $? > {shlex.quote(str(rc))}; sleep 30"
+    subprocess.run([*tmux, "new-session", "-d", "-x", "120", "-y", "40", shell], check=True)
+
+    def wait_for(text: str) -> str:
+        deadline = time.monotonic() + 60
+        screen = ""
+        while text not in screen:
+            assert time.monotonic() < deadline, f"{text!r} never shown:\n{screen}"
+            time.sleep(0.3)
+            screen = subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True, text=True).stdout
+        return screen
+
+    try:
+        screen = wait_for("● seed-2 (step 12)")
+        assert "● seed-0 (step 12)" in screen and "smoothing EMA 0 (s)" in screen and "reward" in screen
+        subprocess.run([*tmux, "send-keys", "s"], check=True)
+        wait_for("reward · EMA 0.6")
+        subprocess.run([*tmux, "send-keys", "Escape"], check=True)
+        table = wait_for("verdict")
+        assert sum(f"● seed-{i}" in table for i in range(3)) == 3
+        subprocess.run([*tmux, "send-keys", "q"], check=True)
+        deadline = time.monotonic() + 30
+        while not rc.exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert rc.read_text().strip() == "0"
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
