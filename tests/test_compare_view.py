@@ -122,6 +122,18 @@ async def test_the_smoothing_key_changes_the_drawn_series_and_comes_back(fleet):
         assert chart(app, "reward") == raw
 
 
+async def test_charts_below_the_screen_are_drawn_when_scrolled_to(fleet):
+    app = FleetApp(fleet, clock=lambda: NOW, refresh_s=60, compare=[r.path for r in fleet.rows()][:2])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: shown(app, 2))
+        screen = compare_screen(app)
+        last = list(screen._charts)[-1]
+        assert chart(app, "reward") and not str(screen._charts[last].content)  # out of view: not drawn yet
+        await pilot.press("end")  # the charts' scroll to its end
+        await until(pilot, lambda: bool(str(screen._charts[last].content)))
+        assert "─" in chart(app, last) or "no values" in chart(app, last)
+
+
 async def test_esc_goes_back_to_the_table_and_the_runs_stop_publishing(fleet):
     paths = [r.path for r in fleet.rows()]
     app = FleetApp(fleet, clock=lambda: NOW, refresh_s=60, compare=paths[:2])

@@ -45,6 +45,7 @@ class CompareScreen(Screen[None]):
         self._charts: dict[str, Static] = {}  # metric → its chart, in reading order
         self._drawn: dict[str, tuple[object, ...]] = {}  # each chart's inputs when last drawn
         self._key: tuple[object, ...] = ()
+        self._layout: tuple[int, int, int, tuple[int, int] | None] | None = None  # columns, chart width, height, step axis
 
     def compose(self) -> ComposeResult:
         yield Static(id="legend")
@@ -56,7 +57,9 @@ class CompareScreen(Screen[None]):
     def on_mount(self) -> None:
         self.refresh_data()
         self.set_interval(self.refresh_s, self.refresh_data)
-        self.query_one("#charts").focus()
+        charts = self.query_one("#charts", VerticalScroll)
+        self.watch(charts, "scroll_y", self.paint, init=False)
+        charts.focus()
 
     def refresh_data(self) -> None:
         runs = list(self.feed())
@@ -94,13 +97,29 @@ class CompareScreen(Screen[None]):
         chart_h = max(CHART_H_MIN, room // min(rows, 2))  # two rows of charts on screen, the rest a scroll away
         grid = self.query_one(Grid)
         grid.styles.grid_size_columns = cols
-        for metric in metrics:
-            chart = self._charts[metric]
+        grid.styles.grid_rows = str(chart_h)  # every row a chart's height: the scroll reaches the last
+        for chart in self._charts.values():
             chart.styles.height = chart_h
-            inputs = (tuple((r.path, r.version) for r in runs), chart_w, chart_h, self.alpha, span)
+        self._layout = (cols, chart_w, chart_h, span)
+        self.paint()
+
+    def paint(self, _scrolled: object = None) -> None:
+        """Draw the charts in view whose runs, size or smoothing changed since they were drawn:
+        a chart scrolled away is drawn when it comes back (each costs a few ms of plotext)."""
+        if not self._layout:
+            return
+        cols, chart_w, chart_h, span = self._layout
+        charts = self.query_one("#charts", VerticalScroll)
+        top, bottom = charts.scroll_y, charts.scroll_y + (charts.size.height or chart_h * 2)
+        runs = tuple((r.path, r.version) for r in self.runs)
+        for i, (metric, chart) in enumerate(self._charts.items()):
+            y = (i // cols) * chart_h
+            if y + chart_h <= top or y >= bottom:
+                continue
+            inputs = (runs, chart_w, chart_h, self.alpha, span)
             if self._drawn.get(metric) != inputs:
                 self._drawn[metric] = inputs
-                chart.update(chart_text(runs, metric, chart_w - 1, chart_h - 1, self.alpha, span))
+                chart.update(chart_text(self.runs, metric, chart_w - 1, chart_h - 1, self.alpha, span))
 
     def _grid(self, metrics: list[str]) -> None:
         """One chart per metric the runs log, in reading order (a run that starts logging a
