@@ -75,9 +75,11 @@ def cpu_now(pid: int) -> float:
         return float("nan")
 
 
-def run_in_pty(argv: list[str], seconds: float, env: dict[str, str], size: tuple[int, int] = (50, 200)) -> tuple[float, float, int, int, float]:
+def run_in_pty(argv: list[str], seconds: float, env: dict[str, str], size: tuple[int, int] = (50, 200),
+               keys: tuple[tuple[float, bytes], ...] = ()) -> tuple[float, float, int, int, float]:
     """(cpu seconds, peak RSS MB, exit status, bytes written to the terminal, cpu seconds
-    after the first WARM_S) of `argv` run for `seconds` in a pty of `size` (rows, columns)."""
+    after the first WARM_S) of `argv` run for `seconds` in a pty of `size` (rows, columns);
+    `keys`: (seconds after the start, bytes) typed into the terminal then."""
     pid, fd = pty.fork()
     if pid == 0:
         os.execvpe(argv[0], argv, env)
@@ -86,7 +88,10 @@ def run_in_pty(argv: list[str], seconds: float, env: dict[str, str], size: tuple
     deadline = t0 + seconds
     warm: float | None = None
     sent = 0  # what an SSH session would carry
+    typing = sorted(keys)
     while time.monotonic() < deadline:
+        while typing and time.monotonic() - t0 >= typing[0][0]:
+            os.write(fd, typing.pop(0)[1])
         if warm is None and time.monotonic() - t0 >= WARM_S:
             warm = cpu_now(pid)
         r, _, _ = select.select([fd], [], [], 0.2)

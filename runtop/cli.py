@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # imported where used: `runtop --help` stays fast
     from runtop.config import Thresholds
 from runtop.parsers.hygiene import public, shown
 
-COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send", "notify", "forensics", "export", "serve", "mcp")
+COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send", "notify", "forensics", "export", "serve", "mcp", "compare")
 
 
 def files(args: argparse.Namespace) -> dict[str, Any]:
@@ -168,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         _err("give a run directory, e.g. `runtop outputs/my-run`, or try `runtop demo`")
         return EXIT_USAGE
     from runtop.cli_actions import cmd_actions, cmd_send
+    from runtop.cli_compare import cmd_compare
     from runtop.cli_live import cmd_demo, cmd_export, cmd_follow, cmd_forensics, cmd_notify, cmd_tui
     from runtop.cli_serve import cmd_serve
     from runtop.cli_watch import cmd_watch
@@ -177,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         "status": cmd_status, "follow": cmd_follow, "demo": cmd_demo, "tui": cmd_tui, "check": cmd_check,
         "watch": cmd_watch, "actions": cmd_actions, "send": cmd_send, "notify": cmd_notify, "forensics": cmd_forensics, "export": cmd_export, "serve": cmd_serve,
         "mcp": cmd_mcp,
+        "compare": cmd_compare,
     }
     from runtop.config import ConfigError
 

@@ -203,9 +203,23 @@ def build_parser(scenario_help: bool = True) -> argparse.ArgumentParser:
     _tui_opts(tu)
     _tmux_opts(tu)
     _notify_opts(tu)
+    _columns(tu)
     # `runtop serve`'s read-only sessions: a visitor's TUI runs nothing and writes nothing
     # (no forensics, no alerts, no record in the run dir). Not for people: serve passes it.
     tu.add_argument("--visitor", action="store_true", help=argparse.SUPPRESS)
+
+    cm = sub.add_parser("compare", help="runs side by side: a chart per metric with every run overlaid, and each run's latest values and trends")
+    cm.add_argument("paths", nargs="+", metavar="RUN", help="two runs or more (run dirs, or a directory of runs: each of them)")
+    cm.add_argument("--json", action="store_true", help="print each run's latest value and trend per metric as JSON (also printed as a table without a terminal)")
+    cm.add_argument("--last", type=count, default=20, metavar="N", help="the trend compares the newer half of the last N steps with the older (default 20)")
+    cm.add_argument("--full", action="store_true", help="read every log whole (default: the last 8 MB of a longer one, as status does)")
+    cm.add_argument("--framework", default=None, metavar="NAME", choices=framework_names(), help="read the runs as this framework's")
+    _columns(cm)
+    _config(cm)
+    _common(cm)
+    _tui_opts(cm)
+    _tmux_opts(cm)
+    _notify_opts(cm)
 
     fo = sub.add_parser("follow", help="print a rolling status as the run writes (no TUI)")
     fo.add_argument("path", help=ONE_RUN)
@@ -250,6 +264,21 @@ def _notify_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--heartbeat", default=None, metavar="URL", help="a dead-man's switch: /start, a ping a minute while not Down, /fail on Down")
     p.add_argument("--on-alert", default=None, metavar="CMD",
                    help="run CMD (split like a shell would, never run by one) on each message, with RUNTOP_* in its environment")
+
+
+def metric_list(text: str) -> tuple[str, ...]:
+    """`reward,entropy,step_time` → the registry's names; an unknown one is one line."""
+    from runtop.compare import parse_metrics
+
+    try:
+        return parse_metrics(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _columns(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--columns", type=metric_list, default=(), metavar="METRICS",
+                   help="the runs table shows these metrics' latest values too: reward,entropy,step_time (the step table's names)")
 
 
 def _ckpt_dir(p: argparse.ArgumentParser) -> None:

@@ -91,8 +91,9 @@ def _use_tui(args: argparse.Namespace) -> bool:
     return sys.stdout.isatty() and sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def _run_fleet(runs: list[str], args: argparse.Namespace) -> int:
-    """The runs table; Enter opens a run in its full view, Esc there comes back."""
+def _run_fleet(runs: list[str], args: argparse.Namespace, compare: bool = False) -> int:
+    """The runs table; Enter opens a run in its full view, Esc there comes back. `compare`:
+    every run marked and the compare screen open first (`runtop compare`)."""
     from runtop.cli_fleet import print_table
     from runtop.fleet import BACK, Fleet, dirs_of_runs
 
@@ -108,7 +109,8 @@ def _run_fleet(runs: list[str], args: argparse.Namespace) -> int:
         selected: str | None = None
         while True:
             where = " ".join([p for p in (args.path, *getattr(args, "more", [])) if p] + ([f"--runs {args.runs}"] if getattr(args, "runs", None) else []))
-            table = FleetApp(fleet, select=selected, where=where)
+            table = FleetApp(fleet, select=selected, where=where, metrics=getattr(args, "columns", ()) or (),
+                             compare=runs if compare and selected is None else ())
             with EndOnSignal(table) as ended:
                 chosen = table.run()
             if ended.code is not None:

@@ -384,6 +384,19 @@ class Engine:
             self.published = self._publish()
             return self.published
 
+    def set_publishing(self, on: bool) -> None:
+        """Start or stop publishing views (the thread that steps the engine): a fleet's run
+        publishes only while a screen charts it, and one no longer charted lets its copy go."""
+        with self.lock:
+            if on and not self.publishing:
+                self.publishing = True
+                self.published = self._publish()
+            elif not on and self.publishing:
+                self.publishing, self.published = False, None
+                self._publisher = Publisher()  # its frozen copy of the steps goes with it
+                self.state._track_rows = False  # nobody collects the rows written since
+                self.state._dirty_steps.clear()
+
     def _publish(self) -> View:
         """A frozen copy of the state and the readings, with a version per slice (under `lock`)."""
         self._published_at = time.monotonic()

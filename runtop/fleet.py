@@ -13,14 +13,16 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
+from runtop.compare import latest_values
 from runtop.config import Thresholds
 from runtop.discovery import DiscoveryError, discover
 from runtop.engine import Engine
 from runtop.parsers.hygiene import shown
 from runtop.sources.regular import open_text
+from runtop.view import View
 
 # Worst first: a dead run, one runtop cannot read, a degraded one, one it cannot judge yet.
 TROUBLE = {"Down": 0, "cannot read": 1, "Degraded": 2, "Unknown": 3, "Healthy": 4, "Finished": 5}
@@ -32,6 +34,8 @@ BACK = -1  # a run's view exits with this to return to the runs table
 # refresh (the table's own is 2 s); a listing of a directory costs next to nothing.
 FLEET_RESCAN_S = 2.0
 NOT_A_RUN_RETRY_S = 10.0
+# A row's metric values: the newest value of each within this many steps (a row is made often).
+LATEST_ROWS = 50
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,7 @@ class RunRow:
     last_write: float | None = None  # wall time of the newest write to its logs
     attempt: int | None = None
     read: float = 1.0  # fraction of its history read
+    latest: Mapping[str, float] = field(default_factory=dict)  # each metric's last value (the table's metric columns)
 
     @property
     def trouble(self) -> int:
@@ -126,6 +131,7 @@ def row_of(path: str, engine: Engine | None, error: str | None = None) -> RunRow
         return RunRow(
             path, name, s.framework, v.verdict, v.reasons[0] if v.reasons else "", s.step, s.max_steps,
             s.eta_s(), max(writes) if writes else None, s.attempt, engine.live.backfill_progress(),
+            latest_values(s, most=LATEST_ROWS),
         )
 
 
@@ -160,6 +166,8 @@ class Fleet:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.open: str | None = None  # the run being looked at: its own view reads it
+        # The runs a compare screen charts: their engines publish frozen views (`chart`).
+        self.charted: frozenset[str] = frozenset()
         for path in self.paths:
             self._open(path)
         self._rows: dict[str, RunRow] = {}
@@ -254,6 +262,28 @@ class Fleet:
             self._thread = threading.Thread(target=self._run, name="runtop-fleet", daemon=True)
             self._thread.start()
 
+    def chart(self, paths: Sequence[str]) -> None:
+        """The runs a screen charts now (any thread): the fleet's thread makes their engines
+        publish frozen views within half a second, and stops the others'."""
+        self.charted = frozenset(paths)
+
+    def publish_charted(self) -> None:
+        """Charted runs publish, the rest do not (on the thread that steps the engines)."""
+        charted = self.charted
+        for path, engine in self.engines.items():
+            if engine is not None and engine.publishing != (path in charted):
+                engine.set_publishing(path in charted)
+
+    def views(self, paths: Sequence[str]) -> dict[str, View]:
+        """The newest frozen view of each charted run that has one (any thread, no lock)."""
+        out = {}
+        for path in paths:
+            engine = self.engines.get(path)
+            view = engine.published if engine is not None else None
+            if view is not None:
+                out[path] = view
+        return out
+
     def _run(self) -> None:
         while not self._stop.is_set():
             if self.roots and (self._scan_now.is_set() or time.monotonic() - self._scanned >= self.rescan_s):
@@ -261,6 +291,7 @@ class Fleet:
                     self.rescan()
                 except Exception:  # noqa: BLE001 - a directory that cannot be looked in keeps the runs already shown
                     self._scanned = time.monotonic()
+            self.publish_charted()
             if not self.step_due():
                 self._scan_now.wait(0.5)
 

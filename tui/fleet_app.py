@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rich.text import Text
 from textual import events
@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input, Static
 
 from runtop.fleet import Fleet, RunRow
+from runtop.tui import fleet_compare
 from runtop.tui.help_screen import HelpScreen
 from runtop.widgets.render import duration
 
@@ -102,7 +103,7 @@ def summary(rows: list[RunRow], where: str = "", *, shown: int | None = None, qu
         out.append(f"  ·  reading history of {len(reading)}", "italic grey62")
     if sort != "trouble":
         out.append(f"  ·  sorted by {sort}", "grey62")
-    out.append("   Enter opens a run, ? keys", "grey62")
+    out.append("   Enter opens a run, space marks, c compares, ? keys", "grey62")
     return out
 
 
@@ -153,7 +154,7 @@ def cells(row: RunRow, now: float, cause_width: int = 60, cols: tuple[tuple[str,
         "att": Text(str(row.attempt or "-"), justify="right"),
         "cause": Text(cause, "red" if row.verdict == "Down" else "italic grey62" if row.read < 1.0 and not row.cause else ""),
     }
-    return tuple(every[name] for name, _ in cols)
+    return tuple(every.get(name, Text()) for name, _ in cols)  # a metric's column is filled by fleet_compare
 
 
 class FleetApp(App[str | None]):
@@ -169,12 +170,15 @@ class FleetApp(App[str | None]):
     BINDINGS = [
         Binding("enter", "open_run", "Open run"), Binding("q", "quit_fleet", "Quit"), Binding("r", "refresh_now", "Refresh"),
         Binding("slash", "filter", "Filter", key_display="/"), Binding("s", "sort", "Sort"),
-        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("question_mark", "help", "Help", key_display="?"), *fleet_compare.BINDINGS,
     ]
 
     def __init__(self, fleet: Fleet, *, select: str | None = None, clock: object = time.time, refresh_s: float = 2.0,
-                 where: str = "") -> None:
+                 where: str = "", metrics: Sequence[str] = (), compare: Sequence[str] = ()) -> None:
         super().__init__()
+        self.metrics = tuple(metrics)  # `--columns`: metrics whose latest values are columns
+        self.marked: list[str] = list(compare)  # runs marked to compare, in the order marked
+        self._compare_first = len(self.marked) > 1  # `runtop compare A B`: open on the compare screen
         self.where = where  # the dir (or dirs) the runs came from, for the summary line
         self.fleet = fleet
         self.selected = select  # the run to put the cursor on first (the one just left)
@@ -198,6 +202,8 @@ class FleetApp(App[str | None]):
         self.refill()
         self.set_interval(self.refresh_s, self.refill)
         self.query_one(DataTable).focus()
+        if self._compare_first:
+            self.action_compare()
 
     def refill(self) -> None:
         """Redraw what changed: cells in place while the order holds (a second's new ages
@@ -211,14 +217,16 @@ class FleetApp(App[str | None]):
         if text.plain != self._summary:
             self._summary = text.plain
             self.query_one("#summary", Static).update(text)
-        cols = columns(self.size.width or 120)
+        cols = fleet_compare.metric_columns(columns(self.size.width or 120), self.metrics, self.size.width or 120)
         cause_width = max(12, (self.size.width or 120) - fixed_width(cols) - 1)
         table: DataTable[Text] = self.query_one(DataTable)
         # The cursor follows its run, not its row, when a re-sort moves it.
         keep = self.selected if self.selected is not None else (
             self._paths[table.cursor_row] if 0 <= table.cursor_row < len(self._paths) else None)
         self.selected = None
-        drawn = {r.path: cells(r, now, cause_width, cols) for r in rows}
+        fmts = fleet_compare.formats(rows, [m for m, _ in cols if m in self.metrics])
+        drawn = {r.path: fleet_compare.decorate(r, cells(r, now, cause_width, cols), cols, fmts,
+                                                self.marked.index(r.path) if r.path in self.marked else None) for r in rows}
         paths = [r.path for r in rows]
         if cols == self._cols and paths == self._paths:
             for path, new in drawn.items():
@@ -233,7 +241,7 @@ class FleetApp(App[str | None]):
             table.clear(columns=True)
             for col, width in cols:
                 # The column the rows are sorted by is underlined (the summary names the order).
-                label = Text(col, "bold underline" if col == sorted_by and self.sort != "trouble" else "")
+                label = Text(fleet_compare.header(col), "bold underline" if col == sorted_by and self.sort != "trouble" else "")
                 table.add_column(label, key=col, width=width or None)
             self._cols, self._sorted_by = cols, sorted_by
         table.clear()
@@ -254,6 +262,37 @@ class FleetApp(App[str | None]):
 
     def action_quit_fleet(self) -> None:
         self.exit(None)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The table's keys act on the table alone: while the compare screen is on top, its
+        keys are its own (Enter there opened the run under a hidden cursor)."""
+        if len(self.screen_stack) > 1 and action in TABLE_ACTIONS:
+            return False
+        return True
+
+    def action_toggle_mark(self) -> None:
+        """Mark the run under the cursor to compare (or unmark it), and step down to the next."""
+        table: DataTable[Text] = self.query_one(DataTable)
+        if not (self._paths and 0 <= table.cursor_row < len(self._paths)):
+            return
+        path = self._paths[table.cursor_row]
+        if path in self.marked:
+            self.marked.remove(path)
+        else:
+            self.marked.append(path)
+        self.refill()
+        table.move_cursor(row=min(table.cursor_row + 1, len(self._paths) - 1), animate=False)
+
+    def action_compare(self) -> None:
+        """The compare screen on the marked runs; their engines publish while it is open."""
+        from runtop.tui.compare_screen import CompareScreen
+
+        if len(self.marked) < 2:
+            self.notify("mark two runs or more with space, then c compares them", timeout=4)
+            return
+        paths = list(self.marked)
+        self.fleet.chart(paths)
+        self.push_screen(CompareScreen(fleet_compare.feed(self.fleet, paths), len(paths)), lambda _: self.fleet.chart(()))
 
     def action_refresh_now(self) -> None:
         self.fleet.rescan_soon()  # a run started a moment ago: the fleet's thread looks for it now
@@ -301,3 +340,7 @@ class FleetApp(App[str | None]):
 
     def on_resize(self) -> None:
         self.refill()  # the cause column takes the new width
+
+
+# Every key of the table but quit (the table's own bindings, whoever adds one).
+TABLE_ACTIONS = frozenset(b[1] if isinstance(b, tuple) else b.action for b in FleetApp.BINDINGS) - {"quit_fleet"}
