@@ -45,6 +45,7 @@ KEYS: tuple[Key, ...] = (
     Key("slash", "search", "Search logs", shown_key="/"),
     Key("p", "toggle_follow", "Pause logs"),
     Key("w", "wrap_logs", "Wrap log lines", show=False),
+    Key("o", "sort_processes", "Order the processes: tree, CPU, memory, age", show=False),
     Key("r", "refresh", "Refresh now", show=False),
     Key("escape", "go_back", "Back: unzoom a pane; from a fleet, to the runs table", show=False, shown_key="Esc"),
 )

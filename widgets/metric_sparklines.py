@@ -21,6 +21,7 @@ PHASE = "time/"  # a step phase's seconds (`time/forward_backward`)
 CELL_MIN = 58  # the narrowest grid cell: label, a useful sparkline, the value and its range
 ROWS = 7  # rows of the grid in the full layout, unzoomed (the top band beside the alerts)
 COMPACT_ROWS = 5
+SHORT_ROWS = 6  # under 50 rows (120×40): one row to the columns below, so every pane fits whole
 
 
 def label(name: str) -> str:
@@ -70,8 +71,9 @@ class MetricSparklines(Pane):
     def _rows(self) -> int:
         if self.has_class("-maximized") or self.has_class("-slot"):
             return max(1, (self.size.height or ROWS + 2) - 2)
-        compact = self.is_attached and self.screen.has_class("-compact")
-        return COMPACT_ROWS if compact else ROWS
+        if self.is_attached and self.screen.has_class("-compact"):
+            return COMPACT_ROWS
+        return SHORT_ROWS if self.is_attached and self.screen.has_class("-short") else ROWS
 
     def render_view(self, view: View) -> Text:
         # Fixed-width lines, not a table: this pane repaints with every step.
