@@ -74,7 +74,7 @@ async def test_the_gpu_pane_draws_the_drop_as_wide_as_the_pane(tmp_path):
         app.refresh_panes()
         await pilot.pause()
         line = next(ln for ln in pane(app, "gpus").splitlines() if ln.lstrip("│ ").startswith("0 "))
-        spark = line.lstrip("│ ")[2:].split(" ")[0]
+        spark = line.lstrip("│ ")[2:].lstrip().split(" ")[0]
         assert BLOCKS[-1] in spark or BLOCKS[-2] in spark  # busy: near the top of 0-100 %
         assert spark.endswith(BLOCKS[0])  # idle now
         assert len(spark) >= 10

@@ -9,6 +9,7 @@ of the view changed, so a quiet run costs almost nothing over SSH.
 from __future__ import annotations
 
 import os
+import textwrap
 import threading
 import time
 from collections.abc import Iterable
@@ -39,6 +40,7 @@ from runtop.tui.keys import PANES, bindings, palette_entries
 from runtop.tui.panes import PANE_SPECS, placed, spec, widget
 from runtop.tui.record_screen import RecordScreen
 from runtop.tui.vetted import VettedActions
+from runtop.units import words
 from runtop.view import View
 from runtop.widgets.health_header import HealthHeader
 from runtop.widgets.logs_pane import LogsPane
@@ -62,6 +64,21 @@ class StateChanged(Message):
         return isinstance(message, StateChanged)
 
 
+
+
+def toast_text(message: str, titled: bool, screen: Size) -> str:
+    """`message` cut (between words) to what a toast may cover: a third of the screen's rows,
+    in Textual's toast (60 columns, at most half the width, a row of margin, padding
+    and border). Opening a dead run at 80×24, the crash's toast covered half the screen; the
+    alerts pane and `a` have the message whole."""
+    width = max(10, min(60, screen.width // 2) - 4)
+    rows = max(1, screen.height // 3 - 3 - (1 if titled else 0))
+    lines = textwrap.wrap(message, width)
+    if len(lines) <= rows:
+        return message
+    kept = lines[:rows]
+    kept[-1] = words(f"{kept[-1]} {lines[rows]}", width)  # the last line ends in "…"
+    return " ".join(kept)
 
 
 def lower_priority() -> None:
@@ -128,7 +145,7 @@ class RuntopApp(VettedActions, App[int]):
         no Rich markup read from it."""
         message, title = mask(str(message)), mask(str(title))
         self.toasts.append(message + title)
-        super().notify(message, title=title, markup=markup, **kw)
+        super().notify(toast_text(message, bool(title), self._term or self.size), title=title, markup=markup, **kw)
 
     def __init__(
         self,

@@ -78,7 +78,9 @@ def gpu_line(index: int, idx_w: int, d: GpuReading, h: GpuHistory, holders: list
               (h.power_w, widths[2], POWER, power, None))
     for series, width, style, text, top in scales:
         if width >= MIN_SPARK:
-            line.append(sparkline(list(series), width, lo=0.0, hi=top).ljust(width), style)
+            # Now at the right edge, as the history grows (nvitop's way): a young history
+            # does not read as a GPU that went idle.
+            line.append(sparkline(list(series), width, lo=0.0, hi=top).rjust(width), style)
             line.append(" ")
         line.append(text + " ")
     if tmp:

@@ -90,9 +90,9 @@ class ProcessTree(Pane):
                 "title": Text(("  " * p.depth if self.sort == "tree" else "") + p.title, style="red" if bad else ""),
                 "st": Text(p.status[:3], style="red" if bad else "grey62"),
                 "cpu": "" if p.cpu_pct is None else f"{p.cpu_pct:.0f}%",
-                "cpu~": Text(sparkline(list(hist.cpu_pct), cols.get("cpu~", 0), lo=0.0) if hist else "", style="green"),
+                "cpu~": Text(sparkline(list(hist.cpu_pct), cols.get("cpu~", 0), lo=0.0).rjust(cols.get("cpu~", 0)) if hist else "", style="green"),
                 "rss": human_bytes(p.rss) if p.rss else "",
-                "rss~": Text(sparkline(list(hist.rss), cols.get("rss~", 0), lo=0.0) if hist else "", style="magenta"),
+                "rss~": Text(sparkline(list(hist.rss), cols.get("rss~", 0), lo=0.0).rjust(cols.get("rss~", 0)) if hist else "", style="magenta"),
                 "age": duration(view.now - p.create_time),
             }
             t.add_row(*(cells[name] for name in cols))
