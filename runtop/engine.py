@@ -30,6 +30,7 @@ from runtop.findings import Finding
 from runtop.forensics import Forensics, InThread
 from runtop.frameworks import get as get_framework
 from runtop.health import READING, HealthTracker, Verdict
+from runtop.history import PERIOD_S, HistoryKeeper
 from runtop.lifetimes import Lifetimes
 from runtop.live import LiveRun, OnceRun
 from runtop.pace import Pace
@@ -102,6 +103,8 @@ class Engine:
         # `forensics_on_stall`) or when asked (`F`); the newest result is named by the stall.
         self.forensics_on_stall = False
         self.gpu_idle = GpuIdleTracker()  # since when each GPU has sat idle holding the run's memory
+        # Each GPU's and each role's last readings, drawn as sparklines in their panes.
+        self.history = HistoryKeeper(period=max(PERIOD_S, interval))
         # Which of the run's processes were seen alive, and when all of them went (a run killed
         # whole says nothing in its logs); what an earlier runtop recorded stands in until then.
         self.processes_over_time = ProcessWatch(layout.root, load=processes)
@@ -355,9 +358,13 @@ class Engine:
     def _store(self, name: str, value: object, error: str | None) -> None:
         if name == "process" and error is None and isinstance(value, ProcessSnapshot):
             self._observe_processes(value)
+            self.history.processes(value, self.clock())
+            self.system.history = self.history.frozen()
         if name == "gpu" and error is None and isinstance(value, GpuSnapshot):
             pids = {p for ps in (self.state.processes or {}).values() for p in ps}
             self.gpu_idle.update(value, pids, self.state.current_step(), self.clock())
+            self.history.gpu(value, self.clock())
+            self.system.history = self.history.frozen()
         if name == "disk" and error is None:
             self.state.disk = value  # what the next step is checked against: a resume onto a full disk fails again
         if name == "slurm" and error is None:

@@ -44,6 +44,9 @@ class Finding:
     phase: str | None = None
     # What it is about (a role, a file, a checkpoint, a disk): with the rule, the incident.
     subject: str | None = None
+    # The error's own words, whole, where `message` quotes them shortened to fit a line: the
+    # alerts screen shows them in full (it cut them where the message did).
+    detail: str | None = None
 
     @property
     def label(self) -> str:

@@ -27,6 +27,7 @@ from runtop.snapshot import look_at_processes
 from runtop.sources.run_reader import RunReader
 from runtop.sources.watch import ChangeWaiter
 from runtop.state import RunState
+from runtop.units import words
 
 TAIL_BYTES = 1 << 20
 BACKFILL_CHUNK = 8 << 20
@@ -209,7 +210,7 @@ def _summary_line(state: RunState, verdict: str, reason: str | None = None) -> s
     parts = [
         time.strftime("%H:%M:%S"),
         state.step_text(),
-        verdict if reason is None else f"{verdict}: {reason[:120]}",
+        verdict if reason is None else f"{verdict}: {words(reason, 120)}",
     ]
     if reward is not None:
         parts.append(f"reward {reward:.4f}")

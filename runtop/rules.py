@@ -53,7 +53,7 @@ def crash(f: Facts) -> list[Finding]:
         own = last.role in s.finished
         msg = (f"after the run finished, {ROLE_NAMES.get(last.role, last.role)} died during teardown: {last.kind} "
                f"({_short(last.message, 80)})" + ("; check its final save" if own else ""))
-        return [Finding("crash", "critical" if own else "warning", msg, _where(s, last), last.time, cause=last.kind, subject="teardown")]
+        return [Finding("crash", "critical" if own else "warning", msg, _where(s, last), last.time, cause=last.kind, subject="teardown", detail=last.message)]
     first = min(fatals, key=lambda e: (not e.certain and e.rank >= 40, e.time or "99"))
     role = ROLE_NAMES.get(first.role, first.role) + node_of(first.source)
     detail = first.message
@@ -77,9 +77,10 @@ def crash(f: Facts) -> list[Finding]:
         else:
             tail = "no run process alive" if not running else f"still running: {', '.join(running)}"
         msg = f"{role} died: {cause}{context}; {tail}{advice}"
-        return [Finding("crash", "critical", msg, _where(s, first), first.time, down=True, cause=first.kind, wrapper=first.wrapped_by, phase=first.phase)]
+        return [Finding("crash", "critical", msg, _where(s, first), first.time, down=True, cause=first.kind, wrapper=first.wrapped_by, phase=first.phase,
+                        detail=detail)]
     msg = f"{role} logged a fatal {first.kind} but its process is still alive ({_short(detail, 80)}){context}{advice}"
-    return [Finding("crash", "warning", msg, _where(s, first), first.time, cause=first.kind, wrapper=first.wrapped_by, phase=first.phase)]
+    return [Finding("crash", "warning", msg, _where(s, first), first.time, cause=first.kind, wrapper=first.wrapped_by, phase=first.phase, detail=detail)]
 
 
 def _in_step(s: RunState, dead: ErrorEntry) -> str | None:
@@ -193,7 +194,7 @@ def rollouts_hung(f: Facts) -> list[Finding]:
     fits = max_tokens_that_fit([r.message for r in rejects])
     if fits is not None:
         msg += f"; fix: max_tokens ≤ {fits[0]} (context {fits[1]} minus the longest prompt seen, {fits[2]} tokens), or a longer max_model_len"
-    return [Finding("rollouts_hung", "critical", msg, _where(s, e), e.time)]
+    return [Finding("rollouts_hung", "critical", msg, _where(s, e), e.time, detail=e.message)]
 
 
 # vLLM's own arithmetic in its refusal: `(4000 > 4096 - 1297)`.

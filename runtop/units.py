@@ -29,3 +29,15 @@ def duration(seconds: float | None, sep: str = "") -> str:
     if h:
         return f"{h}h{sep}{m:02d}m"
     return f"{m}m{sep}{sec:02d}s" if m else f"{sec}s"
+
+
+def words(text: str, n: int) -> str:
+    """`text` in at most `n` characters, cut between two words with an ellipsis (a cut
+    mid-word, `GPU memory ran ou…`, reads as a typo); a single long word is cut where it must be."""
+    if len(text) <= n:
+        return text
+    cut = text[: max(1, n - 1)]
+    space = cut.rfind(" ")
+    if space >= n // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:(") + "…"

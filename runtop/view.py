@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from runtop.health import Verdict
+from runtop.history import Histories
 from runtop.log_tail import TailView
 from runtop.parsers.events import VllmStats
 from runtop.sources.disk import DiskSnapshot
@@ -61,6 +62,8 @@ class SystemView:
     trainer: TrainerLive | None = None  # the trainer's own /metrics, where its config serves one
     errors: dict[str, str] = field(default_factory=dict)  # probe name → why it has no reading
     readings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PROBES, 0))  # answers stored, per probe
+    # The GPUs' and roles' last readings over time (`runtop.history`): frozen, replaced whole.
+    history: Histories = field(default_factory=Histories)
 
     def store(self, name: str, value: object, error: str | None) -> None:
         """A probe's answer (the engine's thread): its reading, or why it has none."""

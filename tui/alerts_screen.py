@@ -35,7 +35,7 @@ def alerts_text(view: View, keys: dict[str, str]) -> Text:
         out.append(f"{a.rule}", "bold")
         out.append(f"  since {a.since or '?'}\n", "grey62")
         out.append(a.message)
-        for label, value in (("cause", a.cause), ("reported by", a.wrapper), ("while", a.phase), ("evidence", a.evidence)):
+        for label, value in (("error", a.detail), ("cause", a.cause), ("reported by", a.wrapper), ("while", a.phase), ("evidence", a.evidence)):
             if value:
                 out.append(f"\n  {label}: ", "grey62")
                 out.append(value)

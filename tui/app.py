@@ -9,6 +9,7 @@ of the view changed, so a quiet run costs almost nothing over SSH.
 from __future__ import annotations
 
 import os
+import textwrap
 import threading
 import time
 from collections.abc import Iterable
@@ -33,17 +34,26 @@ from runtop.parsers.hygiene import mask, shown
 from runtop.terminal_notify import osc, tmux_message
 from runtop.tui.alerts_screen import AlertsScreen
 from runtop.tui.chart_screen import ChartScreen
+from runtop.tui.fit import FLOOR, Want, heights
 from runtop.tui.help_screen import HelpScreen
 from runtop.tui.keys import PANES, bindings, palette_entries
 from runtop.tui.panes import PANE_SPECS, placed, spec, widget
 from runtop.tui.record_screen import RecordScreen
 from runtop.tui.vetted import VettedActions
+from runtop.units import words
 from runtop.view import View
 from runtop.widgets.health_header import HealthHeader
 from runtop.widgets.logs_pane import LogsPane
 from runtop.widgets.metric_sparklines import logged
+from runtop.widgets.pane import Pane
+from runtop.widgets.process_tree import ProcessTree
 
 COMPACT_WIDTH, COMPACT_HEIGHT = 120, 40
+# When a column is too short for every pane whole (tui/fit.py): who gives up rows first, and
+# the rows each keeps. The checkpoint list and the step table's older rows go first; the
+# GPUs and the inference server's numbers, one line each per device, go last.
+GIVE = {"disk": 0, "procs": 1, "gpus": 2, "inference": 3, "steps": 0, "env": 1, "rollouts": 2}
+KEEP = {"disk": FLOOR + 2, "procs": FLOOR + 1, "steps": 5}
 MIN_STEP_S = 0.25  # floor for --interval: the engine never reads and repaints more often
 
 
@@ -54,6 +64,21 @@ class StateChanged(Message):
         return isinstance(message, StateChanged)
 
 
+
+
+def toast_text(message: str, titled: bool, screen: Size) -> str:
+    """`message` cut (between words) to what a toast may cover: a third of the screen's rows,
+    in Textual's toast (60 columns, at most half the width, a row of margin, padding
+    and border). Opening a dead run at 80×24, the crash's toast covered half the screen; the
+    alerts pane and `a` have the message whole."""
+    width = max(10, min(60, screen.width // 2) - 4)
+    rows = max(1, screen.height // 3 - 3 - (1 if titled else 0))
+    lines = textwrap.wrap(message, width)
+    if len(lines) <= rows:
+        return message
+    kept = lines[:rows]
+    kept[-1] = words(f"{kept[-1]} {lines[rows]}", width)  # the last line ends in "…"
+    return " ".join(kept)
 
 
 def lower_priority() -> None:
@@ -93,14 +118,16 @@ class RuntopApp(VettedActions, App[int]):
     /* A screen under 50 rows (120×40): the logs take 8 rows, and a column whose panes do not
        fit scrolls instead of drawing them over each other's borders. */
     Screen.-short LogsPane { height: 8; }
-    #left, #right { overflow-y: auto; }
+    /* Each pane of a column is given its rows by tui/fit.py: a column never scrolls (its
+       scrollbar sat outside the frame at 120×40) and no pane runs off its bottom. */
+    #left, #right { overflow: hidden; }
     /* A zoomed pane (0-9) takes the whole body, whatever its natural height (it
        kept its height in a field of hatching; the logs stayed at 12 rows). */
     .-maximized { height: 1fr; max-height: 100%; }
     /* The top band's panes are sized in fr against each other: alone on the screen, 3fr was
        three screens wide (the zoomed alerts and metrics ran off the right edge). */
     #metrics.-maximized, #alerts.-maximized { width: 100%; }
-    LogsPane.-maximized { height: 1fr; }
+    LogsPane.-maximized, Screen.-short LogsPane.-maximized { height: 1fr; max-height: 100%; }
     /* In a tmux split, toasts sit at the top right, over the sparklines' ranges: never over
        the logs a researcher reads when one arrives. A full screen keeps them at
        the bottom right, over the ends of long log lines, clear of the alerts pane. */
@@ -118,7 +145,7 @@ class RuntopApp(VettedActions, App[int]):
         no Rich markup read from it."""
         message, title = mask(str(message)), mask(str(title))
         self.toasts.append(message + title)
-        super().notify(message, title=title, markup=markup, **kw)
+        super().notify(toast_text(message, bool(title), self._term or self.size), title=title, markup=markup, **kw)
 
     def __init__(
         self,
@@ -192,6 +219,10 @@ class RuntopApp(VettedActions, App[int]):
         given = self.monitor.layout.given
         where = (given if given and os.path.isdir(given) else self.monitor.layout.root).rstrip(os.sep)
         self.query_one(HealthHeader).dir_name = shown(os.path.basename(where) or where)
+        for p in PANE_SPECS:
+            w = self.query_one(f"#{p.id}")
+            if isinstance(w, Pane) and p.key:
+                w.zoom_key = p.key  # a pane cut short names the key that shows it whole
         self._apply_layout()
         self.refresh_panes()
         self.run_engine()
@@ -226,6 +257,7 @@ class RuntopApp(VettedActions, App[int]):
             holds |= has
         # The compact slot is a bottom pane (the logs): the empty body gives it every row.
         self.query_one("#body").set_class(not holds, "-empty")
+        self.call_after_refresh(self._fit_columns)
 
     # ---- engine -------------------------------------------------------------
     @work(thread=True, exclusive=True, group="engine", name="engine")
@@ -302,12 +334,46 @@ class RuntopApp(VettedActions, App[int]):
             self.sync_resume_key(view.state)
             for p in PANE_SPECS:
                 self.query_one(f"#{p.id}").update_view(view)  # type: ignore[attr-defined]
+            self._fit_columns()
         except NoMatches:
             return  # the app is closing: its screen's panes are already being removed
 
-    def on_unmount(self) -> None:
-        self._stop = True
-        self.monitor.close()
+    def _fit_columns(self) -> None:
+        """Give each pane of the full layout's columns its rows (tui/fit.py). The compact
+        layout and a zoomed pane size themselves by CSS, so there the heights are let go."""
+        full = not self.compact and self.screen.maximized is None
+        for col in ("#left", "#right"):
+            column = self.query_one(col)
+            shown = [w for w in column.children if full and not w.has_class("-hidden")]
+            for w in column.children:
+                if w not in shown:
+                    if isinstance(w, Pane):
+                        w.fitted = False
+                    if w.styles.inline.height is not None:
+                        w.styles.inline.clear_rule("height")
+                        w.refresh(layout=True)
+            avail = column.size.height
+            if not shown or not avail:
+                continue
+            wants, sized = [], []
+            for w in shown:
+                pid = w.id or ""
+                if isinstance(w, Pane):
+                    rows = (w.natural or 1) + 2
+                    wants.append(Want(rows, min(rows, KEEP.get(pid, FLOOR)), GIVE.get(pid, 0)))
+                elif pid == "steps":  # a few rows of its own, and every row nobody else wants
+                    wants.append(Want(KEEP["steps"], KEEP["steps"], GIVE.get(pid, 0), grow=True))
+                else:  # a pane that sizes itself (the env calls' table): its rows are taken as they are
+                    rows = w.outer_size.height
+                    wants.append(Want(rows, rows, GIVE.get(pid, 0)))
+                    continue
+                sized.append((w, len(wants) - 1))
+            given = heights(avail, wants)
+            for w, i in sized:
+                if isinstance(w, Pane):
+                    w.fitted = True
+                if w.styles.inline.height is None or w.styles.inline.height.cells != given[i]:
+                    w.styles.height = given[i]
 
     # ---- actions --------------------------------------------------------------
     def action_help(self) -> None:
@@ -322,13 +388,14 @@ class RuntopApp(VettedActions, App[int]):
         widget = self.query_one(f"#{pid}")
         if self.screen.maximized is widget:
             self.screen.minimize()
+            self._apply_layout()
         else:
             self.hidden.discard(pid)
             if spec(pid).slot:
                 self._slot_chosen = True
                 self.slot = pid
-            self._apply_layout()
             self.screen.maximize(widget, container=False)
+            self._apply_layout()
 
     def action_hide_pane(self) -> None:
         if not self.compact:
@@ -400,6 +467,10 @@ class RuntopApp(VettedActions, App[int]):
     def on_logs_pane_open_record(self, event: LogsPane.OpenRecord) -> None:
         self.push_screen(RecordScreen(event.line, wrap=True))
 
+    def action_sort_processes(self) -> None:
+        order = self.query_one(ProcessTree).cycle_sort()
+        self.notify(f"processes by {order}", timeout=2)
+
     def action_toggle_follow(self) -> None:
         self.query_one(LogsPane).toggle_follow()
         self.refresh_panes()
@@ -408,6 +479,7 @@ class RuntopApp(VettedActions, App[int]):
         """Esc: a zoomed pane first; then, opened from a fleet, back to the runs table."""
         if self.screen.maximized is not None:
             self.screen.minimize()
+            self._apply_layout()
         elif self.fleet:
             self.exit(BACK)
 

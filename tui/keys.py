@@ -51,6 +51,7 @@ KEYS: tuple[Key, ...] = (
     Key("t", "logs_time", "Logs: go to a time (14:05)", show=False),
     Key("p", "toggle_follow", "Pause logs"),
     Key("w", "wrap_logs", "Wrap log lines", show=False),
+    Key("o", "sort_processes", "Order the processes: tree, CPU, memory, age", show=False),
     Key("r", "refresh", "Refresh now", show=False),
     Key("escape", "go_back", "Back: unzoom a pane; from a fleet, to the runs table", show=False, shown_key="Esc"),
 )

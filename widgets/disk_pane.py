@@ -7,6 +7,7 @@ import textwrap
 
 from rich.text import Text
 
+from runtop.state_parts import Checkpoint
 from runtop.view import Slice, View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import bar, duration, human_bytes
@@ -54,29 +55,42 @@ class DiskPane(Pane):
                 names = ", ".join(os.path.basename(p) for p, _ in d.core_dumps[:3])
                 lines.append(Text.assemble((_fit(f"core dumps ×{len(d.core_dumps)}", LABEL_W), "bold red"), " ", (f"{human_bytes(total):>8}", "red"), "  ", names))
         cks = sorted(view.state.checkpoints.values(), key=lambda c: c.step)
+        listed: list[Text] = []
         if cks:
             total = sum(c.bytes for c in cks)
             where = _short(view, view.checkpoint_dir or os.path.dirname(cks[-1].path))
             lines.append(Text.assemble((_fit("checkpoints", LABEL_W), "bold"), f" {human_bytes(total):>8} ×{len(cks)}  ", (where, "grey62")))
             for c in cks[-MAX_CKPTS:]:
-                head = Text(f"{_fit('  ' + os.path.basename(c.path), LABEL_W)} {human_bytes(c.bytes):>8}  ")
-                if c.complete:
-                    lines.append(head + Text("✓ complete", style="green"))
-                    continue
-                reason = "✗ " + c.reason
-                if len(head) + len(reason) <= inner:
-                    lines.append(head + Text(reason, style="bold red"))
-                else:  # the reason on a line or two of its own (the alerts pane has it whole)
-                    lines.append(head + Text("✗ incomplete", style="bold red"))
-                    lines += [Text("    " + part, style="red") for part in textwrap.wrap(c.reason, inner - 4, max_lines=2 if inner >= 60 else 1, placeholder=" …")]
+                listed += _checkpoint_lines(c, inner)
         elif view.checkpoint_dir:
             lines.append(Text.assemble("checkpoints ", (f"none yet in {_short(view, view.checkpoint_dir)}", "grey62")))
         if not lines:
             lines.append(Text("no disk read yet", style="italic grey62"))
-        return Text("\n").join(lines)
+        # Short of rows (tui/fit.py), the disks and the checkpoints' total stay and the newest
+        # saves fill what is left: the oldest go first, and a line says how many.
+        room = self.room
+        if room is not None and len(lines) + len(listed) > room and listed:
+            self.wants = len(lines) + len(listed)
+            keep = max(0, room - len(lines) - 1)
+            older = len(listed) - keep
+            zoom = f" ({self.zoom_key} zooms)" if self.zoom_key else ""
+            listed = [Text(f"  … {older} older{zoom}", style="grey62 italic"), *listed[len(listed) - keep :]] if room > len(lines) else []
+        return Text("\n").join(lines + listed)
 
 
 LABEL_W = 16
+
+
+def _checkpoint_lines(c: Checkpoint, inner: int) -> list[Text]:
+    head = Text(f"{_fit('  ' + os.path.basename(c.path), LABEL_W)} {human_bytes(c.bytes):>8}  ")
+    if c.complete:
+        return [head + Text("✓ complete", style="green")]
+    reason = "✗ " + c.reason
+    if len(head) + len(reason) <= inner:
+        return [head + Text(reason, style="bold red")]
+    # The reason on a line or two of its own (the alerts pane has it whole).
+    wrapped = textwrap.wrap(c.reason, inner - 4, max_lines=2 if inner >= 60 else 1, placeholder=" …")
+    return [head + Text("✗ incomplete", style="bold red"), *(Text("    " + part, style="red") for part in wrapped)]
 
 
 def _fit(text: str, width: int) -> str:

@@ -1,20 +1,31 @@
-"""GPUs (NVML): utilisation, memory, temperature, power, and which run role holds each."""
+"""GPUs (NVML): utilisation, memory and power over the last readings (sparklines), the
+temperature, and which run role holds each.
+
+One line per GPU, its sparklines as wide as the pane leaves them: "the GPUs went idle twenty
+minutes ago" is a flat line at the bottom, not a number that reads the same as a moment's lull.
+The histories are the engine's (`runtop.history`); this pane only draws them.
+"""
 
 from __future__ import annotations
 
-from rich.table import Table
 from rich.text import Text
 
+from runtop.history import GpuHistory
+from runtop.sources.gpu import GpuReading
 from runtop.view import Slice, View
 from runtop.widgets.pane import Pane
-from runtop.widgets.render import age, bar, human_bytes
+from runtop.widgets.render import age, human_bytes, sparkline
+
+# A sparkline's colour says what it draws (no room for labels on a GPU's one line).
+UTIL, MEM, POWER = "green", "magenta", "yellow"
+MIN_SPARK = 4  # narrower than this, a sparkline says nothing: the number stands alone
 
 
 class GpuPane(Pane):
     TITLE = "gpus"
     READS = (Slice.GPU, Slice.PROCESS, Slice.CLOCK)
 
-    def render_view(self, view: View) -> Table | Text:
+    def render_view(self, view: View) -> Text:
         g = view.system.gpu
         err = view.system.errors.get("gpu")
         if g is None:
@@ -22,29 +33,58 @@ class GpuPane(Pane):
         if g.error:
             # No NVML library or no GPU: one line, the rest of runtop works.
             return Text(g.error, style="grey62")
-        # The demo's readings say so, in the pane's title where the eye lands first.
+        # The demo's readings say so, in the pane's title where the eye lands first; the
+        # bottom border names the sparklines' colours.
         self.border_title = "gpus · simulated" if g.simulated else self.TITLE
+        self.border_subtitle = f"[{UTIL}]util[/] [{MEM}]mem[/] [{POWER}]power[/] · last {view.system.history.span()}"
         roles = {p.pid: p.role for p in view.system.procs.procs} if view.system.procs else {}
-        width = max(5, min(16, (self.size.width or 60) - 52))
-        t = Table.grid(padding=(0, 1))
-        for _ in range(6):
-            t.add_column(no_wrap=True)
+        inner = max(20, self.size.width or 56)  # the content region, inside the border and padding
+        lines: list[Text] = []
         if err:
             # A slow or failing probe keeps its last reading on screen, marked as such.
-            t.add_row("!", Text(f"{err}; showing the reading of {age(view.now - g.taken_at)} ago", style="yellow"), "", "", "", "")
+            lines.append(Text(f"! {err}; showing the reading of {age(view.now - g.taken_at)} ago", style="yellow"))
+        idx_w = max((len(str(d.index)) for d in g.gpus), default=1)
         for d in g.gpus:
             if d.error:
-                t.add_row(f"{d.index}", Text(d.error, style="bold red"), "", "", "", "")
+                lines.append(Text.assemble(f"{d.index:>{idx_w}} ", (d.error, "bold red")))
                 continue
-            util = d.util_pct
-            mem = (d.mem_used / d.mem_total) if d.mem_used is not None and d.mem_total else None
             holders = sorted({roles.get(p.pid) or f"pid {p.pid}" for p in d.processes})
-            t.add_row(
-                f"{d.index}",
-                bar((util or 0) / 100, width, warn=1.01, caution=1.01),  # a busy GPU is a good one
-                f"{util:3.0f}%" if util is not None else "n/a",
-                f"{human_bytes(d.mem_used)}/{human_bytes(d.mem_total)}" if mem is not None else "mem n/a",
-                f"{d.temp_c:.0f}°C {d.power_w:.0f}W" if d.temp_c is not None and d.power_w is not None else "",
-                Text(", ".join(holders) if holders else "idle", style="grey62" if not holders else ""),
-            )
-        return t
+            lines.append(gpu_line(d.index, idx_w, d, view.system.history.gpus.get(d.index, GpuHistory()), holders, inner))
+        return Text("\n").join(lines) if lines else Text("no GPU found", style="grey62")
+
+
+def gpu_line(index: int, idx_w: int, d: GpuReading, h: GpuHistory, holders: list[str], inner: int) -> Text:
+    """`0 ▂▅▇█ 97% ▆▆▆▆ 71.0G/80.0G ▃▅▄▅ 512W 64°C trainer`: the numbers keep their width,
+    the three sparklines share what is left."""
+    util = f"{d.util_pct:3.0f}%" if d.util_pct is not None else " n/a"
+    mem_full = f"{human_bytes(d.mem_used)}/{human_bytes(d.mem_total)}" if d.mem_used is not None and d.mem_total else "mem n/a"
+    mem_short = human_bytes(d.mem_used) if d.mem_used is not None else "n/a"
+    power = f"{d.power_w:.0f}W" if d.power_w is not None else ""
+    temp = f"{d.temp_c:.0f}°C" if d.temp_c is not None else ""
+    who = ", ".join(holders) if holders else "idle"
+    who_w = min(len(who), 14)
+    # Wide: every number whole; narrow: the memory's used part alone and no temperature.
+    for mem, tmp in ((mem_full, temp), (mem_short, "")):
+        fixed = idx_w + 1 + len(util) + 1 + len(mem) + 1 + len(power) + (len(tmp) + 1 if tmp else 0) + 1 + who_w
+        sparks = inner - fixed - 3  # a space after each sparkline
+        if sparks >= 3 * MIN_SPARK:
+            break
+    each = max(0, sparks // 3)
+    widths = (each + sparks - 3 * each, each, each) if each >= MIN_SPARK else (max(0, sparks), 0, 0)
+    line = Text(f"{index:>{idx_w}} ")
+    # Each on a scale from zero (utilisation to 100 %, memory to the card's size): a GPU at
+    # 97 % all along is a full bar, not a flat middle line, and 0.5 GB of noise no cliff.
+    scales = ((h.util_pct, widths[0], UTIL, util, 100.0), (h.mem_used, widths[1], MEM, mem, float(d.mem_total or 0) or None),
+              (h.power_w, widths[2], POWER, power, None))
+    for series, width, style, text, top in scales:
+        if width >= MIN_SPARK:
+            # Now at the right edge, as the history grows (nvitop's way): a young history
+            # does not read as a GPU that went idle.
+            line.append(sparkline(list(series), width, lo=0.0, hi=top).rjust(width), style)
+            line.append(" ")
+        line.append(text + " ")
+    if tmp:
+        line.append(tmp + " ", "grey62")
+    line.append(who, "grey62" if not holders else "")
+    line.truncate(inner, overflow="ellipsis")
+    return line

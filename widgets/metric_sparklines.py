@@ -18,9 +18,10 @@ from runtop.widgets.render import column_format, sparkline, trend
 
 WINDOW = 120  # steps kept per sparkline: bounded, whatever the run's length
 PHASE = "time/"  # a step phase's seconds (`time/forward_backward`)
-CELL_MIN = 58  # the narrowest grid cell: label, a useful sparkline, the value and its range
+CELL_MIN = 90  # the narrowest grid cell: label, a sparkline of 30 or more, the value and its range
 ROWS = 7  # rows of the grid in the full layout, unzoomed (the top band beside the alerts)
 COMPACT_ROWS = 5
+SHORT_ROWS = 6  # under 50 rows (120×40): one row to the columns below, so every pane fits whole
 
 
 def label(name: str) -> str:
@@ -63,6 +64,15 @@ def series(view: View, name: str, window: int = WINDOW) -> list[tuple[int, float
     return out
 
 
+def stretch(values: list[float], width: int) -> list[float]:
+    """`values` drawn over `width` columns: each repeated as often as the width allows, so a
+    short run's sparkline spans its cell instead of hugging its left edge."""
+    vals = [v for v in values if math.isfinite(v)][-width:]
+    if not vals or len(vals) >= width:
+        return vals
+    return [vals[i * len(vals) // width] for i in range(width)]
+
+
 class MetricSparklines(Pane):
     TITLE = "metrics"
     READS = (Slice.STEPS,)
@@ -70,15 +80,16 @@ class MetricSparklines(Pane):
     def _rows(self) -> int:
         if self.has_class("-maximized") or self.has_class("-slot"):
             return max(1, (self.size.height or ROWS + 2) - 2)
-        compact = self.is_attached and self.screen.has_class("-compact")
-        return COMPACT_ROWS if compact else ROWS
+        if self.is_attached and self.screen.has_class("-compact"):
+            return COMPACT_ROWS
+        return SHORT_ROWS if self.is_attached and self.screen.has_class("-short") else ROWS
 
     def render_view(self, view: View) -> Text:
         # Fixed-width lines, not a table: this pane repaints with every step.
         names = logged(view)
         if not names:
             return Text("no step metrics yet", style="italic grey62")
-        width = max(30, (self.size.width or 80) - 4)
+        width = max(30, self.size.width or 76)  # the content region, inside the border and padding
         # As few columns as the rows allow: a taller pane gives each sparkline more width.
         avail = self._rows()
         cols = max(1, min(-(-len(names) // avail), width // CELL_MIN))
@@ -96,15 +107,19 @@ class MetricSparklines(Pane):
         range_w = min(22, max((len(r) for r in ranges), default=0))
         # The sparklines take what the numbers leave: as wide as the cell allows, one column
         # for them all so the numbers line up.
-        spark_w = cell_w - label_w - 1 - 10 - 2 - range_w - 2
+        # label, space, sparkline, space, value (10), space and trend, space and range, and the
+        # cell's last column left blank between two cells.
+        spark_w = cell_w - label_w - 1 - 1 - 10 - 2 - 1 - range_w - 1
         if spark_w < 10:
-            range_w, spark_w = 0, max(4, cell_w - label_w - 1 - 10 - 2 - 1)
-        span = min(spark_w, max((len(vals) for _, vals in data), default=0))
+            range_w, spark_w = 0, max(4, cell_w - label_w - 1 - 1 - 10 - 2 - 1)
+        # Fewer steps than columns: each step is drawn wider, so the line spans its cell (at
+        # 200×50 twenty steps were twenty columns beside a hundred empty ones).
+        span = spark_w if any(vals for _, vals in data) else 0
         cells = []
         for (n, vals), f, rng in zip(data, fmts, ranges):
             name = label(n)
             cell = Text(f"{name if len(name) <= label_w else name[: label_w - 1] + '…':<{label_w}} ")
-            cell.append(sparkline(vals, spark_w).ljust(span), "cyan")
+            cell.append(sparkline(stretch(vals, spark_w), spark_w).ljust(span), "cyan")
             cell.append(f" {f(vals[-1]):>10} {trend(vals)}")
             if range_w:
                 cell.append(f" {rng}", "grey62")

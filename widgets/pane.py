@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
@@ -45,6 +46,21 @@ class Pane(SafeStatic):
         self._sig: object = object()
         self._height: int | None = None
         self._view: View | None = None  # the last view drawn: a resize (a zoom) redraws it
+        # Lines the pane's content takes unclipped (what the column fitter in tui/fit.py asks
+        # room for), and whether its height is the fitter's to set (then what does not fit
+        # ends in "… N more" instead of running under the border).
+        self.natural: int | None = None
+        self.fitted = False
+        self.zoom_key = ""  # the number key that shows this pane whole (the app sets it)
+        # Set by a pane that fitted its content to `room` itself: the lines it would take whole.
+        self.wants: int | None = None
+
+    @property
+    def room(self) -> int | None:
+        """Lines inside the border the pane may fill, where the fitter sized it; else None."""
+        if not self.fitted or not self.size.height:
+            return None
+        return self.size.height  # the content region: the border and padding are outside it
 
     def on_resize(self) -> None:
         # Zooming a pane changes its size and nothing else: it must not wait for the run to
@@ -64,10 +80,15 @@ class Pane(SafeStatic):
         if sig == self._sig:
             return False
         self._sig = sig
+        self.wants = None
         content = self.render_view(view)
         if isinstance(content, Text):
             content.no_wrap, content.overflow = True, "ellipsis"  # one line per line: the height is known
         height = _height(content)
+        self.natural = self.wants or height
+        room = self.room
+        if room is not None and height is not None and height > room:
+            content, height = Clipped(masked(content), room, self.zoom_key), room
         # A layout pass re-renders the whole screen; skip it when the pane keeps its height
         # (docs/design.md: repaint only what changed; this is most of the TUI's CPU on a busy run).
         self.update(content, layout=height is None or height != self._height)
@@ -94,6 +115,9 @@ def masked(content: RenderableType) -> RenderableType:
         for col in content.columns:
             col._cells[:] = [masked(c) for c in col._cells]  # Rich keeps cells here
         return content
+    if isinstance(content, Group):
+        content.renderables[:] = [masked(r) for r in content.renderables]
+        return content
     return content
 
 
@@ -103,4 +127,26 @@ def _height(content: RenderableType) -> int | None:
         return content.plain.count("\n") + 1
     if isinstance(content, Table):
         return content.row_count + (1 if content.show_header else 0)
+    if isinstance(content, Group):
+        parts = [_height(r) for r in content.renderables]
+        return None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
     return None
+
+
+class Clipped:
+    """`content` cut to `lines` lines, the last saying how many more there are: a pane the
+    column has too little room for keeps its border whole and says what it left out."""
+
+    def __init__(self, content: RenderableType, lines: int, key: str = "") -> None:
+        self.content, self.lines, self.key = content, lines, key
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        opts = options.update(height=None)
+        rendered = console.render_lines(self.content, opts, pad=False)
+        keep = rendered[: self.lines - 1]
+        more = len(rendered) - len(keep)
+        for line in keep:
+            yield from line
+            yield Segment.line()
+        note = f"… {more} more" + (f" ({self.key} zooms)" if self.key else "")
+        yield Segment(note[: options.max_width], console.get_style("grey62 italic"))

@@ -55,12 +55,15 @@ def column_format(values: list[float], digits: int = 4) -> Callable[[float], str
     return lambda v: f"{v:.{decimals}f}" if math.isfinite(v) else "n/a"
 
 
-def sparkline(values: list[float], width: int) -> str:
-    """Finite values only (NaN/inf are dropped, not drawn as zero); the newest `width` of them."""
+def sparkline(values: list[float], width: int, lo: float | None = None, hi: float | None = None) -> str:
+    """Finite values only (NaN/inf are dropped, not drawn as zero); the newest `width` of them.
+    `lo`/`hi` fix the scale (a reading's natural range: 0-100 % for a utilisation); by
+    default it is the values' own."""
     vals = [v for v in values if math.isfinite(v)][-width:]
     if not vals:
         return ""
-    lo, hi = min(vals), max(vals)
+    lo = min(vals) if lo is None else min(lo, min(vals))
+    hi = max(vals) if hi is None else max(hi, max(vals))
     if hi == lo:
         return BLOCKS[3] * len(vals)
     scale = (len(BLOCKS) - 1) / (hi - lo)

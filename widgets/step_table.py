@@ -15,6 +15,7 @@ from rich.text import Text
 
 from runtop.columns import STEP_COLUMNS
 from runtop.view import Slice, View
+from runtop.widgets.metric_sparklines import WINDOW
 from runtop.widgets.pane import SafeStatic, versions
 from runtop.widgets.render import column_format, scroll_bindings
 
@@ -67,8 +68,10 @@ class StepTable(SafeStatic, can_focus=True):
         def line(cells: list[str]) -> str:
             return "".join(c.ljust(w) if i == 0 else c[: w - 1].rjust(w) for i, (c, (_l, _c, w)) in enumerate(zip(cells, COLUMNS)))
 
-        # One format per column, from the rows on screen.
-        rows = [view.state.steps[s] for s in window]
+        # One format per column, from the rows on screen and the newest steps the sparklines
+        # draw: a metric reads the same in both panes, and its column does not flip between
+        # `1.56e-03` and `0.001380` as the rows scroll.
+        rows = [view.state.steps[s] for s in window] + view.state.rows(WINDOW)
         formats = {c.name: column_format([v for r in rows if (v := r.value(c.name)) is not None]) for c in STEP_COLUMNS}
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append(line([label for label, _c, _w in COLUMNS]), style="bold")
