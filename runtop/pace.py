@@ -91,6 +91,9 @@ def saving(state: RunState) -> bool:
     the spacing of its last saves) and not done yet."""
     if state._saving:
         return True
+    top = state.trainer_step or 0
+    if any(not c.complete and c.step >= top for c in state.checkpoints.values()):
+        return True  # a save at this step is being written (a crashed save leaves one: its allowance is bounded)
     step, every = state.trainer_step, state.ckpt_interval or save_spacing(state)
     if not step or not every or step % every:
         return False
@@ -131,9 +134,10 @@ class Pace:
         newest = max(state.write_times(), default=None)
         if newest is None:
             return
-        at = min(now, newest)
+        at = now  # when runtop saw it: a save's end writes no log, a block-buffered log arrives late
         first = self._key is None
         if first:
+            at = min(now, newest)
             # Seen part-way: the last step came when its line was written, not when runtop looked.
             at = min(at, _last_step_wall(state, newest))
             self._reported = _reported_step_times(state)

@@ -282,7 +282,8 @@ def test_without_the_sdk_runtop_mcp_says_how_to_install_it(tmp_path, simulated):
     assert out.stderr.strip().splitlines() == ["runtop: runtop mcp needs the MCP SDK: pip install 'runtop-rl[mcp]' (or `pip install '.[mcp]'` in runtop's checkout)"]
     if find_spec("mcp") is not None:
         missing = subprocess.run([sys.executable, "-m", "runtop", "mcp", str(tmp_path / "nowhere")], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
-        assert missing.returncode == 3 and "Traceback" not in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+        # One short line, and a hint line where there is one (as every face says a bad path).
+    assert missing.returncode == 3 and "Traceback" not in missing.stderr and len(missing.stderr.strip().splitlines()) <= 2
 
 
 def free_port() -> int:

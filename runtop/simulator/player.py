@@ -57,6 +57,11 @@ class ScriptPlayer:
         if self.procs is not None:
             self.procs.start()
 
+    def saving_dir(self, rel: str) -> str:
+        """Where a save bound for `rel` writes while it is not whole: `rel` itself, or elsewhere
+        where the framework renames a whole save into place (docs/formats.md)."""
+        return rel
+
     def script(self) -> Iterator[Action]:  # pragma: no cover - each simulator writes its own
         raise NotImplementedError
 

@@ -3,7 +3,7 @@
 
 The plug-in's own simulator writes its files; the replay re-times its script with the pauses
 healthy runs have — a slow first step, a heavy tail of slow steps, checkpoint saves lasting
-several step times (seen only when whole), evaluations every so many
+several step times (its directory there while it writes, as the framework names it), evaluations every so many
 steps with a progress bar in the log, block-buffered logs — and injects a fault at a step: a
 hang with every process alive (its GPUs idle, memory held), the whole run killed, a straggler
 (every step 3× slower), or the scenario's own failure. Files get their simulated modification
@@ -30,6 +30,9 @@ from runtop.sources.run_reader import RunReader
 EPOCH = 2_000_000_000.0  # the simulated clock's zero (2033: a file it did not stamp looks old, never new)
 TICK = 2.0  # the engine's poll, in simulated seconds, while a fault is being waited on
 BUFFER = 8192  # Python's block buffer: a log redirected to a file arrives in these
+# New files are looked for at most this often in wall seconds (a listing of a run with a
+# directory per step costs; a replay plays a few steps in that time).
+RESCAN_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,7 @@ class Replay:
                     reader = RunReader(discover(root))
                 saves = len(reader.state.checkpoints) if reader is not None else 0
                 if reader is not None:
-                    reader.poll(rescan_every=0.0, ckpt_every=0.0 if made else float("inf"))
+                    reader.poll(rescan_every=RESCAN_S, ckpt_every=0.0 if made else float("inf"))
                 step = reader.state.current_step() if reader is not None else None
                 out.append((at, frozenset(made), step, reader is not None and len(reader.state.checkpoints) > saves))
         finally:
@@ -173,11 +176,17 @@ class Replay:
             gap = 0.0 if prev is None else (at - prev) * factor
             prev = at
             _, news, step, saved = plan[i] if i < len(plan) else (at, frozenset(), last_step, False)
+            partial: list[str] = []
             if saved and self._median() and engine is not None:
-                # A save, shown only when it is whole (the worst case: a framework that renames a
-                # finished save into place says nothing while it writes).
-                gap += self._median_gap(self.habits.save_steps)
+                # A save: what the framework shows while it writes (its directory, or the one it
+                # renames into place when whole), for 3-6 median steps, then the whole save.
+                self._wait(engine, self.t + gap, None)
+                partial = self._save_begins(sim, root, news)
+                self._judge(engine)
+                gap = self._median_gap(self.habits.save_steps)
             self._wait(engine, self.t + gap, None)
+            for d in partial:
+                shutil.rmtree(os.path.join(root, d), ignore_errors=True)  # renamed into place: the action writes it whole
             act()
             self._touch(root, news)
             if engine is None and ready(root, i):
@@ -205,6 +214,19 @@ class Replay:
             self._wait(engine, self.t + (self.after_fault_s if self.fault else 4 * TICK), TICK)
             engine.close()
         return self._done()
+
+    def _save_begins(self, sim: Any, root: str, dirs: frozenset[str]) -> list[str]:
+        """The save's top directories, made where the framework writes them while not whole;
+        those made elsewhere (renamed when whole) are returned, to be taken away."""
+        tops = sorted(d for d in dirs if not any(d != o and d.startswith(o + os.sep) for o in dirs))
+        elsewhere = []
+        for d in tops:
+            partial = sim.saving_dir(d)
+            os.makedirs(os.path.join(root, partial), exist_ok=True)
+            if partial != d:
+                elsewhere.append(partial)
+        self._touch(root, frozenset(sim.saving_dir(d) for d in tops))
+        return elsewhere
 
     def _next_factor(self, step: int) -> float:
         if self.fault == "straggler" and self.fault_step is not None and step >= self.fault_step:
@@ -250,7 +272,7 @@ class Replay:
     def _engine(self, root: str, procs: VirtualProcesses) -> Engine:
         gpu = VirtualGpus(procs, lambda: self.now) if self.gpus else None
         layout = discover(root)
-        run = LiveRun(layout, poll=True, interval=0.0, processes=False, ckpt_every=0.0)
+        run = LiveRun(layout, poll=True, interval=RESCAN_S, processes=False, ckpt_every=0.0)
         engine = Engine(layout, interval=1e-3, poll=True, vllm_url=None, disks=False, gpus=self.gpus, gpu=gpu, run=run,
                         clock=lambda: self.now, proc_sampler=procs, process_period=1e-6, publishing=False)
         if self.pace is not None:

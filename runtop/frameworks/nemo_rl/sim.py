@@ -61,6 +61,10 @@ class NemoRlSimulator(PacedRun):
                      f"  • policy_training: {train:.2f}s ({100 * train / total:.1f}%)", f"  • data_processing: 3.00s ({300 / total:.1f}%)")
         return act
 
+    def saving_dir(self, rel: str) -> str:
+        head, name = os.path.split(rel)
+        return os.path.join(head, f"tmp_{name}") if name.startswith("step_") else rel  # renamed when whole
+
     def _save(self, step: int) -> Callable[[], None]:
         def act() -> None:
             base = os.path.join(self.root, CKPT, f"step_{step}")

@@ -26,6 +26,10 @@ class TrlSimulator(PacedRun):
     def fail_at(self, max_steps: int) -> int:
         return max(5, max_steps // 2 + 1)
 
+    def saving_dir(self, rel: str) -> str:
+        head, name = os.path.split(rel)
+        return os.path.join(head, f"tmp-{name}") if name.startswith("checkpoint-") else rel  # renamed when whole
+
     def log(self, text: str) -> None:
         self._append("grpo.log", text)
 
