@@ -1,6 +1,6 @@
 """The TUI's cost on the machine that trains: CPU seconds and peak RSS beside `toolong`.
 
-    python benchmarks/tui_cpu.py [--seconds 60] [--rate 100] [--toolong PATH_TO_tl]
+    python benchmarks/tui_cpu.py [--seconds 60] [--rate 100] [--gpus 8] [--toolong PATH_TO_tl]
 
 Writes a prime-rl run (the simulator), then, for each viewer in turn, appends RATE
 colour-coded orchestrator lines per second for SECONDS while the viewer runs in a
@@ -10,6 +10,9 @@ one's CPU seconds (user + system, from wait4, start-up included), share of one c
 with and without its first 5 s (imports, first read, first paint),
 peak RSS, and the bytes per second it sent to the terminal (what SSH would carry).
 The line mix has a step line every 40 lines (2.5 steps/s): far busier than a real run.
+`--gpus N` (default 8): runtop reads N GPUs whose every reading moves (NVML's stand-in on a
+machine without one), so the GPU pane redraws its sparklines and the engine keeps their
+histories at every interval; `--gpus 0` leaves runtop to NVML (a GPU machine's own).
 
 toolong pins an old Textual, so it lives in its own virtual environment:
     python3 -m venv /tmp/tlvenv && /tmp/tlvenv/bin/pip install toolong
@@ -36,6 +39,27 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.backfill import kind_of, line  # noqa: E402 - the same line mix as the backfill benchmark
 
 LOG = "logs/attempt_1/orchestrator.log"
+
+# runtop with NVML replaced by N busy GPUs: argv[1] is N, the rest runtop's arguments.
+BUSY_GPUS = """
+import random, sys, time
+import runtop.engine
+from runtop.sources.gpu import GpuReading, GpuSnapshot
+
+class BusyGpus:
+    def __init__(self):
+        self.rng, self.n = random.Random(0), int(sys.argv[1])
+
+    def read(self):
+        r = self.rng
+        gpus = [GpuReading(i, "bench GPU", r.uniform(0, 100), int(r.uniform(10, 80) * 2**30), 80 * 2**30, 60.0, r.uniform(100, 700))
+                for i in range(self.n)]
+        return GpuSnapshot(gpus, driver="bench", taken_at=time.time(), simulated=True)
+
+runtop.engine.NvmlProbe = BusyGpus
+from runtop.cli import main
+raise SystemExit(main(sys.argv[2:]))
+"""
 
 
 def make_run(root: str) -> str:
@@ -138,6 +162,7 @@ def main() -> int:
     ap.add_argument("--rate", type=int, default=100, help="lines appended per second")
     ap.add_argument("--toolong", default=shutil.which("tl") or "/tmp/tlvenv/bin/tl", help="toolong's `tl` (its own venv)")
     ap.add_argument("--interval", type=float, default=2.0, help="runtop --interval")
+    ap.add_argument("--gpus", type=int, default=8, help="busy GPUs runtop reads instead of NVML (0: NVML itself)")
     args = ap.parse_args()
     base = tempfile.mkdtemp(prefix="runtop-tui-bench-")
     try:
@@ -145,6 +170,8 @@ def main() -> int:
         root = os.path.join(base, "runtop-run")
         log = make_run(root)
         runtop = [sys.executable, "-m", "runtop", "tui", root, "--interval", str(args.interval)]
+        if args.gpus:
+            runtop = [sys.executable, "-c", BUSY_GPUS, str(args.gpus), *runtop[3:]]
         rows.append(measure("runtop", runtop, log, args.seconds, args.rate))
         if os.path.exists(args.toolong):
             root2 = os.path.join(base, "toolong-run")
@@ -152,7 +179,8 @@ def main() -> int:
             rows.append(measure("toolong (tl)", [args.toolong, log2], log2, args.seconds, args.rate))
         else:
             print(f"toolong not found at {args.toolong}: python3 -m venv /tmp/tlvenv && /tmp/tlvenv/bin/pip install toolong")
-        print(f"{args.rate} lines/s appended for {args.seconds:.0f} s, viewer in a 200x50 pty")
+        gpus = f"{args.gpus} busy GPUs read every interval" if args.gpus else "NVML's own GPUs"
+        print(f"{args.rate} lines/s appended for {args.seconds:.0f} s, viewer in a 200x50 pty; runtop with {gpus}")
         print(f"{'':16}{'CPU s':>8}{'% of a core':>14}{'after start-up':>16}{'peak RSS MB':>14}{'terminal KB/s':>15}")
         for name, cpu, rss, sent, steady in rows:
             print(f"{name:16}{cpu:8.2f}{100 * cpu / args.seconds:14.2f}{100 * steady / (args.seconds - WARM_S):16.2f}"

@@ -149,3 +149,17 @@ async def test_the_process_pane_draws_each_roles_history_once_where_it_is_wide(t
         trainer = next(ln for ln in text.splitlines() if "PRIME-RL::Trainer" in ln)
         assert any(b in trainer for b in BLOCKS)  # its CPU over time, beside the number
     assert os.path.isdir(root)
+
+
+async def test_quitting_stops_the_engine_and_its_reading_of_the_run(tmp_path):
+    """After q the engine's thread ends: nothing keeps reading the run or probing its GPUs."""
+    root = str(tmp_path / "run")
+    Simulator(root, scenario="healthy", max_steps=2).run()
+    app = make_app(root)
+    async with app.run_test(size=BIG) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+    assert app._stop and app.engine_idle.wait(5)
+    steps = app.monitor.steps_done
+    time.sleep(0.5)
+    assert app.monitor.steps_done == steps

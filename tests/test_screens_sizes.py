@@ -125,3 +125,35 @@ async def test_alerts_in_full_show_the_errors_own_words_whole(tmp_path):
         text = " ".join(screen_text(app).split())
         # The message quotes the OOM cut short; the screen has the sentence to its end.
         assert "GiB is free" in text and "error: " in text
+
+
+async def test_at_120x40_the_processes_keep_their_names_and_numbers_whole(tmp_path):
+    """They were cut to `PRIME-RL:…`, `sle` and `11`: the title now has the room a name needs,
+    the numbers their width, and the role column goes first (the title names the role)."""
+    from runtop.simulator.primerl import Simulator
+    from tests.tui_helpers import pane
+
+    root = str(tmp_path / "run")
+    Simulator(root, scenario="healthy", max_steps=4).run()
+    app = make_app(root, proc_sampler=FixedProcs(healthy_tree(FIXED_MTIME)))
+    async with app.run_test(size=FULL) as pilot:
+        await settle(pilot)
+        text = pane(app, "procs")
+        for whole in ("PRIME-RL::Orchestrator", "PRIME-RL::Trainer", "VLLM::APIServer", "88%", "97%", "30.0G", "4300", "4400"):
+            assert whole in text, (whole, text)
+        await pilot.press("2")  # zoomed, every column is back: role, state, histories, age
+        await pilot.pause()
+        text = pane(app, "procs")
+        assert "orchestrator" in text and "run" in text and "57m22s" in text
+
+
+def test_a_short_column_takes_rows_from_the_checkpoint_list_first():
+    """The 120×40 right column: 19 rows for panes that want 25. The disk's list gives first,
+    down to what it keeps; the processes, GPUs and inference stay whole. A tall column gives
+    its spare rows to the pane that can use them (the step table), not to the others."""
+    from runtop.tui.fit import Want, heights
+
+    procs, disk, gpus, inference = Want(6, 4, 1), Want(11, 5, 0), Want(4, 3, 2), Want(4, 3, 3)
+    assert heights(19, [procs, disk, gpus, inference]) == [6, 5, 4, 4]
+    assert heights(16, [procs, disk, gpus, inference]) == [4, 5, 3, 4]  # then the processes, then the GPUs
+    assert heights(40, [Want(5, 5, 0, grow=True), Want(6, 6, 2), Want(5, 5, 1)]) == [29, 6, 5]

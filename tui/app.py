@@ -9,7 +9,6 @@ of the view changed, so a quiet run costs almost nothing over SSH.
 from __future__ import annotations
 
 import os
-import textwrap
 import threading
 import time
 from collections.abc import Iterable
@@ -34,13 +33,12 @@ from runtop.parsers.hygiene import mask, shown
 from runtop.terminal_notify import osc, tmux_message
 from runtop.tui.alerts_screen import AlertsScreen
 from runtop.tui.chart_screen import ChartScreen
-from runtop.tui.fit import FLOOR, Want, heights
+from runtop.tui.fit import fit_column, toast_text
 from runtop.tui.help_screen import HelpScreen
 from runtop.tui.keys import PANES, bindings, palette_entries
 from runtop.tui.panes import PANE_SPECS, placed, spec, widget
 from runtop.tui.record_screen import RecordScreen
 from runtop.tui.vetted import VettedActions
-from runtop.units import words
 from runtop.view import View
 from runtop.widgets.health_header import HealthHeader
 from runtop.widgets.logs_pane import LogsPane
@@ -49,11 +47,6 @@ from runtop.widgets.pane import Pane
 from runtop.widgets.process_tree import ProcessTree
 
 COMPACT_WIDTH, COMPACT_HEIGHT = 120, 40
-# When a column is too short for every pane whole (tui/fit.py): who gives up rows first, and
-# the rows each keeps. The checkpoint list and the step table's older rows go first; the
-# GPUs and the inference server's numbers, one line each per device, go last.
-GIVE = {"disk": 0, "procs": 1, "gpus": 2, "inference": 3, "steps": 0, "env": 1, "rollouts": 2}
-KEEP = {"disk": FLOOR + 2, "procs": FLOOR + 1, "steps": 5}
 MIN_STEP_S = 0.25  # floor for --interval: the engine never reads and repaints more often
 
 
@@ -64,21 +57,6 @@ class StateChanged(Message):
         return isinstance(message, StateChanged)
 
 
-
-
-def toast_text(message: str, titled: bool, screen: Size) -> str:
-    """`message` cut (between words) to what a toast may cover: a third of the screen's rows,
-    in Textual's toast (60 columns, at most half the width, a row of margin, padding
-    and border). Opening a dead run at 80×24, the crash's toast covered half the screen; the
-    alerts pane and `a` have the message whole."""
-    width = max(10, min(60, screen.width // 2) - 4)
-    rows = max(1, screen.height // 3 - 3 - (1 if titled else 0))
-    lines = textwrap.wrap(message, width)
-    if len(lines) <= rows:
-        return message
-    kept = lines[:rows]
-    kept[-1] = words(f"{kept[-1]} {lines[rows]}", width)  # the last line ends in "…"
-    return " ".join(kept)
 
 
 def lower_priority() -> None:
@@ -339,41 +317,15 @@ class RuntopApp(VettedActions, App[int]):
             return  # the app is closing: its screen's panes are already being removed
 
     def _fit_columns(self) -> None:
-        """Give each pane of the full layout's columns its rows (tui/fit.py). The compact
-        layout and a zoomed pane size themselves by CSS, so there the heights are let go."""
+        """Each pane of the full layout's columns its rows (tui/fit.py); the compact layout and
+        a zoomed pane size themselves by CSS."""
         full = not self.compact and self.screen.maximized is None
         for col in ("#left", "#right"):
-            column = self.query_one(col)
-            shown = [w for w in column.children if full and not w.has_class("-hidden")]
-            for w in column.children:
-                if w not in shown:
-                    if isinstance(w, Pane):
-                        w.fitted = False
-                    if w.styles.inline.height is not None:
-                        w.styles.inline.clear_rule("height")
-                        w.refresh(layout=True)
-            avail = column.size.height
-            if not shown or not avail:
-                continue
-            wants, sized = [], []
-            for w in shown:
-                pid = w.id or ""
-                if isinstance(w, Pane):
-                    rows = (w.natural or 1) + 2
-                    wants.append(Want(rows, min(rows, KEEP.get(pid, FLOOR)), GIVE.get(pid, 0)))
-                elif pid == "steps":  # a few rows of its own, and every row nobody else wants
-                    wants.append(Want(KEEP["steps"], KEEP["steps"], GIVE.get(pid, 0), grow=True))
-                else:  # a pane that sizes itself (the env calls' table): its rows are taken as they are
-                    rows = w.outer_size.height
-                    wants.append(Want(rows, rows, GIVE.get(pid, 0)))
-                    continue
-                sized.append((w, len(wants) - 1))
-            given = heights(avail, wants)
-            for w, i in sized:
-                if isinstance(w, Pane):
-                    w.fitted = True
-                if w.styles.inline.height is None or w.styles.inline.height.cells != given[i]:
-                    w.styles.height = given[i]
+            fit_column(self.query_one(col), full)
+
+    def on_unmount(self) -> None:
+        self._stop = True
+        self.monitor.close()
 
     # ---- actions --------------------------------------------------------------
     def action_help(self) -> None:

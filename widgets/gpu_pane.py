@@ -43,48 +43,65 @@ class GpuPane(Pane):
         if err:
             # A slow or failing probe keeps its last reading on screen, marked as such.
             lines.append(Text(f"! {err}; showing the reading of {age(view.now - g.taken_at)} ago", style="yellow"))
-        idx_w = max((len(str(d.index)) for d in g.gpus), default=1)
+        rows: list[tuple[GpuReading, GpuHistory, list[str]]] = []
         for d in g.gpus:
             if d.error:
-                lines.append(Text.assemble(f"{d.index:>{idx_w}} ", (d.error, "bold red")))
+                lines.append(Text.assemble(f"{d.index} ", (d.error, "bold red")))
                 continue
             holders = sorted({roles.get(p.pid) or f"pid {p.pid}" for p in d.processes})
-            lines.append(gpu_line(d.index, idx_w, d, view.system.history.gpus.get(d.index, GpuHistory()), holders, inner))
+            rows.append((d, view.system.history.gpus.get(d.index, GpuHistory()), holders))
+        lines += gpu_lines(rows, inner)
         return Text("\n").join(lines) if lines else Text("no GPU found", style="grey62")
 
 
-def gpu_line(index: int, idx_w: int, d: GpuReading, h: GpuHistory, holders: list[str], inner: int) -> Text:
-    """`0 ▂▅▇█ 97% ▆▆▆▆ 71.0G/80.0G ▃▅▄▅ 512W 64°C trainer`: the numbers keep their width,
-    the three sparklines share what is left."""
-    util = f"{d.util_pct:3.0f}%" if d.util_pct is not None else " n/a"
-    mem_full = f"{human_bytes(d.mem_used)}/{human_bytes(d.mem_total)}" if d.mem_used is not None and d.mem_total else "mem n/a"
-    mem_short = human_bytes(d.mem_used) if d.mem_used is not None else "n/a"
-    power = f"{d.power_w:.0f}W" if d.power_w is not None else ""
-    temp = f"{d.temp_c:.0f}°C" if d.temp_c is not None else ""
-    who = ", ".join(holders) if holders else "idle"
-    who_w = min(len(who), 14)
+def _texts(d: GpuReading, holders: list[str]) -> dict[str, str]:
+    return {
+        "index": str(d.index),
+        "util": f"{d.util_pct:3.0f}%" if d.util_pct is not None else " n/a",
+        "mem": f"{human_bytes(d.mem_used)}/{human_bytes(d.mem_total)}" if d.mem_used is not None and d.mem_total else "mem n/a",
+        "used": human_bytes(d.mem_used) if d.mem_used is not None else "n/a",
+        "power": f"{d.power_w:.0f}W" if d.power_w is not None else "",
+        "temp": f"{d.temp_c:.0f}°C" if d.temp_c is not None else "",
+        "who": ", ".join(holders) if holders else "idle",
+    }
+
+
+def gpu_lines(rows: list[tuple[GpuReading, GpuHistory, list[str]]], inner: int) -> list[Text]:
+    """`0 ▂▅▇█ 97% ▆▆▆▆ 71.0G/80.0G ▃▅▄▅ 512W 64°C trainer`, one line per GPU: the numbers
+    keep their width, the three sparklines share what is left, and every GPU's columns line
+    up under the others'."""
+    texts = [_texts(d, holders) for d, _h, holders in rows]
+
+    def width(key: str) -> int:
+        return max((len(t[key]) for t in texts), default=0)
+
+    who_w = min(width("who"), 14)
     # Wide: every number whole; narrow: the memory's used part alone and no temperature.
-    for mem, tmp in ((mem_full, temp), (mem_short, "")):
-        fixed = idx_w + 1 + len(util) + 1 + len(mem) + 1 + len(power) + (len(tmp) + 1 if tmp else 0) + 1 + who_w
+    for mem, temp in (("mem", "temp"), ("used", "")):
+        fixed = width("index") + 1 + width("util") + 1 + width(mem) + 1 + width("power") + 1 + (width(temp) + 1 if temp else 0) + who_w
         sparks = inner - fixed - 3  # a space after each sparkline
         if sparks >= 3 * MIN_SPARK:
             break
     each = max(0, sparks // 3)
     widths = (each + sparks - 3 * each, each, each) if each >= MIN_SPARK else (max(0, sparks), 0, 0)
-    line = Text(f"{index:>{idx_w}} ")
-    # Each on a scale from zero (utilisation to 100 %, memory to the card's size): a GPU at
-    # 97 % all along is a full bar, not a flat middle line, and 0.5 GB of noise no cliff.
-    scales = ((h.util_pct, widths[0], UTIL, util, 100.0), (h.mem_used, widths[1], MEM, mem, float(d.mem_total or 0) or None),
-              (h.power_w, widths[2], POWER, power, None))
-    for series, width, style, text, top in scales:
-        if width >= MIN_SPARK:
-            # Now at the right edge, as the history grows (nvitop's way): a young history
-            # does not read as a GPU that went idle.
-            line.append(sparkline(list(series), width, lo=0.0, hi=top).rjust(width), style)
-            line.append(" ")
-        line.append(text + " ")
-    if tmp:
-        line.append(tmp + " ", "grey62")
-    line.append(who, "grey62" if not holders else "")
-    line.truncate(inner, overflow="ellipsis")
-    return line
+    out = []
+    for (d, h, holders), t in zip(rows, texts):
+        line = Text(f"{t['index']:>{width('index')}} ")
+        # Each on a scale from zero (utilisation to 100 %, memory to the card's size): a GPU
+        # at 97 % all along is a full bar, not a flat middle line, and 0.5 GB of noise no cliff.
+        scales = ((h.util_pct, widths[0], UTIL, t["util"], width("util"), 100.0),
+                  (h.mem_used, widths[1], MEM, t[mem], width(mem), float(d.mem_total or 0) or None),
+                  (h.power_w, widths[2], POWER, t["power"], width("power"), None))
+        for series, w, style, text, text_w, top in scales:
+            if w >= MIN_SPARK:
+                # Now at the right edge, as the history grows (nvitop's way): a young history
+                # does not read as a GPU that went idle.
+                line.append(sparkline(list(series), w, lo=0.0, hi=top).rjust(w), style)
+                line.append(" ")
+            line.append(f"{text:>{text_w}} ")
+        if temp:
+            line.append(f"{t[temp]:>{width(temp)}} ", "grey62")
+        line.append(t["who"], "grey62" if not holders else "")
+        line.truncate(inner, overflow="ellipsis")
+        out.append(line)
+    return out
