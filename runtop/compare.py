@@ -33,7 +33,7 @@ ORDER = tuple(SPARK_ORDER) + tuple(m.name for m in METRICS if m.name not in SPAR
 UP, DOWN, FLAT = "up", "down", "flat"
 # Names for the registry's metrics that have no column of their own (units said as people say them).
 LABELS = {"step_time_s": "step time", "throughput_tok_s": "tok/s", "inference_tok_s": "inference tok/s", "peak_mem_gib": "peak mem GiB",
-          "mfu": "MFU", "off_policy_max": "off-policy max", "reward_all": "reward (all)", "error_rate": "error rate"}
+          "mfu": "MFU", "off_policy_max": "off-policy max", "reward_all": "reward all", "error_rate": "error rate"}
 ARROW = {UP: "↑", DOWN: "↓", FLAT: "→"}
 # What a user may type for a metric besides its registry name (`--columns step_time`).
 ALIASES = {"step_time": "step_time_s", "time": "step_time_s", "response_length": "seq_len",
