@@ -82,7 +82,11 @@ def parse_metrics(text: str) -> tuple[str, ...]:
     for word in (w for w in text.split(",") if w.strip()):
         name = metric_named(word)
         if name is None:
-            raise ValueError(f"{word.strip()!r} is not a metric runtop knows; known: {', '.join(ORDER)}")
+            import difflib
+
+            close = difflib.get_close_matches(word.strip().lower(), ORDER, n=1, cutoff=0.6)
+            meant = f" (did you mean {close[0]}?)" if close else ""
+            raise ValueError(f"{word.strip()!r} is not a metric runtop knows{meant}; known: {', '.join(ORDER)}")
         if name not in out:
             out.append(name)
     if not out:
