@@ -33,7 +33,7 @@ ORDER = tuple(SPARK_ORDER) + tuple(m.name for m in METRICS if m.name not in SPAR
 UP, DOWN, FLAT = "up", "down", "flat"
 # Names for the registry's metrics that have no column of their own (units said as people say them).
 LABELS = {"step_time_s": "step time", "throughput_tok_s": "tok/s", "inference_tok_s": "inference tok/s", "peak_mem_gib": "peak mem GiB",
-          "mfu": "MFU", "off_policy_max": "off-policy max", "reward_all": "reward (all)", "error_rate": "error rate"}
+          "mfu": "MFU", "off_policy_max": "off-policy max", "reward_all": "reward all", "error_rate": "error rate"}
 ARROW = {UP: "↑", DOWN: "↓", FLAT: "→"}
 # What a user may type for a metric besides its registry name (`--columns step_time`).
 ALIASES = {"step_time": "step_time_s", "time": "step_time_s", "response_length": "seq_len",
@@ -82,7 +82,11 @@ def parse_metrics(text: str) -> tuple[str, ...]:
     for word in (w for w in text.split(",") if w.strip()):
         name = metric_named(word)
         if name is None:
-            raise ValueError(f"{word.strip()!r} is not a metric runtop knows; known: {', '.join(ORDER)}")
+            import difflib
+
+            close = difflib.get_close_matches(word.strip().lower(), ORDER, n=1, cutoff=0.6)
+            meant = f" (did you mean {close[0]}?)" if close else ""
+            raise ValueError(f"{word.strip()!r} is not a metric runtop knows{meant}; known: {', '.join(ORDER)}")
         if name not in out:
             out.append(name)
     if not out:

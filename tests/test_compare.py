@@ -143,3 +143,20 @@ def test_a_long_run_is_thinned_to_a_bounded_series_that_keeps_its_newest_step(tm
     assert len(s.points["reward"]) <= MAX_POINTS + 1 and s.points["reward"][-1][0] == 9_999
     assert s.latest["reward"] == rows[9_999 % 3].rollout["reward"]
     assert common_metrics([s, RunSeries("empty", "/nowhere", None)]) == []
+
+
+def test_a_misspelt_metric_is_answered_with_the_one_meant():
+    with pytest.raises(ValueError, match=r"'rewrd' is not a metric runtop knows \(did you mean reward\?\)"):
+        parse_metrics("rewrd")
+
+
+def test_metric_columns_make_room_and_never_push_the_cause_off_an_80_column_table():
+    from runtop.tui.fleet_app import columns, fixed_width
+    from runtop.tui.fleet_compare import metric_columns
+
+    wide = metric_columns(columns(160), ("reward", "entropy"), 160)
+    assert [n for n, _ in wide] == ["verdict", "run", "framework", "step", "ETA", "last write", "att", "reward", "entropy", "cause"]
+    at_120 = metric_columns(columns(120), ("reward", "entropy", "step_time_s"), 120)
+    assert "att" not in dict(at_120) and "framework" not in dict(at_120) and {"reward", "entropy", "step_time_s", "last write"} <= set(dict(at_120))
+    narrow = metric_columns(columns(80), ("reward", "entropy", "step_time_s", "kl"), 80)
+    assert [n for n, _ in narrow][:3] == ["verdict", "run", "reward"] and 80 - fixed_width(narrow) - 1 >= 12

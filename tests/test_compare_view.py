@@ -27,8 +27,9 @@ from tests.tui_helpers import FIXED_MTIME, FixedProcs, freeze_mtimes
 NOW = FIXED_MTIME + 42.0
 
 
-def seed_fleet(root: str, n: int = 3) -> Fleet:
-    """Three seeds of one config, read to their end on a fixed clock; the fleet's thread runs."""
+def seed_fleet(root: str, n: int = 3, more: tuple[str, ...] = ()) -> Fleet:
+    """Three seeds of one config (and `more` paths), read to their end on a fixed clock; the
+    fleet's thread runs."""
     paths = []
     for seed in range(n):
         path = f"{root}/seed-{seed}"
@@ -43,7 +44,7 @@ def seed_fleet(root: str, n: int = 3) -> Fleet:
             e.step()
         return e
 
-    fleet = Fleet(paths, make=engine)
+    fleet = Fleet([*paths, *more], make=engine)
     fleet.refresh_rows()
     fleet.start()
     return fleet
@@ -155,6 +156,20 @@ async def test_c_with_one_run_marked_says_what_to_do(fleet):
         await pilot.pause()
         assert not isinstance(app.screen, CompareScreen)
         assert any("mark two runs or more" in str(n.message) for n in app._notifications)
+
+
+async def test_a_marked_run_that_cannot_be_read_is_left_out_and_said(tmp_path):
+    empty = tmp_path / "not-a-run"
+    empty.mkdir()
+    fleet = seed_fleet(str(tmp_path / "outputs"), 2, more=(str(empty),))
+    try:
+        app = FleetApp(fleet, clock=lambda: NOW, refresh_s=60, compare=fleet.paths)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(pilot, lambda: shown(app, 2))
+            assert any("not-a-run: cannot be read, left out" in str(n.message) for n in app._notifications)
+            assert "reading" not in str(compare_screen(app).query_one("#legend", Static).content)  # nothing left to wait for
+    finally:
+        fleet.close()
 
 
 async def test_metric_columns_show_each_runs_latest_value(fleet):

@@ -77,7 +77,10 @@ class CompareScreen(Screen[None]):
         head = legend(runs)
         if len(runs) < self.expected:
             head.append(f"  reading {self.expected - len(runs)} more…", "italic grey62")
-        head.append(f"   smoothing EMA {self.alpha:g} (s)", "grey62")
+        hint = f"   smoothing EMA {self.alpha:g} (s)"
+        if head.cell_len + len(hint) > (self.size.width or 120) - 2:
+            hint = f"  EMA {self.alpha:g} (s)"  # one line at 80 columns: the key is in the footer
+        head.append(hint, "grey62")
         self.query_one("#legend", Static).update(head)
         metrics = metrics_of(runs)
         common = common_metrics(runs)
@@ -94,7 +97,9 @@ class CompareScreen(Screen[None]):
         cols = max(1, min(3, width // CHART_W))
         chart_w = (width - 1 - (cols - 1)) // cols  # the scrollbar's column, the gutters
         rows = max(1, -(-len(metrics) // cols))
-        chart_h = max(CHART_H_MIN, room // min(rows, 2))  # two rows of charts on screen, the rest a scroll away
+        # Two rows of charts on screen, the rest a scroll away; where two would be too short to
+        # read (an 80x24 split), one row fills the room.
+        chart_h = room // min(rows, 2) if room // min(rows, 2) >= CHART_H_MIN else max(CHART_H_MIN, room)
         grid = self.query_one(Grid)
         grid.styles.grid_size_columns = cols
         grid.styles.grid_rows = str(chart_h)  # every row a chart's height: the scroll reaches the last

@@ -287,10 +287,14 @@ class FleetApp(App[str | None]):
         """The compare screen on the marked runs; their engines publish while it is open."""
         from runtop.tui.compare_screen import CompareScreen
 
-        if len(self.marked) < 2:
+        unread = [p for p in self.marked if self.fleet.engines.get(p) is None]
+        paths = [p for p in self.marked if p not in unread]
+        if unread:  # a run runtop cannot read has no numbers to draw: its row says why
+            names = {r.path: r.name for r in self.fleet.rows()}
+            self.notify(f"{', '.join(names.get(p, p) for p in unread)}: cannot be read, left out", timeout=4)
+        if len(paths) < 2:
             self.notify("mark two runs or more with space, then c compares them", timeout=4)
             return
-        paths = list(self.marked)
         self.fleet.chart(paths)
         self.push_screen(CompareScreen(fleet_compare.feed(self.fleet, paths), len(paths)), lambda _: self.fleet.chart(()))
 

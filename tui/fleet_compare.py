@@ -25,6 +25,7 @@ METRIC_W = 9  # a metric's column: `0.000123`, `1.23e-05`
 # Given metrics to show, the columns that make room for them first (the run's own view has them).
 MAKE_ROOM = ("att", "framework", "ETA")
 CAUSE_MIN = 24  # the cause's fewest characters before a column makes room
+CAUSE_FLOOR = 12  # … and before a metric's column does (the table's own narrowest cause)
 
 
 def metric_columns(cols: tuple[tuple[str, int], ...], metrics: Sequence[str], width: int) -> tuple[tuple[str, int], ...]:
@@ -37,10 +38,17 @@ def metric_columns(cols: tuple[tuple[str, int], ...], metrics: Sequence[str], wi
     names = [n for n, _ in cols]
     at = names.index("cause") if "cause" in names else len(cols)
     out = cols[:at] + extra + cols[at:]
+    def cause_room(cols: tuple[tuple[str, int], ...]) -> int:
+        return width - (sum(w for _, w in cols) + 2 * len(cols)) - 1
+
     for name in MAKE_ROOM:
-        if width - (sum(w for _, w in out) + 2 * len(out)) - 1 >= CAUSE_MIN:
+        if cause_room(out) >= CAUSE_MIN:
             break
         out = tuple(c for c in out if c[0] != name)
+    # Still too narrow (an 80-column split): the last metrics wait for a wider terminal.
+    while cause_room(out) < CAUSE_FLOOR and any(n in metrics for n, _ in out):
+        last = [n for n, _ in out if n in metrics][-1]
+        out = tuple(c for c in out if c[0] != last)
     return out
 
 

@@ -85,7 +85,8 @@ def table_text(runs: Sequence[RunSeries], metrics: Sequence[str], width: int) ->
     shown = list(metrics[:fit])
     head = Text(f"{'run':<{name_w}}", "bold")
     for m in shown:
-        head.append(f" {label(m)[:CELL]:>{CELL}}", "bold")
+        name = label(m) if len(label(m)) <= CELL else label(m)[: CELL - 1] + "…"
+        head.append(f" {name:>{CELL}}", "bold")
     lines = [head]
     fmts = {m: column_format([r.latest[m] for r in runs if m in r.latest]) for m in shown}
     for i, run in enumerate(runs):
