@@ -86,6 +86,8 @@ def steps_for(fw: str, hours: float, seed: int) -> tuple[int, float]:
     """How many steps make `hours` of the framework's simulated run (its pace measured on a short one)."""
     out = replay(fw, Case("probe", Habits()), 60, seed, False)
     per = out.seconds / max(out.steps, 1)
+    if out.step_median:
+        per = min(per, 1.25 * out.step_median)  # the first steps' warm-up is not the run's pace
     return max(60, int(hours * 3600 / per)), per
 
 
