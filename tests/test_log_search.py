@@ -186,6 +186,10 @@ async def test_the_demo_offers_no_key_that_cannot_act(tmp_path):
         await pilot.pause()
         assert any("no tmux Launcher window" in t for t in app.toasts)
         assert not isinstance(app.screen, ConfirmScreen)
+        await pilot.press("question_mark")  # the help lists them as not acting here, not as keys
+        await pilot.pause()
+        rows = dict(app.screen.rows)
+        assert "R" not in rows and any(k.startswith("R ") and "not here" in v for k, v in rows.items())
     real = make_app(str(tmp_path / "real"))
     async with real.run_test(size=BIG) as pilot:  # a real run's view keeps them
         await settle(pilot)

@@ -35,7 +35,7 @@ from runtop.tui.alerts_screen import AlertsScreen
 from runtop.tui.chart_screen import ChartScreen
 from runtop.tui.fit import fit_column, toast_text
 from runtop.tui.help_screen import HelpScreen
-from runtop.tui.keys import PANES, bindings, palette_entries
+from runtop.tui.keys import PANES, bindings, help_rows, palette_entries
 from runtop.tui.panes import PANE_SPECS, placed, spec, widget
 from runtop.tui.record_screen import RecordScreen
 from runtop.tui.vetted import VettedActions
@@ -188,7 +188,7 @@ class RuntopApp(VettedActions, App[int]):
 
     def on_mount(self) -> None:
         # Built once and kept: `?` then only shows it (composing it anew took most of a key's latency).
-        self.install_screen(HelpScreen(), name="help")
+        self.install_screen(HelpScreen(help_rows(self.no_launcher)), name="help")
         # The header's next step names its key: from the one key table (actions and panes).
         # An action that cannot act here (no Launcher pane) is not named as the way to the next step.
         acting = [a for a in ACTIONS if self.no_launcher is None or a.name == "checkin"]

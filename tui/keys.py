@@ -75,15 +75,21 @@ def palette_entries() -> list[tuple[str, str, str]]:
     return out
 
 
-def help_rows() -> list[tuple[str, str]]:
+def help_rows(no_launcher: str | None = None) -> list[tuple[str, str]]:
+    """Every key and what it does; `no_launcher`: why the actions typed into a tmux Launcher pane
+    cannot act here (the demo's run), said in one row instead of theirs."""
     rows = []
     for k in KEYS:
         if k.action.startswith("pane("):
+            continue
+        if no_launcher is not None and k.action.startswith("act("):
             continue
         desc = k.description
         if k.action.startswith("act("):
             desc += " (shows the exact command; you confirm)"
         rows.append((k.shown_key or k.key, desc))
+    if no_launcher is not None:
+        rows.append((" ".join(a.key for a in ACTIONS if a.name != "checkin"), f"not here: {no_launcher}"))
     rows.insert(2, ("0-9", "zoom a pane (compact: show it; 0 zooms the metrics): " + ", ".join(f"{k} {t}" for k, _, t in PANES)))
     # Moving inside a pane (the steps, the logs): the scroll keys every such pane binds.
     rows += [
