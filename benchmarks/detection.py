@@ -7,7 +7,7 @@ engine with the fixed stall limits runtop had before it learned each run's pace 
     python benchmarks/detection.py [--hours 24] [--frameworks trl,verl,…] [--seed 1]
 
 Healthy runs (each `--hours` of simulated time, twice: plain and with block-buffered logs): a
-slow first step, 3 % of steps 2–4× slower, a save every 20 steps lasting 3–6 median steps and
+first step 2–10 minutes late, 3 % of steps 2–4× slower, a save every 20 steps lasting 3–6 median steps and
 seen only when whole, an evaluation every 40 steps lasting 4–8 median steps with a bar in the
 log. Faults at a step past the middle that no cadence explains: a hang with every process alive
 (GPUs idle holding memory; then again without NVML), the whole run killed, every step 3× slower

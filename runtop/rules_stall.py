@@ -9,10 +9,12 @@ from __future__ import annotations
 import re
 
 from runtop.findings import Facts, Finding
-from runtop.pace import Limit, Pace, PaceView
+from runtop.pace import Limit, Pace, PaceView, saving
 from runtop.state import RunState
 from runtop.units import duration
 
+SAVE_DOWN_FACTOR = 3.0
+SAVE_DOWN_S = 3600.0
 NODE_FILE = re.compile(r"(?:^|/)node_(\d+)(?:_rank\d+)?\.log$", re.ASCII)
 
 
@@ -35,8 +37,10 @@ def stalled(f: Facts) -> list[Finding]:
     if newest is None or f.booting():
         return []
     scale = f.cfg.time_scale
-    quiet = (f.now - newest) * scale  # in the run's own seconds (a demo runs faster)
     pace = pace_of(f)
+    # Nothing written, and nothing done: a save that completed is the run's doing though no log says so.
+    newest = max(newest, pace.last_progress or newest)
+    quiet = (f.now - newest) * scale  # in the run's own seconds (a demo runs faster)
     lim = pace.limit(s, f.cfg)
     limit = lim.seconds
     waiting = waiting_on(s)
@@ -56,6 +60,11 @@ def stalled(f: Facts) -> list[Finding]:
     idle = (f.now - pace.last_progress) * scale if pace.last_progress is not None and s.current_step() is not None else None
     held = idle_gpus(f, limit)
     stacks = f.forensics if f.forensics and "a collective" in f.forensics else None
+    if saving(s):
+        # A save being written is evidence against a hang: its GPUs sit idle and its logs are
+        # quiet by nature. Down waits for thrice the longest save seen (an hour before one).
+        silence = max(silence, SAVE_DOWN_FACTOR * max(pace.saves) * scale if pace.saves else SAVE_DOWN_S)
+        held = None
     agrees = quiet >= limit and idle is not None and idle >= limit and (held or stacks)
     if quiet >= silence or agrees:
         nobody = alive is not None and not any(p for r, p in alive.items() if r != "ray")
@@ -132,25 +141,29 @@ def waiting_on(s: RunState) -> str:
     return ""
 
 
-SLOW_STEPS = 4  # this many steps in a row …
-SLOW_FACTOR = 2.0  # … each this much slower than the run's median: a slowdown, not a tail
+SLOW_WINDOW = 8  # the last this many step gaps …
+SLOW_FACTOR = 2.0  # … took on average this much longer than the run's usual windows, most of them slow
 
 
 def slowdown(f: Facts) -> list[Finding]:
-    """Every one of the last steps took at least twice the run's median (a straggler rank or
-    node slows every synchronous step; a random slow step does not come four times in a row)."""
+    """The run's steps slowed down as a whole: the mean of its last 8 step gaps is twice the
+    median of its earlier windows' means, and most of those 8 were slow (a straggler rank or node
+    slows every synchronous step; one long pause, or a heavy tail's random slow step, does not)."""
     if f.finished() or f.state.open_fatals():
         return []
     gaps = pace_of(f).gaps
-    if len(gaps) < 20 + SLOW_STEPS:
+    if len(gaps) < 4 * SLOW_WINDOW:
         return []
-    base = sorted(gaps[-(SLOW_STEPS + 50):-SLOW_STEPS])
-    med = base[len(base) // 2]
-    recent = sorted(gaps[-SLOW_STEPS:])
-    if med <= 0 or recent[0] < SLOW_FACTOR * med:
+    recent = gaps[-SLOW_WINDOW:]
+    before = gaps[:-SLOW_WINDOW][-6 * SLOW_WINDOW:]
+    windows = sorted(sum(before[i:i + SLOW_WINDOW]) / SLOW_WINDOW for i in range(0, len(before) - SLOW_WINDOW + 1, SLOW_WINDOW))
+    usual = windows[len(windows) // 2]
+    now = sum(recent) / SLOW_WINDOW
+    typical = sorted(before)[len(before) // 2]
+    slow = sum(1 for g in recent if g >= 1.5 * typical)
+    if usual <= 0 or now < SLOW_FACTOR * usual or slow * 2 < SLOW_WINDOW:
         return []
     scale = f.cfg.time_scale
-    now = recent[len(recent) // 2]
-    msg = (f"steps {now / med:.1f}× slower for the last {SLOW_STEPS} (median {duration(med * scale)} → {duration(now * scale)}): "
+    msg = (f"steps {now / usual:.1f}× slower over the last {SLOW_WINDOW} (mean gap {duration(usual * scale)} → {duration(now * scale)}): "
            "a straggler rank or node, a throttled GPU, or a slower phase?")
-    return [Finding("slowdown", "warning", msg, f"the last {SLOW_STEPS} step gaps against the {len(base)} before", subject="pace")]
+    return [Finding("slowdown", "warning", msg, f"the last {SLOW_WINDOW} step gaps against the {len(before)} before", subject="pace")]

@@ -2,7 +2,7 @@
 (docs/reading.md, "Stalls, at the run's own pace"; `benchmarks/detection.py`).
 
 The plug-in's own simulator writes its files; the replay re-times its script with the pauses
-healthy runs have — a slow first step, a heavy tail of slow steps, checkpoint saves lasting
+healthy runs have — a first step 2–10 minutes late (warm-up), a heavy tail of slow steps, checkpoint saves lasting
 several step times (its directory there while it writes, as the framework names it), evaluations every so many
 steps with a progress bar in the log, block-buffered logs — and injects a fault at a step: a
 hang with every process alive (its GPUs idle, memory held), the whole run killed, a straggler
@@ -39,7 +39,7 @@ RESCAN_S = 0.05
 class Habits:
     """The natural pauses of a healthy run."""
 
-    first_step: float = 8.0  # the first step takes this many times longer (compilation, warm-up)
+    warm_up: tuple[float, float] = (120.0, 600.0)  # seconds the first step takes on top (compilation, weights, warm-up)
     tail_p: float = 0.03  # a step this often takes 2–4× longer (a long generation, a GC pause)
     save_steps: tuple[float, float] = (3.0, 6.0)  # a save lasts this many median steps
     eval_every: int = 40  # an evaluation every this many steps …
@@ -169,13 +169,16 @@ class Replay:
         engine: Engine | None = None
         last_step: int | None = None
         stepped_at = 0.0
-        factor = self.habits.first_step
+        factor = 1.0
+        warm_up = self.rng.uniform(*self.habits.warm_up)  # spent before the first step lands
         actions: Iterator[tuple[float, Callable[[], None]]] = iter(sim.script())
         prev: float | None = None
         for i, (at, act) in enumerate(actions):
             gap = 0.0 if prev is None else (at - prev) * factor
             prev = at
             _, news, step, saved = plan[i] if i < len(plan) else (at, frozenset(), last_step, False)
+            if warm_up and step is not None and last_step is None:
+                gap, warm_up = gap + warm_up, 0.0  # the action that lands the first step waited for it
             partial: list[str] = []
             if saved and self._median() and engine is not None:
                 # A save: what the framework shows while it writes (its directory, or the one it
@@ -216,17 +219,18 @@ class Replay:
         return self._done()
 
     def _save_begins(self, sim: Any, root: str, dirs: frozenset[str]) -> list[str]:
-        """The save's top directories, made where the framework writes them while not whole;
-        those made elsewhere (renamed when whole) are returned, to be taken away."""
+        """The save's directories, made where the framework writes them while not whole (empty:
+        what a plug-in reads as a save not yet whole); the tops made elsewhere (renamed into place
+        when whole) are returned, to be taken away."""
         tops = sorted(d for d in dirs if not any(d != o and d.startswith(o + os.sep) for o in dirs))
-        elsewhere = []
-        for d in tops:
-            partial = sim.saving_dir(d)
-            os.makedirs(os.path.join(root, partial), exist_ok=True)
-            if partial != d:
-                elsewhere.append(partial)
-        self._touch(root, frozenset(sim.saving_dir(d) for d in tops))
-        return elsewhere
+        made = set()
+        for d in sorted(dirs):
+            top = next(t for t in tops if d == t or d.startswith(t + os.sep))
+            made.add(sim.saving_dir(top) + d[len(top):])
+        for d in sorted(made):
+            os.makedirs(os.path.join(root, d), exist_ok=True)
+        self._touch(root, frozenset(sim.saving_dir(t) for t in tops))
+        return [sim.saving_dir(t) for t in tops if sim.saving_dir(t) != t]
 
     def _next_factor(self, step: int) -> float:
         if self.fault == "straggler" and self.fault_step is not None and step >= self.fault_step:
