@@ -307,7 +307,9 @@ class Engine:
         verdict = self.health.evaluate(facts)
         if self.alerting is not None:
             self.alerting.observe(verdict, self.state, facts.now)
-        if self.forensics_on_stall and any(f.rule == "stalled" and f.down for f in verdict.new):
+        # Stacks are taken when the run goes silent past its pace, not only once it is Down: stacks
+        # waiting in a collective are the evidence that makes a silent run Down (docs/reading.md).
+        if self.forensics_on_stall and any(f.rule == "stalled" and (f.down or f.subject == "no step") for f in verdict.new):
             self.start_forensics(verdict)
         return verdict
 

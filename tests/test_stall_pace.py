@@ -98,3 +98,20 @@ def test_the_node_that_stopped_first_is_named_when_every_node_went_quiet(tmp_pat
     v = judge(reader.state, Facts(reader.state, now, Thresholds()))
     stall = next(f for f in v.alerts if f.rule == "stalled")
     assert "trainer node 2 stopped first, 1m00s before the others" in stall.message, stall.message
+
+
+def test_a_silent_run_whose_saved_stacks_wait_in_a_collective_is_down_before_the_silence_limit(tmp_path):
+    root = str(tmp_path / "run")
+    Simulator(root, scenario="healthy", max_steps=20, stop_after=9).run()  # between two saves (every 2 steps)
+    now = time.time()
+    for d, _, names in os.walk(root):  # four minutes of silence: past its pace (~35 s steps), short of 15 min
+        for name in names:
+            os.utime(os.path.join(d, name), (now - 240, now - 240), follow_symlinks=False)
+    reader = RunReader(discover(root))
+    reader.poll(max_bytes=1 << 24, rescan_every=float("inf"), ckpt_every=float("inf"))
+    alone = next(f for f in judge(reader.state, Facts(reader.state, now, Thresholds())).alerts if f.rule == "stalled")
+    assert alone.label == "warning" and "nothing written anywhere since" in alone.message, alone.message
+    stacks = "trainer: ProcessGroupNCCL.allreduce (a collective), 3 threads: /run/.runtop/forensics/20261125T101500Z"
+    v = judge(reader.state, Facts(reader.state, now, Thresholds(), forensics=stacks))
+    down = next(f for f in v.alerts if f.rule == "stalled")
+    assert v.verdict == "Down" and down.down and "its stacks wait in a collective" in down.message, down.message
