@@ -12,6 +12,7 @@ the screen shows its key. runtop never deletes anything: what to remove is words
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from runtop.causes import SAVE_WORDS
@@ -141,6 +142,9 @@ def fix_first(state: RunState, verdict: Verdict) -> str | None:
     return max_tokens_fix(state)
 
 
+SILENT_FOR_RE = re.compile(r"(?:no log write anywhere|nothing written) for (\S+)")
+
+
 def _fix_for(state: RunState, top: Finding) -> str | None:
     if top.rule == "crash":
         e = _death(state, top)
@@ -150,8 +154,9 @@ def _fix_for(state: RunState, top: Finding) -> str | None:
             return ("check the host and the job or pod first: dmesg for the OOM killer, a node reclaimed or preempted "
                     "(every process is gone and no log says why)")
         if running_roles(state):
-            quiet = top.message.split(";", 1)[0].removeprefix("no log write anywhere for ")
-            return f"save the stacks first (F) to see where it hangs (silent {quiet}, its processes alive)"
+            m = SILENT_FOR_RE.search(top.message)
+            quiet = f"silent {m.group(1)}, " if m else ""
+            return f"save the stacks first (F) to see where it hangs ({quiet}its processes alive)"
         return None
     if top.rule == "inference_dead":
         return "read the inference log's last lines for why vLLM stopped (the run waits on it)"
@@ -232,6 +237,10 @@ def _degraded(state: RunState, verdict: Verdict) -> Advice | None:
         could_go = reclaimable(state, running=True)
         what = f": {could_go.text()}" if could_go.total else ""
         return Advice(f"free space before the next save{what}", pane="alerts")
+    stall = rules.get("stalled")
+    if stall is not None and stall.subject == "no step" and running_roles(state):
+        # Past its own pace but not yet proven hung: the stacks say whether it waits in a collective.
+        return Advice("watch it: no step past its own pace; F saves the stacks (waiting in a collective: hung)", pane="alerts")
     return None
 
 

@@ -295,3 +295,27 @@ async def test_the_band_and_the_alerts_say_free_the_core_dumps_first_and_r_is_go
         whole = " ".join(screen_text(app).split())
         assert "then resume from step 2 (last complete; step 4 is incomplete)" in whole
         assert "resume not offered: the run died of a full disk and its core dumps (9.0 GB) are still there" in whole
+
+
+def test_a_run_silent_past_its_own_pace_with_its_processes_alive_says_watch_it_and_save_the_stacks(tmp_path):
+    """Four minutes without a step where steps take ~35 s, its processes alive: Degraded, not yet
+    proven hung; the next step is to look (F saves the stacks), not to restart."""
+    root = tmp_path / "outputs" / "run"
+    Simulator(str(root), scenario="healthy", max_steps=20, stop_after=9).run()
+    aged(str(root), 4 * 60)
+    procs = [subprocess.Popen([sys.executable, "-c", TITLED, t], cwd=root) for t in ("PRIME-RL::Trainer", "PRIME-RL::Orchestrator", "PRIME-RL::Inference")]
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            state, verdict = read_and_judge(str(root))
+            if {"trainer", "orchestrator"} <= set(state.processes or {}) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        advice = advise(state, verdict)
+        assert verdict.verdict == "Degraded", verdict.reasons
+        assert advice is not None and advice.text.startswith("watch it: no step past its own pace; F saves the stacks"), advice
+        assert advice.action is None
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
