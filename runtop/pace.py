@@ -89,9 +89,9 @@ class PaceView:
 def saving(state: RunState) -> bool:
     """A save said to be under way, or due at this step by the run's cadence (its config's, else
     the spacing of its last saves) and not done yet."""
-    for step in state._saving.values():
-        done = state.checkpoints.get(step)
-        if done is None or not done.complete:
+    for said in state._saving.values():
+        announced = state.checkpoints.get(said)
+        if announced is None or not announced.complete:
             return True  # said to be saving, and that save is not whole yet
     top = state.trainer_step or 0
     if any(not c.complete and c.step >= top for c in state.checkpoints.values()):
