@@ -265,8 +265,14 @@ class RuntopApp(VettedActions, App[int]):
         self._said_forensics()
         new = self.monitor.take_new_findings()
         critical = [f for f in new if f.severity == "critical"]
-        for f in critical:
-            self.notify(f.message, title=f"{f.rule}", severity="error", timeout=15)
+        if critical:
+            # One toast on screen, the newest incident's gravest: stacked toasts covered two thirds
+            # of an 80×24 screen. The others are in the alerts pane, counted in the title.
+            top = min(critical, key=lambda f: not f.down)
+            others = sum(1 for a in self.monitor.verdict.alerts if a.severity == "critical") - 1
+            more = f" (+{others} more in alerts)" if others > 0 else ""
+            self.clear_notifications()
+            self.notify(top.message, title=f"{top.rule}{more}", severity="error", timeout=15)
         if critical and self.monitor.health.cfg.bell:
             self.bell()
         if critical and self.terminal_notify:
