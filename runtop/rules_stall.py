@@ -154,12 +154,15 @@ def slowdown(f: Facts) -> list[Finding]:
     gaps = pace_of(f).gaps
     if len(gaps) < 4 * SLOW_WINDOW:
         return []
-    recent = gaps[-SLOW_WINDOW:]
-    before = gaps[:-SLOW_WINDOW][-6 * SLOW_WINDOW:]
+    earlier = gaps[:-SLOW_WINDOW][-6 * SLOW_WINDOW:]
+    typical = sorted(earlier)[len(earlier) // 2]
+    # Each gap counted at most 3× the typical one: one long pause (an evaluation, a save) is not a slowdown.
+    cap = 3 * typical
+    recent = [min(g, cap) for g in gaps[-SLOW_WINDOW:]]
+    before = [min(g, cap) for g in earlier]
     windows = sorted(sum(before[i:i + SLOW_WINDOW]) / SLOW_WINDOW for i in range(0, len(before) - SLOW_WINDOW + 1, SLOW_WINDOW))
     usual = windows[len(windows) // 2]
     now = sum(recent) / SLOW_WINDOW
-    typical = sorted(before)[len(before) // 2]
     slow = sum(1 for g in recent if g >= 1.5 * typical)
     if usual <= 0 or now < SLOW_FACTOR * usual or slow * 2 < SLOW_WINDOW:
         return []
