@@ -47,9 +47,12 @@ class FixedView(PaceView):
 
 
 class FixedPace(Pace):
+    """No gaps for the rules to read (the slowdown rule did not exist): the median step comes
+    from the gaps seen, handed over as if reported."""
+
     def view(self) -> PaceView:
         v = super().view()
-        return FixedView(v.last_progress, v.step, v.gaps, v.attempt_gaps, v.saves, v.pauses, v.reported)
+        return FixedView(v.last_progress, v.step, (), v.attempt_gaps, v.saves, (), v.gaps or v.reported)
 
 
 @dataclass

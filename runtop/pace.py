@@ -1,7 +1,7 @@
 """The run's own pace: how long it goes between two signs of progress, learned as it runs, and
 what "no progress for too long" means for it (docs/reading.md, "Stalls, at the run's own pace").
 
-Progress is a step any role completed, a checkpoint completed, or a new attempt. Each gap between
+Progress is a step further than any role had reached, a checkpoint completed, or a new attempt. Each gap between
 two of them is measured where runtop saw it (a log written in bursts shows its bursts, a save its
 length); a run first seen part-way is measured by the step times it reported itself. The limit is
 twice the 99th percentile of the recent gaps, never under a minute; a save in progress or due,
@@ -111,8 +111,10 @@ def save_spacing(state: RunState) -> int | None:
 
 
 def progress_key(state: RunState) -> tuple[object, ...]:
+    """What moves when the run progresses: its attempt, the furthest step any role reached (an
+    async run's two roles step in turn: one gap a step, not two half ones), its whole saves."""
     complete = sum(1 for c in state.checkpoints.values() if c.complete)
-    return (state.attempt, state.trainer_step, state.rollout_step, complete)
+    return (state.attempt, state.current_step(), None, complete)
 
 
 class Pace:
