@@ -148,7 +148,9 @@ class Replay:
                     reader = RunReader(discover(root))
                 saves = len(reader.state.checkpoints) if reader is not None else 0
                 if reader is not None:
-                    reader.poll(rescan_every=RESCAN_S, ckpt_every=0.0 if made else float("inf"))
+                    # Every action until the first step (its logs appear one by one), then every 50 ms.
+                    every = RESCAN_S if reader.state.current_step() is not None else 0.0
+                    reader.poll(rescan_every=every, ckpt_every=0.0 if made else float("inf"))
                 step = reader.state.current_step() if reader is not None else None
                 out.append((at, frozenset(made), step, reader is not None and len(reader.state.checkpoints) > saves))
         finally:
