@@ -82,14 +82,17 @@ def test_each_backend_keeps_exactly_what_the_rule_keeps(tmp_path, picks, rule):
 @pytest.mark.skipif(scan._hyperscan() is None, reason="the fast extra (hyperscan) is not installed")
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.sampled_from([b"{'role': '", b"(w pid=1) ", b"\x1b[36m", b"\x1b[0m ", b"Train batch ", b"HTTP/1.1\" 200", b"ERROR",
-                                 b"INFO ", b"x", b" ", b"\n", b"Avg prompt throughput", b"CUDA", b"}(", b"pid=22, ip=10.0.0.1) "]), max_size=40))
+                                 b"INFO ", b"x", b" ", b"\n", b"Avg prompt throughput", b"CUDA", b"}(", b"pid=22, ip=10.0.0.1) ", b"rro", b"r"]), max_size=40))
 def test_a_keep_rule_compiled_to_hyperscan_keeps_what_it_keeps_in_python(pieces):
-    """Fragments glued at random: markers across words, prefixes half-there, empty lines."""
+    """Fragments glued at random: markers across words, guard words half-there, empty lines."""
     data = b"".join(pieces)
     if not data.endswith(b"\n"):
         data += b"\n"
     for rule in RULES.values():
-        assert scan.HyperscanFinder(rule)(data) == scan.PythonFinder(rule)(data) == by_rule(data, rule)
+        fast = scan.PythonFinder(rule, scan.hyperscan_words(rule.glue) if rule.glue else None)
+        assert fast(data) == scan.PythonFinder(rule)(data) == by_rule(data, rule)
+        if rule.glue:
+            assert sorted(scan.hyperscan_words(rule.glue)(data)) == sorted(w for w in rule.glue if w in data)
 
 
 def test_a_line_longer_than_a_window_is_judged_by_its_head(tmp_path, monkeypatch):

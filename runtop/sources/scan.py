@@ -2,11 +2,13 @@
 each with its byte offset, before any of them becomes a `str` (docs/reading.md, "The scan stage").
 
 Backends (`RUNTOP_SCAN` names one; `off` reads every line in Python; else `backend` picks):
-- `hyperscan`: Intel's Hyperscan (the maintained Vectorscan build), the extra `runtop-rl[fast]`:
-  every pattern of the rule in one pass over the bytes, in this process;
-- `grep`: GNU grep children (`bulk_grep`), for a stretch of 32 MB and more;
 - `re`: Python alone, the reference the others are held to: one `split` and C-level `in` tests
-  and `match` calls over each window, the guard words looked for once over all the lines left out.
+  and `match` calls over each window, the guard words looked for once over all the lines left out;
+- `hyperscan`: the same, the guard words found by Intel's Hyperscan (the maintained Vectorscan
+  build; the extra `runtop-rl[fast]`) in one pass. Hyperscan over every pattern of the rule was
+  slower: it calls back into Python once a hit, and a noisy log has a hit on nearly every line;
+- `grep`: GNU grep children (`bulk_grep`), for a stretch of 32 MB and more: only the kept lines
+  cross into Python.
 
 Every backend hands on exactly the lines `BulkNoise.keeps` keeps; the tailer puts each chunk's
 newest latest-wins line back in place (`FileTailer._bulk_read`), whichever backend ran. A window
@@ -75,7 +77,7 @@ def min_stretch(name: str) -> int:
 def open_scan(name: str, path: str, ident: tuple[int, int], start: int, end: int, rule: BulkNoise, max_line: int) -> Scan:
     if name == "grep":
         return bulk_grep.BulkGrep(path, ident, start, end, rule, max_line)
-    finder = HyperscanFinder(rule) if name == "hyperscan" else PythonFinder(rule)
+    finder = PythonFinder(rule, hyperscan_words(rule.glue) if name == "hyperscan" and rule.glue else None)
     return InProcessScan(path, ident, start, end, max_line, finder)
 
 
@@ -143,11 +145,13 @@ def _with_offsets(buf: bytes, kept: list[bytes]) -> list[tuple[int, bytes]]:
 
 
 class PythonFinder:
-    """The reference: the rule's tests over a window's lines, each a C-level pass."""
+    """The rule's tests over a window's lines, each a C-level pass (`split`, `in`, `match`);
+    `present` says which guard words a blob holds (Python's `in`, the reference, or Hyperscan)."""
 
-    def __init__(self, rule: BulkNoise) -> None:
+    def __init__(self, rule: BulkNoise, present: Callable[[bytes], list[bytes]] | None = None) -> None:
         self.rule = rule
         self._patterns = rule.drop_patterns()
+        self._present = present or (lambda blob: [w for w in rule.glue if w in blob])
 
     def __call__(self, buf: bytes) -> list[tuple[int, bytes]]:
         rule = self.rule
@@ -169,103 +173,29 @@ class PythonFinder:
             return lines
         # The guard words, looked for once over everything left out: a line is kept back only
         # where one of them is there at all.
-        blob = b"\n".join(dropped)
-        words = [w for w in self.rule.glue if w in blob]
+        words = self._present(b"\n".join(dropped))
         if not words:
             return [ln for ln in lines if not hit(ln)]
         return [ln for ln in lines if not hit(ln) or any(w in ln for w in words)]
 
 
-# Hyperscan pattern ids: which part of the rule a hit is.
-_LATEST, _DROP, _GLUE = 0, 1, 2
+def hyperscan_words(words: tuple[bytes, ...]) -> Callable[[bytes], list[bytes]]:
+    """Which of `words` are in a blob, in one Hyperscan pass (each word reported once): what 40
+    `in` tests over every line left out cost, at memory speed."""
+    db = _database(words)
 
+    def present(blob: bytes) -> list[bytes]:
+        found: list[bytes] = []
+        db.scan(blob, match_event_handler=lambda pid, _f, _t, _fl, _c: found.append(words[pid]))
+        return found
 
-class HyperscanFinder:
-    """Every pattern of the rule compiled into one Hyperscan database; one scan a window, a hit
-    handed back as its end offset, and the lines between noise lines are the kept ones."""
-
-    def __init__(self, rule: BulkNoise) -> None:
-        self.rule = rule
-        self._db = _database(rule)
-
-    def __call__(self, buf: bytes) -> list[tuple[int, bytes]]:
-        hits: list[tuple[int, int]] = []
-        add = hits.append
-
-        def on_match(pid: int, _frm: int, to: int, _flags: int, _ctx: object) -> None:
-            add((to, pid))
-
-        self._db.scan(buf, match_event_handler=on_match)
-        # Each line with a hit: its start, end and what was found in it.
-        noise: list[tuple[int, int]] = []  # (start, end) of the lines left out, in order
-        rfind, find = buf.rfind, buf.find
-        line_start = line_end = -1
-        kind = 0
-        glued = False
-        for to, pid in hits:
-            if to > line_end:
-                if line_end >= 0 and _left_out(kind, glued):
-                    noise.append((line_start, line_end))
-                line_start = rfind(b"\n", 0, max(0, to - 1)) + 1 if to else 0
-                line_end = find(b"\n", max(0, to - 1))
-                if line_end < 0:
-                    line_end = len(buf)
-                kind, glued = 0, False
-            part = pid & 3
-            if part == _GLUE:
-                glued = True
-            elif part == _LATEST:
-                kind |= 2
-            else:
-                kind |= 1
-        if line_end >= 0 and _left_out(kind, glued):
-            noise.append((line_start, line_end))
-        out: list[tuple[int, bytes]] = []
-        pos = 0
-        for start, end in noise:
-            if start > pos:
-                _lines_of(buf, pos, start, out)
-            pos = end + 1
-        if pos < len(buf):
-            _lines_of(buf, pos, len(buf), out)
-        return out
-
-
-def _left_out(kind: int, glued: bool) -> bool:
-    return bool(kind & 2) or (bool(kind & 1) and not glued)
-
-
-def _lines_of(buf: bytes, start: int, end: int, out: list[tuple[int, bytes]]) -> None:
-    """The whole lines of buf[start:end), which ends just after a newline."""
-    pos = start
-    for line in buf[start : end - 1].split(b"\n"):
-        out.append((pos, line))
-        pos += len(line) + 1
+    return present
 
 
 @cache
-def _database(rule: BulkNoise) -> Any:
+def _database(words: tuple[bytes, ...]) -> Any:
     hs = _hyperscan()
-    exprs: list[bytes] = []
-    ids: list[int] = []
-    flags: list[int] = []
-    n = 0
-
-    def add(expr: bytes, part: int, flag: int = 0) -> None:
-        nonlocal n
-        exprs.append(expr)
-        ids.append(n << 2 | part)
-        flags.append(flag)
-        n += 1
-
-    for m in rule.latest_wins:
-        add(re.escape(m), _LATEST)
-    for m in rule.drop:
-        add(re.escape(m), _DROP)
-    for r in rule.drop_re:
-        add(b"^(?:" + r + b")", _DROP, hs.HS_FLAG_MULTILINE)
-    for w in rule.glue:
-        add(re.escape(w), _GLUE)
     db = hs.Database()
-    db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
+    db.compile(expressions=[re.escape(w) for w in words], ids=list(range(len(words))), elements=len(words),
+               flags=[hs.HS_FLAG_SINGLEMATCH] * len(words))
     return db
