@@ -147,3 +147,38 @@ def test_an_agent_run_read_without_its_transcripts_says_what_it_says_with_them(t
     assert careful["progress"]["trainer_step"] == 30
     for backend in ["re", *(["grep"] if bulk_grep.gnu_grep() else []), *(["hyperscan"] if scan._hyperscan() else [])]:
         assert status_json(tmp_path, backend) == careful, backend
+
+
+def test_the_tailer_hands_on_the_same_lines_through_every_backend(tmp_path, monkeypatch):
+    """A line over the cap (cut once), transcripts, an access line with a record glued to it: the
+    tailer's lines are Python's through every backend, less the transcripts. (A non-ASCII line
+    over the cap is cut in bytes by grep and in characters by Python: left as it was.)"""
+    from runtop.parsers.skim import skim
+    from runtop.sources.tailer import FileTailer
+
+    monkeypatch.setattr(bulk_grep, "BULK_MIN", 0)
+    path = tmp_path / "driver.log"
+    # Transcripts enough to be most of the bytes (else the tailer reads on in Python).
+    body = [TRANSCRIPT] * 1500 + [*HOSTILE, "x" * 70000, "é" * 300,
+            '(APIServer pid=1) INFO:     127.0.0.1:5 - "POST /v1/completions HTTP/1.1" 200 OKCRITICAL 11-05 03:07:53 MQLLMEngine is already dead',
+            f"{P}global_step: 3"]
+    path.write_text("\n".join(body) + "\n")  # one read's worth: Python's own cut of a long line depends on where reads end
+
+    def lines(backend: str | None) -> tuple[list[str], int]:
+        monkeypatch.setenv("RUNTOP_SCAN", backend or "off")
+        t = FileTailer(str(path), prefilter=skim, bulk=TRANSCRIPT_NOISE if backend else None)
+        out: list[str] = []
+        while True:
+            res = t.read(4 << 20)  # the backfill's budget: a long line comes whole in a read
+            out += res.lines
+            if res.eof:
+                t.close()
+                return out, t.capped
+
+    python = lines(None)
+    assert python[1] == 1 and sum("'content': 'Let me compute" in line for line in python[0]) == 1500
+    for backend in ["re", *(["grep"] if bulk_grep.gnu_grep() else []), *(["hyperscan"] if scan._hyperscan() else [])]:
+        got = lines(backend)
+        # Python's own reading keeps the transcripts (no keep rule): compare the rest.
+        assert got[1] == python[1], backend
+        assert got[0] == [line for line in python[0] if "'content': 'Let me compute" not in line], backend

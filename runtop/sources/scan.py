@@ -117,10 +117,9 @@ class InProcessScan:
                 continue
             if nl + 1 < len(buf):
                 buf = buf[: nl + 1]
-            for off, line in self._find(buf):
-                if len(line) > cap:
-                    line, cut = line[:cap], cut + 1
-                got.append((base + off, line))
+            # A long line that fits a window goes on whole: the tailer cuts it where it cuts
+            # Python's lines (in characters, once decoded), as it does grep's.
+            got.extend((base + off, line) for off, line in self._find(buf))
             self.pos = base + len(buf)
         return got, cut
 
