@@ -167,15 +167,16 @@ class PythonFinder:
         return _with_offsets(buf, lines)
 
     def _drop(self, lines: list[bytes], hit: Callable[[bytes], object]) -> list[bytes]:
-        dropped = [ln for ln in lines if hit(ln)]
+        marks = [hit(ln) for ln in lines]  # one test a line; the passes below only zip
+        dropped = [ln for ln, m in zip(lines, marks) if m]
         if not dropped:
             return lines
         # The guard words, looked for once over everything left out: a line is kept back only
         # where one of them is there at all.
         words = self._present(b"\n".join(dropped))
         if not words:
-            return [ln for ln in lines if not hit(ln)]
-        return [ln for ln in lines if not hit(ln) or any(w in ln for w in words)]
+            return [ln for ln, m in zip(lines, marks) if not m]
+        return [ln for ln, m in zip(lines, marks) if not m or any(w in ln for w in words)]
 
 
 def hyperscan_words(words: tuple[bytes, ...]) -> Callable[[bytes], list[bytes]]:
