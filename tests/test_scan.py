@@ -127,11 +127,11 @@ def write_agent_run(root: Path, steps: int, transcript: int) -> None:
     (logs / "agent.log").write_text("\n".join(out) + "\n")
 
 
-def status_json(root: Path, backend: str) -> dict:
+def status_json(root: Path, backend: str, full: bool = True) -> dict:
     env = dict(os.environ, RUNTOP_SCAN=backend)
     code = ("import sys, runtop.sources.bulk_grep as b; b.BULK_MIN = 0 if sys.argv[1] != 'off' else 1 << 62\n"
-            "from runtop.cli import main; raise SystemExit(main(['status', '--json', '--full', sys.argv[2]]))")
-    out = subprocess.run([sys.executable, "-c", code, backend, str(root)], capture_output=True, text=True, env=env, check=False)
+            "from runtop.cli import main; raise SystemExit(main(['status', '--json', *sys.argv[3:], sys.argv[2]]))")
+    out = subprocess.run([sys.executable, "-c", code, backend, str(root), *(["--full"] if full else [])], capture_output=True, text=True, env=env, check=False)
     doc = json.loads(out.stdout)
     for volatile in ("generated_at", "alerts", "health"):
         doc.pop(volatile, None)
@@ -182,3 +182,14 @@ def test_the_tailer_hands_on_the_same_lines_through_every_backend(tmp_path, monk
         # Python's own reading keeps the transcripts (no keep rule): compare the rest.
         assert got[1] == python[1], backend
         assert got[0] == [line for line in python[0] if "'content': 'Let me compute" not in line], backend
+
+
+def test_a_bounded_status_of_a_long_agent_log_scans_its_tail_and_says_the_same(tmp_path):
+    """`runtop status` on a 12 MB agent log reads its last 8 MB, starting mid-line: the cut line
+    is dropped, the rest scanned, and the answer is the one Python's reading of every line gives."""
+    write_agent_run(tmp_path, steps=2400, transcript=40)
+    assert (tmp_path / "logs" / "agent.log").stat().st_size > 10 << 20
+    careful = status_json(tmp_path, "off", full=False)
+    assert careful["progress"]["trainer_step"] == 2400
+    for backend in ["re", *(["hyperscan"] if scan._hyperscan() else [])]:
+        assert status_json(tmp_path, backend, full=False) == careful, backend

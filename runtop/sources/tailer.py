@@ -181,9 +181,20 @@ class FileTailer(RotationFollower):
             self._end_bulk()  # the file was replaced or started over under us
             b = None
         if b is None:
-            if self._bulk_off or self._partial or self._skipping or self._skip_first:
+            if self._bulk_off or self._partial or self._skipping:
                 return False
             how = scan.backend(self.bulk, size - self.offset)
+            if self._skip_first and how != "off" and size - self.offset >= scan.min_stretch(how):
+                # Started mid-file (a bounded status's tail): the cut first line is dropped here,
+                # as `_feed` drops it, so the stretch behind it can be scanned.
+                nl = bulk_grep.line_end(fd, self.offset, size)
+                if nl >= size:
+                    return False
+                out.bytes += nl + 1 - self.offset
+                self.offset = nl + 1
+                self._skip_first = False
+            if self._skip_first:
+                return False
             least = scan.min_stretch(how)
             if how == "off" or size - self.offset < least:
                 return False
