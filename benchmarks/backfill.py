@@ -20,6 +20,8 @@ runtop's full backfill (`runtop check --full`), the ratio, peak RSS, and the tim
 the first answer (`runtop status --json`: each long log's last 8 MB, said).
 The children run with Python's bytecode cache on (in a temp dir), as an installed runtop
 has it: a sandbox's PYTHONDONTWRITEBYTECODE would add ~0.1 s of compiling to every figure.
+The scan stage's backend is the one runtop picks (`RUNTOP_SCAN=hyperscan|grep|re|off` names one:
+run once per backend to compare them on the same logs); it is printed with the figures.
 Goals: backfill <= 3x grep (2x is the line to cross), <= 150 MB RSS, first status <= 1 s.
 """
 
@@ -287,6 +289,10 @@ def main() -> int:
             floor_x = f"{(floor + p_s) / g_s:7.1f}x" if p_s is not None else f"{'-':>8}"
             p_text = f"{p_s:13.2f}" if p_s is not None else f"{'-':>13}"
             print(f"{kind:14}{mb:7.0f}{g_s:11.2f}{r_s:15.2f}{r_s / g_s:7.1f}x{r_rss:13.1f}{f_s:16.2f}{p_text}{floor_x}  {note}")
+        from runtop.parsers.skim import PROGRESS_NOISE, TRANSCRIPT_NOISE
+        from runtop.sources.scan import backend
+
+        print(f"scan backend: {backend(PROGRESS_NOISE)} for markers, {backend(TRANSCRIPT_NOISE)} for shapes (RUNTOP_SCAN={os.environ.get('RUNTOP_SCAN', '')!r})")
         print(f"start-up floor: runtop check on a one-line run {floor:.2f} s (the interpreter and imports, in every figure above)")
         print("grep pass: runtop's own grep children over the log, alone; floor: (start-up + grep pass) / grep -c, the ratio no\n"
               "  Python after them can beat; '-': no bulk pass (SkyRL's logs go back to Python after one chunk: grep keeps most lines)")

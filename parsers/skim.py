@@ -10,7 +10,9 @@ decoding) before the per-line Python work is what keeps a GB backfill in seconds
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import cache
 
 # Lines whose newest instance is all that matters (the state keeps only the latest).
 LATEST_WINS = (b"Train batch ", b"Avg prompt throughput")
@@ -23,30 +25,61 @@ GLUE_WORDS = (b"ERROR", b"CRITICAL", b"WARNING", b"INFO ", b"SUCCESS")
 
 @dataclass(frozen=True)
 class BulkNoise:
-    """What a grep child may drop from a long stretch before `skim`, in `skim`'s own
-    terms, so the two agree by construction: every line holding a latest-wins marker (the newest
-    of each chunk is put back) or a `drop` marker (fixed strings: `grep -F`, at memory speed),
-    less the `drop` lines that also hold a `glue` word, which a second grep, beside it on
-    another core, hands back."""
+    """A plug-in's keep rule for one log: which lines the scan stage may leave out of a long
+    stretch before the records stage, in `skim`'s own terms so every scanner agrees with it by
+    construction (docs/reading.md, "The scan stage"). Left out: every line holding a latest-wins
+    marker (the newest of each chunk is put back) or a `drop` marker (fixed strings), and every
+    line a `drop_re` pattern matches at its start (a shape the plug-in knows carries nothing:
+    an agent's transcript), less the dropped lines that also hold a `glue` word (another record
+    glued to the line, or words of a death or an end), which are kept."""
 
     latest_wins: tuple[bytes, ...]
     drop: tuple[bytes, ...] = ()
     glue: tuple[bytes, ...] = ()
+    drop_re: tuple[bytes, ...] = ()
+    # For each `drop_re`, a fixed string every line it matches holds: grep leaves out every
+    # line with it at memory speed (`-F`), and hands back those the pattern does not match.
+    drop_hint: tuple[bytes, ...] = ()
 
     def drop_args(self) -> list[str]:
-        return ["-v", "-F", *_e([m.decode("ascii") for m in self.latest_wins + self.drop])]
+        return ["-v", "-F", *_e([m.decode("latin-1") for m in self.latest_wins + self.drop + self.drop_hint])]
 
     def rescue_args(self) -> list[str]:
         """The glue words as fixed strings (grep -F: faster than one `-E` pattern of both, 0.65
         against 1.1 s a GB); of what it finds, `rescued` keeps the lines with a drop marker.
         None when nothing is dropped that could be kept."""
-        if not (self.drop and self.glue):
+        if not ((self.drop or self.drop_re) and self.glue):
             return []
-        return ["-F", *_e([w.decode("ascii") for w in self.glue])]
+        return ["-F", *_e([w.decode("latin-1") for w in self.glue])]
+
+    def stray_args(self) -> list[str]:
+        """The lines that hold a hint but that no `drop_re` matches (one PCRE, anchored: as fast
+        as `-F` on a log of transcripts); `keeps` says which of them the rule keeps."""
+        if not self.drop_re:
+            return []
+        shapes = b"|".join(self.drop_re)
+        hints = b"|".join(re.escape(h) for h in self.drop_hint)
+        return ["-P", "-e", (b"^(?!(?:" + shapes + b")).*(?:" + hints + b")").decode("latin-1")]
 
     def rescued(self, line: bytes) -> bool:
         """A line the rescue grep found that `skim` keeps and the drop grep dropped."""
-        return any(m in line for m in self.drop)
+        return any(m in line for m in self.drop) or (any(h in line for h in self.drop_hint) and self.keeps(line))
+
+    def drop_patterns(self) -> tuple[re.Pattern[bytes], ...]:
+        return _compiled(self.drop_re)
+
+    def keeps(self, line: bytes) -> bool:
+        """The rule on one line (no latest-wins put back): the reference every scanner is held to."""
+        if any(m in line for m in self.latest_wins):
+            return False
+        if any(m in line for m in self.drop) or any(r.match(line) for r in self.drop_patterns()):
+            return any(w in line for w in self.glue)
+        return True
+
+
+@cache
+def _compiled(patterns: tuple[bytes, ...]) -> tuple[re.Pattern[bytes], ...]:
+    return tuple(re.compile(p) for p in patterns)
 
 
 def _e(patterns: list[str]) -> list[str]:
@@ -58,6 +91,19 @@ def _e(patterns: list[str]) -> list[str]:
 ALL_NOISE = BulkNoise(LATEST_WINS, DROP, GLUE_WORDS)
 PROGRESS_NOISE = BulkNoise((LATEST_WINS[0],))
 VLLM_NOISE = BulkNoise((LATEST_WINS[1],), DROP, GLUE_WORDS)
+
+# An agent's transcript as a SkyRL generator prints it under Ray's prefix: `(skyrl_entrypoint
+# pid=4101) {'role': 'assistant', 'content': …}`. It gives no event (its dict holds no number
+# runtop reads), and a week-old agent run's log is mostly these: left out before the records
+# stage, unless it holds a word that could make it count (the generic reader reads deaths in
+# any record) or another record is glued to it.
+TRANSCRIPT_RE = rb"(?:\x1b\[3\dm)?\([\w.:-]+ pid=\d+(?:, ip=[\d.]+)?\)(?:\x1b\[0m)? \{'role': '"
+TRANSCRIPT_GUARD = GLUE_WORDS + (
+    b"rror", b"xception", b"Traceback", b"SIG", b"Fatal", b"illed", b"out of memory", b"OutOfMemory", b"NCCL", b"nccl", b"CUDA",
+    b"No space", b"Errno", b"exitcode", b"died", b"dead", b"Dead", b"inish", b"omplete", b"ucceeded", b"train_runtime",
+    b"CANCELLED", b"slurmstepd", b"srun", b"terminate called", b"memory", b"global_step", b"Step ", b"%|", b"}\x1b", b"}(",
+)
+TRANSCRIPT_NOISE = BulkNoise((LATEST_WINS[1],), DROP, TRANSCRIPT_GUARD, (TRANSCRIPT_RE,), (b"{'role': '",))
 
 
 def skim(data: bytes) -> bytes:

@@ -14,6 +14,7 @@ import argparse
 import builtins
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from runtop.cli_args import build_parser
@@ -147,6 +148,26 @@ def misspelt_command(word: str) -> str | None:
     return close[0] if close else None
 
 
+# Each command's module, imported only when that command runs: `runtop status` needs none of
+# the live view's (asyncio), the actions' (HTTP, psutil) or MCP's modules, and importing them
+# all cost a third of its first answer under load (docs/design.md, "Start-up").
+HANDLERS = {
+    "status": ("runtop.cli", "cmd_status"), "check": ("runtop.cli", "cmd_check"),
+    "follow": ("runtop.cli_live", "cmd_follow"), "demo": ("runtop.cli_live", "cmd_demo"), "tui": ("runtop.cli_live", "cmd_tui"),
+    "notify": ("runtop.cli_live", "cmd_notify"), "forensics": ("runtop.cli_live", "cmd_forensics"), "export": ("runtop.cli_live", "cmd_export"),
+    "watch": ("runtop.cli_watch", "cmd_watch"), "actions": ("runtop.cli_actions", "cmd_actions"), "send": ("runtop.cli_actions", "cmd_send"),
+    "serve": ("runtop.cli_serve", "cmd_serve"), "mcp": ("runtop.mcp_server", "cmd_mcp"), "compare": ("runtop.cli_compare", "cmd_compare"),
+}
+
+
+def _handler(command: str) -> Callable[[argparse.Namespace], int]:
+    import importlib
+
+    module, name = HANDLERS[command]
+    found: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(module), name)
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # `runtop PATH` is `runtop tui PATH` (a rolling status when stdout is not a terminal).
@@ -167,19 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         _err("give a run directory, e.g. `runtop outputs/my-run`, or try `runtop demo`")
         return EXIT_USAGE
-    from runtop.cli_actions import cmd_actions, cmd_send
-    from runtop.cli_compare import cmd_compare
-    from runtop.cli_live import cmd_demo, cmd_export, cmd_follow, cmd_forensics, cmd_notify, cmd_tui
-    from runtop.cli_serve import cmd_serve
-    from runtop.cli_watch import cmd_watch
-    from runtop.mcp_server import cmd_mcp
-
-    handlers = {
-        "status": cmd_status, "follow": cmd_follow, "demo": cmd_demo, "tui": cmd_tui, "check": cmd_check,
-        "watch": cmd_watch, "actions": cmd_actions, "send": cmd_send, "notify": cmd_notify, "forensics": cmd_forensics, "export": cmd_export, "serve": cmd_serve,
-        "mcp": cmd_mcp,
-        "compare": cmd_compare,
-    }
+    handler = _handler(args.command)
     from runtop.config import ConfigError
 
     try:
@@ -188,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             if refusal is not None:
                 _err(f"{args.command}: {refusal}")
                 return EXIT_USAGE
-        return handlers[args.command](args)
+        return handler(args)
     except DiscoveryError as e:
         _err(shown(str(e)), e.hint)
         return EXIT_CANNOT_READ  # `status --json` and `check` agree: 3 is a run runtop cannot read

@@ -14,7 +14,6 @@ import subprocess
 import threading
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -175,6 +174,8 @@ def apprise_sender(url: str) -> Callable[[Message], None]:
 
 # ---- the dead-man's switch ----------------------------------------------------
 def http_get(url: str) -> None:
+    import urllib.request  # here: only a heartbeat needs it, and a one-shot status pays for none (docs/design.md, "Start-up")
+
     req = urllib.request.Request(url, headers={"User-Agent": "runtop"})
     with urllib.request.urlopen(req, timeout=HTTP_TIMEOUT_S) as resp:  # noqa: S310 - the user's own URL
         if resp.status >= 400:

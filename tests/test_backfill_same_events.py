@@ -1,8 +1,9 @@
 """The fast backfill reads the same runs as the careful one: with the cheap first
 passes switched back to their exhaustive forms (the two-pass skim, a literal_eval of every
 logged dict), every corpus case and every simulator scenario gives the same state, field by
-field, as the fast path — and as the fast path with every log read through the grep child
-(GNU grep's bulk pass, used on its own only for stretches of 32 MB and more)."""
+field, as the fast path — and as the fast path with every log read through each backend of the
+scan stage (Hyperscan, GNU grep's children, Python's own scan: used on their own only for long
+stretches), each with the plug-in's keep rule: what a keep rule leaves out changes nothing."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 import runtop.parsers.skyrl_numbers as skyrl_numbers
 import runtop.sources.bulk_grep as bulk_grep
 import runtop.sources.run_reader as run_reader
+import runtop.sources.scan as scan
 from runtop.config import Thresholds
 from runtop.discovery import discover
 from runtop.frameworks import REGISTRY
@@ -28,6 +30,8 @@ from tests.test_skim import reference
 CORPUS = Path(__file__).parent / "corpus"
 NOW = time.time()
 CASES = sorted(p.name for p in CORPUS.iterdir() if (p / "run").is_dir())
+# Every scan backend this machine has (CI runs once with the `fast` extra, once without).
+BACKENDS = ["re"] + (["grep"] if bulk_grep.gnu_grep() is not None else []) + (["hyperscan"] if scan._hyperscan() is not None else [])
 SCENARIOS = [(name, sc) for name, fw in REGISTRY.items() for sc in fw.scenarios]
 
 
@@ -45,10 +49,12 @@ def both_ways(path: str, monkeypatch) -> tuple[dict, dict]:
     with monkeypatch.context() as m:
         m.setattr(bulk_grep, "BULK_MIN", 1 << 62)  # Python reads every byte
         fast = state_of(path)
-    if bulk_grep.gnu_grep() is not None:
+    for backend in BACKENDS:
         with monkeypatch.context() as m:
-            m.setattr(bulk_grep, "BULK_MIN", 0)  # grep drops the noise of every log first
-            assert state_of(path) == fast
+            m.setenv("RUNTOP_SCAN", backend)
+            m.setattr(bulk_grep, "BULK_MIN", 0)  # the scan stage narrows every log first
+            assert scan.backend() == backend
+            assert state_of(path) == fast, f"read through the {backend} scan"
     with monkeypatch.context() as m:
         m.setattr(bulk_grep, "BULK_MIN", 1 << 62)
         m.setattr(run_reader, "skim", reference)  # the two-pass skim: every line looked at

@@ -44,6 +44,12 @@ def tail_lines(path: str, *, bulk: bool, max_bytes: int | None = None) -> tuple[
             return lines, t
 
 
+@pytest.fixture(autouse=True)
+def grep_backend(monkeypatch):
+    """These stories are the grep children's (the scan stage's other backends: tests/test_scan.py)."""
+    monkeypatch.setenv("RUNTOP_SCAN", "grep")
+
+
 @pytest.fixture
 def bulk_always(monkeypatch):
     monkeypatch.setattr(bulk_grep, "BULK_MIN", 0)

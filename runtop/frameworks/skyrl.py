@@ -14,6 +14,7 @@ from runtop.frameworks import skyrl_agent as agent
 from runtop.frameworks.base import Framework, Parse
 from runtop.frameworks.evidence import sign
 from runtop.parsers.records import HeaderFn
+from runtop.parsers.skim import BulkNoise
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 
@@ -97,6 +98,13 @@ class SkyRL(Framework):
         from runtop.parsers.skyrl_records import split_frames
 
         return split_frames(lines)
+
+    def bulk_noise(self, tracked: Tracked) -> BulkNoise | None:
+        # Beside vLLM's lines (an inference log, or a server's lines in the driver's), the agent's
+        # transcripts the generator prints: most of a week-old agent run's log, and no event.
+        from runtop.parsers.skim import TRANSCRIPT_NOISE
+
+        return TRANSCRIPT_NOISE
 
     def default_run_name(self, layout: RunLayout) -> str:
         # The driver log is named for the run (`logs/<name>.log`); its dir is just `logs`.

@@ -153,7 +153,7 @@ class _Grep:
 
 class BulkGrep:
     """[start, end) of one file through `grep -v` (and the rescue grep beside it, on another
-    core); `take(stop)` hands the kept lines that start before `stop`, as (offset, line
+    core, and for a rule with shapes, the stray grep of lines that hold a hint but no shape); `take(stop)` hands the kept lines that start before `stop`, as (offset, line
     without its newline), in order."""
 
     def __init__(self, path: str, ident: tuple[int, int], start: int, end: int, noise: BulkNoise, max_line: int) -> None:
@@ -163,10 +163,16 @@ class BulkGrep:
         if grep is None:
             raise OSError("no GNU grep")
         self._greps = [_Grep(grep, path, ident, start, noise.drop_args(), max_line)]
+        self._keeps: list[Callable[[bytes], bool] | None] = [None]
         try:
             rescue = noise.rescue_args()
             if rescue:
                 self._greps.append(_Grep(grep, path, ident, start, rescue, max_line))
+                self._keeps.append(noise.rescued)
+            stray = noise.stray_args()
+            if stray:
+                self._greps.append(_Grep(grep, path, ident, start, stray, max_line))
+                self._keeps.append(noise.keeps)
         except OSError:
             self.close()
             raise
@@ -176,13 +182,16 @@ class BulkGrep:
         failed (the caller reads the bytes)."""
         got: list[tuple[int, bytes]] = []
         cut = 0
-        for g, keep in zip(self._greps, (None, self._noise.rescued)):
+        for g, keep in zip(self._greps, self._keeps):
             n = g.take(stop, got, keep)
             if n is None:
                 return None
             cut += n
         if len(self._greps) > 1:
-            got.sort()  # the rescued lines go back in place (the two sets are disjoint: they hold a drop marker)
+            got.sort()  # the rescued lines go back in place (the drop grep's hold no drop marker or hint)
+            if len(self._greps) > 2:
+                # A line both the rescue and the stray grep found (a glue word, and a hint no shape matches): once.
+                got = [item for i, item in enumerate(got) if i == 0 or item[0] != got[i - 1][0]]
         self.pos = stop
         return got, cut
 

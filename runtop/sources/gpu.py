@@ -66,12 +66,30 @@ def _reading(nv: Any, i: int, h: Any) -> GpuReading:
     )
 
 
+def driver_library() -> bool:
+    """Whether NVIDIA's driver library loads here, as pynvml loads it (Windows: left to pynvml)."""
+    if sys.platform.startswith("win"):
+        return True
+    import ctypes
+
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return False
+    return True
+
+
 class NvmlProbe:
     """nvidia-ml-py. Initialised once; a failure is remembered and reported, not retried each tick."""
 
     def __init__(self) -> None:
         self._nvml = None
         self._error: str | None = None
+        if not driver_library():
+            # What nvmlInit says on such a machine, without importing pynvml (0.1-0.2 s of
+            # a one-shot status's start-up under load: docs/design.md, "Start-up").
+            self._error = f"no NVML: {_nvml_text(Exception('NVML Shared Library Not Found'))}"
+            return
         try:
             import pynvml
 

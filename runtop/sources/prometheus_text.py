@@ -7,16 +7,19 @@ The fetch bounds each socket wait and the whole body: an endpoint that drips a b
 
 from __future__ import annotations
 
-import http.client
 import time
-import urllib.error
-import urllib.request
 
 MAX_BODY = 4 << 20
 
 
 def scrape(url: str, timeout: float = 1.0, total: float = 3.0) -> tuple[str | None, str | None]:
     """(text, None) or (None, why not): unreachable, slow, or not HTTP."""
+    # Imported here: a one-shot `runtop status` scrapes nothing, and http.client with its email
+    # parser cost it ~0.1 s of start-up under load (docs/design.md, "Start-up").
+    import http.client
+    import urllib.error
+    import urllib.request
+
     t0 = time.monotonic()
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - a URL the user or the run's config gave

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from runtop.parsers.hygiene import UNSAFE_RE
 from runtop.parsers.skim import BulkNoise
 from runtop.parsers.text import clean_bytes
-from runtop.sources import bulk_grep
-from runtop.sources.bulk_grep import BulkGrep, newest_line
+from runtop.sources import bulk_grep, scan
+from runtop.sources.bulk_grep import newest_line
 from runtop.sources.regular import NotRegular, open_regular
 from runtop.sources.tailer_rotation import Rotated, RotationFollower, TailRead
 
@@ -60,8 +60,8 @@ class FileTailer(RotationFollower):
         self.prefilter = prefilter
         # A long unread stretch has its noise dropped by a grep child first.
         self.bulk = bulk
-        self._bulk: BulkGrep | None = None
-        self._bulk_off = False  # grep is missing or failed here once: the bytes are read in Python
+        self._bulk: scan.Scan | None = None
+        self._bulk_off = False  # the scan failed here once (grep missing or dead): the bytes are read in Python
         self.offset = 0
         self.size = 0
         self.mtime: float | None = None
@@ -172,24 +172,38 @@ class FileTailer(RotationFollower):
         return out
 
     def _bulk_read(self, fd: int, size: int, budget: int, out: TailRead) -> bool:
-        """Read up to `budget` bytes of a long stretch through the grep child; False when the
-        bytes are to be read here instead (short stretch, mid-line, no GNU grep, grep failed)."""
+        """Read up to `budget` bytes of a long stretch through the scan stage (`runtop.sources.scan`);
+        False when the bytes are to be read here instead (short stretch, mid-line, no GNU grep,
+        grep failed)."""
         assert self.bulk is not None and self.ident is not None
         b = self._bulk
         if b is not None and (b.ident != self.ident or b.pos != self.offset):
             self._end_bulk()  # the file was replaced or started over under us
             b = None
         if b is None:
-            if self._bulk_off or self._partial or self._skipping or self._skip_first:
+            if self._bulk_off or self._partial or self._skipping:
                 return False
-            if size - self.offset < bulk_grep.BULK_MIN:
+            how = scan.backend(self.bulk, size - self.offset)
+            if self._skip_first and how != "off" and size - self.offset >= scan.min_stretch(how):
+                # Started mid-file (a bounded status's tail): the cut first line is dropped here,
+                # as `_feed` drops it, so the stretch behind it can be scanned.
+                nl = bulk_grep.line_end(fd, self.offset, size)
+                if nl >= size:
+                    return False
+                out.bytes += nl + 1 - self.offset
+                self.offset = nl + 1
+                self._skip_first = False
+            if self._skip_first:
+                return False
+            least = scan.min_stretch(how)
+            if how == "off" or size - self.offset < least:
                 return False
             # Whole lines only: the stretch ends after the last newline there is now.
             end = bulk_grep.last_line_end(fd, self.offset, size)
-            if end - self.offset < max(bulk_grep.BULK_MIN, 1):
+            if end - self.offset < max(least, 1):
                 return False
             try:
-                b = self._bulk = BulkGrep(self.path, self.ident, self.offset, end, self.bulk, self.max_line)
+                b = self._bulk = scan.open_scan(how, self.path, self.ident, self.offset, end, self.bulk, self.max_line)
             except OSError:
                 self._bulk_off = True
                 return False
