@@ -73,12 +73,12 @@ CASES = [
 ]
 
 
-def replay(fw: str, case: Case, steps: int, seed: int, baseline: bool) -> Outcome:
+def replay(fw: str, case: Case, steps: int, seed: int, baseline: bool, per: float = 60.0) -> Outcome:
     plug = get(fw)
     fault_step = steps // 2 + 3 if case.fault else None  # past the middle, off every cadence
     r = Replay(lambda root: plug.simulator(root, "healthy", max_steps=steps, ckpt_interval=20, seed=seed, speed=1.0),
                habits=case.habits, fault=case.fault, fault_step=fault_step, gpus=case.gpus, seed=seed,
-               pace=FixedPace if baseline else None)
+               pace=FixedPace if baseline else None, after_fault_s=max(3600.0, 20 * per))  # long-step runs: room for 2x p99
     try:
         return r.run()
     finally:
@@ -119,7 +119,7 @@ def main() -> None:
         false = {"ours": [0, 0, 0], "base": [0, 0, 0]}  # down, degraded, signal
         for case in CASES:
             n = steps if case.fault is None else min(steps, 200)
-            ours, base = (replay(fw, case, n, args.seed, b) for b in (False, True))
+            ours, base = (replay(fw, case, n, args.seed, b, per) for b in (False, True))
             if case.fault is None:
                 healthy_s += ours.seconds
                 for key, out in (("ours", ours), ("base", base)):

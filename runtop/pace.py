@@ -67,8 +67,10 @@ class PaceView:
         p99 = self.p99(scale)
         med = self.median(scale)
         if p99 is None or (self.attempt_gaps < MIN_GAPS and not self.reported):
-            # Its first steps: compilation, warm-up, the first rollouts. The fixed limit holds.
-            fixed = max(cfg.stall_min_s, cfg.stall_k * med if med else 0.0)
+            # Its first steps: compilation, warm-up, the first rollouts. The fixed limit holds, or
+            # twice the longest step seen yet where steps are longer (a 12-minute step is no stall).
+            longest = max(self.gaps, default=0.0) * scale
+            fixed = max(cfg.stall_min_s, cfg.stall_k * med if med else 0.0, P99_FACTOR * longest)
             return Limit(fixed, "its first steps", None)
         seconds, why = max(P99_FACTOR * p99, FLOOR_S), f"{P99_FACTOR:g}× its p99 step gap ({duration(p99)})"
         if seconds == FLOOR_S:
