@@ -10,6 +10,7 @@ and the message draws them all. `python tests/test_architecture.py` prints the s
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import sys
 from collections import defaultdict
@@ -375,6 +376,50 @@ def test_a_module_in_no_layer_is_named(tmp_path):
     copy = _copy(tmp_path)
     (copy / "runtop" / "stray.py").write_text('"""A module someone forgot to place."""\n')
     assert [m for m in read_tree(copy).modules if layer(m) is None] == ["runtop.stray"]
+
+
+# Comments point at docs/ (docs/architecture.md): never at an issue's number or a document that is
+# not in the repository, and every pointer leads somewhere.
+CITED = ("runtop", "parsers", "widgets", "tui", "tests", "benchmarks")
+NOT_HERE = re.compile(r"\b[Ii]ssue #?\d+|\bDESIGN\.md|\bFORMATS\.md|\.\./shared|\bseeds/")
+POINTER = re.compile(r"docs/([\w-]+\.md)(?:#([\w-]+)|, \"([^\"]+)\")?")
+
+
+def _cited_files() -> list[Path]:
+    files = [REPO / "pyproject.toml", REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    for folder in CITED:
+        files += [p for p in sorted((REPO / folder).rglob("*.py")) if "corpus" not in p.relative_to(REPO).parts]
+    return files
+
+
+def test_comments_cite_no_issue_numbers_and_no_document_outside_the_repository():
+    found = [f"{p.relative_to(REPO)}:{n}: {line.strip()}" for p in _cited_files() for n, line in enumerate(p.read_text().splitlines(), 1) if NOT_HERE.search(line)]
+    assert not found, "cite docs/ instead:\n" + "\n".join(found)
+
+
+def _anchors(doc: str) -> set[str]:
+    ids = set(re.findall(r'<a id="([\w-]+)"', doc))
+    for heading in re.findall(r"^#+ (.+)$", doc, re.M):
+        ids.add(re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-"))
+    return ids
+
+
+def test_every_pointer_into_docs_leads_somewhere():
+    """`docs/design.md, "Advice that would work"` names words of that page; `docs/incidents.md#…`
+    one of its anchors: a page renamed or a section retitled leaves no pointer dangling."""
+    docs = {p.name: p.read_text() for p in (REPO / "docs").glob("*.md")}
+    broken = []
+    for p in _cited_files():
+        for n, line in enumerate(p.read_text().splitlines(), 1):
+            for page, anchor, words in POINTER.findall(line):
+                where = f"{p.relative_to(REPO)}:{n}: docs/{page}"
+                if page not in docs:
+                    broken.append(f"{where}: no such page")
+                elif anchor and anchor not in _anchors(docs[page]):
+                    broken.append(f"{where}#{anchor}: no such anchor")
+                elif words and words.lower() not in docs[page].lower():
+                    broken.append(f'{where}, "{words}": no such words there')
+    assert not broken, "\n".join(broken)
 
 
 if __name__ == "__main__":
