@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Bottom first: a module may import its own layer and the layers below it. An import of a layer
 # above is an arrow running back up. Names are module paths under `runtop.`; a package names
-# every module in it; the longest name that fits a module wins.
+# every module in it, `probe_*` every module whose name starts so; the longest name that fits
+# a module wins.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("parsers", ("parsers",)),  # pure: text in, typed events out
     ("base", ("runtop", "units", "exit_codes", "action_error", "columns", "queues")),  # leaves: no I/O, no runtop imports
@@ -33,7 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("rules", ("findings", "pace", "rules", "rules_hang", "rules_quality", "rules_ray", "rules_slurm", "rules_stall", "rules_vanished", "health", "resumable", "advice")),
     ("outputs", ("report", "report_json", "checkin", "notify", "delivery", "alerting", "forensics", "terminal_notify")),
     ("actions", ("actions", "actions_slurm", "launcher", "launch_command", "dispatch")),
-    ("engine", ("engine", "live", "publish", "view", "snapshot", "history")),
+    ("engine", ("engine", "live", "publish", "view", "snapshot", "history", "probes", "probe_*")),
     ("faces", ("fleet", "compare", "exporter", "mcp_http", "mcp_logs", "mcp_runs", "mcp_server", "mcp_tools", "serve_door", "serve_session", "simulator")),
     ("widgets", ("widgets",)),
     ("tui", ("tui",)),
@@ -209,7 +210,8 @@ def layer(module: str) -> tuple[int, str] | None:
     best: tuple[int, int, str] | None = None
     for rank, (name, members) in enumerate(LAYERS):
         for m in members:
-            if (short == m or short.startswith(m + ".")) and (best is None or len(m) > best[1]):
+            fits = short.startswith(m[:-1]) and "." not in short if m.endswith("*") else short == m or short.startswith(m + ".")
+            if fits and (best is None or len(m) > best[1]):
                 best = (rank, len(m), name)
     return None if best is None else (best[0], best[2])
 
