@@ -10,6 +10,7 @@ and the message draws them all. `python tests/test_architecture.py` prints the s
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import shutil
 import sys
@@ -117,6 +118,37 @@ def _type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
+@functools.lru_cache(maxsize=None)
+def _imports(name: str, is_package: bool, text: str) -> tuple[tuple[str, str, int], ...]:
+    """Each dotted name a module's text imports, with its kind and line (cached by the text: a
+    copy of the tree parses only the files that differ)."""
+    found: list[tuple[str, str, int]] = []
+
+    def walk(node: ast.AST, kind: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and kind == "top" and _type_checking(child.test):
+                for stmt in child.body:
+                    walk(ast.Module(body=[stmt], type_ignores=[]), "type")
+                for stmt in child.orelse:
+                    walk(ast.Module(body=[stmt], type_ignores=[]), kind)
+            elif isinstance(child, ast.Import):
+                found.extend((a.name, kind, child.lineno) for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    package = name.split(".") if is_package else name.split(".")[:-1]
+                    package = package[: len(package) - (child.level - 1)]
+                    base = ".".join([*package, *([base] if base else [])])
+                found.extend((f"{base}.{a.name}", kind, child.lineno) for a in child.names)
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                walk(child, "lazy")
+            else:
+                walk(child, kind)
+
+    walk(ast.parse(text), "top")
+    return tuple(found)
+
+
 def read_tree(repo: Path) -> Tree:
     modules: dict[str, tuple[Path, bool]] = {}
     for package, folder in folders(repo).items():
@@ -138,31 +170,7 @@ def read_tree(repo: Path) -> Tree:
         return parts[0]
 
     for name, (path, is_package) in modules.items():
-        syntax = ast.parse(path.read_text(), str(path))
-
-        def walk(node: ast.AST, kind: str, name: str = name, is_package: bool = is_package) -> None:
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.If) and kind == "top" and _type_checking(child.test):
-                    for stmt in child.body:
-                        walk(ast.Module(body=[stmt], type_ignores=[]), "type")
-                    for stmt in child.orelse:
-                        walk(ast.Module(body=[stmt], type_ignores=[]), kind)
-                elif isinstance(child, ast.Import):
-                    tree.arrows += [Arrow(name, target(a.name), kind, child.lineno) for a in child.names]
-                elif isinstance(child, ast.ImportFrom):
-                    base = child.module or ""
-                    if child.level:
-                        package = name.split(".") if is_package else name.split(".")[:-1]
-                        package = package[: len(package) - (child.level - 1)]
-                        base = ".".join([*package, *([base] if base else [])])
-                    for a in child.names:
-                        tree.arrows.append(Arrow(name, target(f"{base}.{a.name}"), kind, child.lineno))
-                elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                    walk(child, "lazy")
-                else:
-                    walk(child, kind)
-
-        walk(syntax, "top")
+        tree.arrows += [Arrow(name, target(dotted), kind, line) for dotted, kind, line in _imports(name, is_package, path.read_text())]
     return tree
 
 
