@@ -20,8 +20,9 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+from runtop import probe_ray
 from runtop.actions import ActionError
 from runtop.alerting import Alerting
 from runtop.config import Thresholds
@@ -36,6 +37,7 @@ from runtop.live import LiveRun, OnceRun
 from runtop.pace import Pace
 from runtop.parsers.events import VllmStats
 from runtop.probe import Probe, Unavailable
+from runtop.probes import Factory, SystemProbe
 from runtop.process_watch import ProcessWatch
 from runtop.publish import Publisher
 from runtop.queues import drain
@@ -44,7 +46,7 @@ from runtop.rules_hang import GpuIdleTracker
 from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot, ProcessSource
-from runtop.sources.ray_state import RAY_PERIOD_S, RayClient, RaySnapshot, address_of
+from runtop.sources.ray_state import RayClient
 from runtop.sources.slurm import SLURM_PERIOD_S, SlurmClient, SlurmSnapshot, find_job
 from runtop.sources.tmux import TmuxError
 from runtop.sources.trainer_metrics import TrainerLive
@@ -62,6 +64,12 @@ PROBE_WAIT_S = 0.5
 # How long a headless check-in waits for every probe at once (a hung NFS `/proc` or NVML
 # call is judged without, and says so).
 PROBE_ALL_S = 10.0
+
+# The probes on the seam (`runtop.probes`): one line each. Each factory takes the engine's
+# options and gives its probe, or None where they turn it off.
+PROBES: tuple[Factory, ...] = (
+    probe_ray.make,
+)
 
 
 class Engine:
@@ -90,6 +98,7 @@ class Engine:
         gpus: bool = True,
         process_period: float | None = None,
         slurm_period: float = SLURM_PERIOD_S,
+        probes: Sequence[SystemProbe] | None = None,
     ) -> None:
         self.layout = layout
         self.interval = interval
@@ -150,10 +159,13 @@ class Engine:
         # The trainer's own /metrics, where its config serves one: steps seen on the
         # trainer's clock, not through a shared filesystem's caching.
         self.probes.append(Probe("trainer", interval, self._sample_trainer, idle_period=idle))
-        # The Ray cluster: only one runtop can tie to the run; its state API at most every 30 s.
-        self.ray_address = ray_address
-        self._ray = ray or RayClient()
-        self.probes.append(Probe("ray", max(interval, RAY_PERIOD_S), self._sample_ray, idle_period=max(interval, RAY_PERIOD_S), deadline=30.0))
+        # The probes on the seam (the Ray cluster's state API, …): `probes`, else every one
+        # `PROBES` makes of this engine's options.
+        if probes is None:
+            options = {"ray_address": ray_address, "ray": ray}
+            probes = [p for make in PROBES if (p := make(options)) is not None]
+        self.seam: dict[str, SystemProbe] = {p.name: p for p in probes}
+        self.probes += [p.runner(self, interval) for p in probes]
         self.probes.append(Probe("slurm", max(interval, slurm_period), self._sample_slurm, deadline=25.0))
         if launcher is not None:
             self.probes.append(Probe("launcher", max(interval, 5.0), launcher, idle_period=idle, unavailable=(TmuxError, ActionError)))
@@ -196,11 +208,6 @@ class Engine:
         pids = [p for ps in (self.state.processes or {}).values() for p in ps]
         ref = find_job(self.layout.root, self.slurm_job, pids)
         return self._slurm.read(ref, self.layout.root) if ref is not None else None
-
-    def _sample_ray(self) -> RaySnapshot | None:
-        procs = self.state.processes or {}
-        found = address_of(self.ray_address, [p for ps in procs.values() for p in ps], bool(procs.get("ray")))
-        return self._ray.read(*found) if found is not None else None
 
     def _sample_trainer(self) -> TrainerLive | None:
         port = self.state.endpoints.get("trainer")
@@ -371,8 +378,9 @@ class Engine:
             self.state.disk = value  # what the next step is checked against: a resume onto a full disk fails again
         if name == "slurm" and error is None:
             self.state.slurm = value  # the job belongs in the status JSON and the check-in, beside the run
-        if name == "ray" and error is None:
-            self.state.ray = value
+        seam = self.seam.get(name)
+        if seam is not None and error is None:
+            seam.store(value, self.state, self.system)
         if name == "launcher":
             if error is None:
                 self.processes_over_time.launcher_screen = list(value)  # type: ignore[call-overload]
@@ -411,7 +419,7 @@ class Engine:
         self._published_at = time.monotonic()
         return self._publisher.view(
             self.state, self.system, self.shown_verdict, self.clock(), self.live.tail, self.live.backfill_progress(),
-            interval=self.interval, checkpoint_dir=self.live.reader.checkpoint_dir(),
+            interval=self.interval, checkpoint_dir=self.live.reader.checkpoint_dir(), fills={p.name: p.fills for p in self.seam.values()},
         )
 
     def wait(self, timeout: float) -> bool:

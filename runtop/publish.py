@@ -82,18 +82,20 @@ class Publisher:
 
     def view(
         self, state: RunState, system: SystemView, verdict: Verdict, now: float, tail: LogTail, backfill: float,
-        *, interval: float, checkpoint_dir: str | None,
+        *, interval: float, checkpoint_dir: str | None, fills: Mapping[str, Slice] | None = None,
     ) -> View:
-        """Everything the screen draws, frozen, with a version per slice (the engine's thread)."""
+        """Everything the screen draws, frozen, with a version per slice (the engine's thread).
+        `fills`: the slice each probe on the seam fills, by the probe's name (`runtop.probes`)."""
         frozen = self.freeze(state)
         readings = dict(system.readings)
+        seam = [(part, readings.get(name)) for name, part in (fills or {}).items()]
         for part, content in (
+            *seam,
             (Slice.PROCESS, readings.get("process")),
             (Slice.DISK, readings.get("disk")),
             (Slice.GPU, readings.get("gpu")),
             (Slice.VLLM, readings.get("vllm")),
             (Slice.SLURM, readings.get("slurm")),
-            (Slice.RAY, readings.get("ray")),
             (Slice.TRAINER, readings.get("trainer")),
             (Slice.VERDICT, (verdict.verdict, tuple(verdict.reasons), tuple(verdict.alerts))),
             (Slice.CLOCK, int(now)),

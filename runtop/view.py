@@ -16,8 +16,10 @@ from runtop.history import Histories
 from runtop.log_tail import TailView
 from runtop.parsers.events import VllmStats
 from runtop.sources.disk import DiskSnapshot
+from runtop.sources.gpu import GpuReading as GpuReading  # re-exported: a widget reads its types here, never from a source
 from runtop.sources.gpu import GpuSnapshot
 from runtop.sources.processes import ProcessSnapshot
+from runtop.sources.processes import ProcInfo as ProcInfo  # re-exported, as GpuReading
 from runtop.sources.slurm import SlurmSnapshot
 from runtop.sources.trainer_metrics import TrainerLive
 from runtop.state import RunState

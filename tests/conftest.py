@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import ast
+import functools
+import importlib
+import inspect
 import os
 import time
 
@@ -42,11 +46,142 @@ def skyrl_run(tmp_path):
 # with tests/test_action_proof.py.
 from tests.test_actions import live_run  # noqa: E402, F401
 
+# What makes a test `live` (pyproject.toml's markers): it starts something that runs beside it —
+# a child process (runtop's own command line, a demo's processes, a fake launcher), a tmux
+# server, a server on a socket (serve, export, mcp over HTTP, an alert receiver), or the whole
+# Textual app under its pilot. Those tests wait on the clock and the scheduler more than they
+# compute; `-m "not slow and not live"` is the inner loop without them (docs/architecture.md,
+# "Tests"). A test is read, with the fixtures it asks for and the functions of tests/ it calls,
+# down to three calls deep; `@pytest.mark.live` marks one by hand.
+# Read in the code only (names, attributes, parameters, imports), never in strings: a log line
+# that says `multiprocessing/api.py` starts nothing.
+LIVE_NAMES = frozenset({
+    "subprocess", "Popen", "run_test", "sys.executable", "os.fork", "multiprocessing", "pty", "HTTPServer",
+    "ThreadingHTTPServer", "serve_forever", "websocket", "websockets", "aiohttp", "stdio_client", "snap_compare",
+    "DemoProcesses",
+})
+
+
+def _names(syntax: ast.AST) -> set[str]:
+    out: set[str] = set()
+    for n in ast.walk(syntax):
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            out.add(n.attr)
+            if isinstance(n.value, ast.Name):
+                out.add(f"{n.value.id}.{n.attr}")
+        elif isinstance(n, ast.arg):
+            out.add(n.arg)
+    return out
+
+
+def _imported(syntax: ast.AST) -> set[str]:
+    """What the code imports where it stands (`import pty`, `from subprocess import Popen`)."""
+    out: set[str] = set()
+    for n in ast.walk(syntax):
+        if isinstance(n, ast.Import):
+            out.update(a.name.split(".")[0] for a in n.names)
+        elif isinstance(n, ast.ImportFrom):
+            out.update(a.name for a in n.names)
+            out.add((n.module or "").split(".")[0])
+    return out
+
+
+def _starts_something(names: set[str]) -> bool:
+    return bool(names & LIVE_NAMES) or any("tmux" in n.lower() for n in names)
+
+
+_live_source: dict[object, bool] = {}
+TESTS = os.path.dirname(os.path.abspath(__file__))
+
+
+def _ours(fn: object) -> bool:
+    """A function or class of tests/ (the tests' modules import as `test_x`, not `tests.test_x`)."""
+    try:
+        return os.path.abspath(inspect.getsourcefile(fn) or "").startswith(TESTS + os.sep)  # type: ignore[arg-type]
+    except TypeError:
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def _definitions(path: str) -> tuple[dict[int, ast.AST], dict[str, ast.AST]]:
+    """A file of tests/ parsed once: its functions by first line (a decorator's, if any), its
+    classes by name."""
+    functions: dict[int, ast.AST] = {}
+    classes: dict[str, ast.AST] = {}
+    for node in ast.walk(ast.parse(open(path).read())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions[min([node.lineno, *(d.lineno for d in node.decorator_list)])] = node
+        elif isinstance(node, ast.ClassDef):
+            classes.setdefault(node.name, node)
+    return functions, classes
+
+
+def _definition(fn: object) -> ast.AST | None:
+    """The syntax of a function or class of tests/."""
+    path = inspect.getsourcefile(fn)  # type: ignore[arg-type]
+    if path is None:
+        return None
+    functions, classes = _definitions(os.path.abspath(path))
+    code = getattr(fn, "__code__", None)
+    return functions.get(code.co_firstlineno) if code is not None else classes.get(getattr(fn, "__name__", ""))
+
+
+def _calls_live(fn: object, depth: int = 3) -> bool:
+    """Whether `fn`'s source, or that of a function or class of tests/ it names, starts
+    something live."""
+    key = (fn, depth)
+    if key in _live_source:
+        return _live_source[key]
+    _live_source[key] = False  # a function that names itself is not read twice
+    syntax = _definition(fn)
+    if syntax is None:
+        return False
+    names = _names(syntax)
+    found = _starts_something(names | _imported(syntax))
+    if not found and depth:
+        module = inspect.getmodule(fn)
+        here = dict(vars(module)) if module is not None else {}
+        for node in ast.walk(syntax):  # a helper imported inside the test (`from tests.launch_shapes import Shapes`)
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests."):
+                helpers = importlib.import_module(node.module or "")
+                here.update({a.asname or a.name: getattr(helpers, a.name, None) for a in node.names})
+        for name in sorted(names):
+            other = here.get(name)
+            other = getattr(other, "__wrapped__", other)
+            if (inspect.isfunction(other) or inspect.isclass(other)) and other is not fn and _ours(other) and _calls_live(other, depth - 1):
+                found = True
+                break
+    _live_source[key] = found
+    return found
+
+
+def _is_live(item) -> bool:
+    if item.get_closest_marker("live") is not None:
+        return True
+    fn = getattr(item, "function", None)
+    if fn is None:
+        return False
+    if _calls_live(fn):
+        return True
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
+    for name in item.fixturenames:
+        for fixturedef in defs.get(name, ()):
+            func = getattr(fixturedef, "func", None)
+            if func is not None and _ours(func) and _calls_live(func):
+                return True
+    return False
+
 
 def pytest_collection_modifyitems(config, items):
-    """The real-framework runs (tests/real/, marked `real`) train a genuine model for minutes:
-    they run only when asked for by name (`pytest -m real`), never inside the main suite's
-    command, whatever is installed."""
+    """Tests that start something live are marked `live` (above). The real-framework runs
+    (tests/real/, marked `real`) train a genuine model for minutes: they run only when asked
+    for by name (`pytest -m real`), never inside the main suite's command, whatever is
+    installed."""
+    for item in items:
+        if item.get_closest_marker("live") is None and _is_live(item):
+            item.add_marker(pytest.mark.live)
     if "real" in (config.getoption("-m") or ""):
         return
     keep = [i for i in items if i.get_closest_marker("real") is None]

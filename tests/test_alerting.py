@@ -156,6 +156,7 @@ def test_the_heartbeat_starts_pings_while_alive_and_fails_on_down(simulated, ser
         engine.close()
 
 
+@pytest.mark.live
 def test_on_alert_runs_an_argv_with_the_runs_environment(simulated, tmp_path):
     root = simulated("trainer-oom", max_steps=9)
     out = tmp_path / "env.txt"
@@ -183,6 +184,7 @@ def test_on_alert_runs_an_argv_with_the_runs_environment(simulated, tmp_path):
         engine.close()
 
 
+@pytest.mark.live
 def test_an_on_alert_command_that_hangs_is_killed_at_its_timeout(simulated):
     root = simulated("trainer-oom", max_steps=9)
     alerting = Alerting(NotifyConfig(on_alert=(PY, "-c", "import time; time.sleep(60)"), on_alert_timeout_s=0.5), "my-run", root)

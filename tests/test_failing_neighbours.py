@@ -202,6 +202,7 @@ def test_a_lost_gpu_is_said_on_its_row_and_the_others_are_read():
     assert snap.gpus[1].error == "NVML: GPU is lost"
 
 
+@pytest.mark.live
 def test_a_hanging_nvml_call_gives_up_and_the_engine_goes_on(simulated):
     from runtop.discovery import discover
     from runtop.engine import Engine

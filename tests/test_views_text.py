@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import time
 
+import pytest
+
 from runtop.discovery import discover
 from runtop.health import judge
 from runtop.live import follow
@@ -24,6 +26,7 @@ def test_a_long_line_is_cut_between_two_words():
     assert words("x" * 50, 10) == "x" * 9 + "…"  # one long word is cut where it must be
 
 
+@pytest.mark.live
 def test_follow_says_why_a_run_is_down_cut_between_words(tmp_path):
     """`runtop follow` off a terminal: one line per look, the reason cut to fit, at a word's end."""
     root = str(tmp_path / "run")

@@ -11,8 +11,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from runtop.history import GpuHistory
-from runtop.sources.gpu import GpuReading
-from runtop.view import Slice, View
+from runtop.view import GpuReading, Slice, View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import age, human_bytes, sparkline
 

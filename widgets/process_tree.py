@@ -12,8 +12,7 @@ from rich.console import Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
-from runtop.sources.processes import ProcInfo
-from runtop.view import Slice, View
+from runtop.view import ProcInfo, Slice, View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import duration, human_bytes, sparkline
 
