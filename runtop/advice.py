@@ -142,7 +142,7 @@ def fix_first(state: RunState, verdict: Verdict) -> str | None:
     return max_tokens_fix(state)
 
 
-SILENT_FOR_RE = re.compile(r"(?:no log write anywhere|nothing written) for (\S+)")
+SILENT_FOR_RE = re.compile(r"(?:no log write anywhere|nothing written) for ([0-9dhms]+)")
 
 
 def _fix_for(state: RunState, top: Finding) -> str | None:
