@@ -11,13 +11,16 @@ read-only mode (nothing sent).
 from __future__ import annotations
 
 import argparse
-import builtins
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from runtop.cli_args import build_parser
+from runtop.cli_common import _err as _err  # what every command module shares, re-exported
+from runtop.cli_common import _thresholds as _thresholds
+from runtop.cli_common import files as files
+from runtop.cli_common import print as print  # noqa: A004 - shadows the builtin on purpose
 from runtop.discovery import DiscoveryError
 from runtop.exit_codes import CHECK_EXIT as CHECK_EXIT  # the exit codes, re-exported for every command module
 from runtop.exit_codes import EXIT_CANNOT_READ as EXIT_CANNOT_READ
@@ -28,40 +31,10 @@ from runtop.exit_codes import EXIT_READ_ONLY as EXIT_READ_ONLY
 from runtop.exit_codes import EXIT_USAGE as EXIT_USAGE
 
 if TYPE_CHECKING:  # imported where used: `runtop --help` stays fast
-    from runtop.config import Thresholds
-from runtop.parsers.hygiene import public, shown
+    pass
+from runtop.parsers.hygiene import shown
 
 COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send", "notify", "forensics", "export", "serve", "mcp", "compare")
-
-
-def files(args: argparse.Namespace) -> dict[str, Any]:
-    """`--ckpt-dir`, `--metrics` and the `[metrics]` mapping, as the readers take them."""
-    from runtop.config import load_metrics_map
-
-    metrics = getattr(args, "metrics", None)
-    return {"ckpt_dir": args.ckpt_dir, "metrics": metrics, "metrics_map": load_metrics_map(getattr(args, "config", None)) if metrics else None,
-            "framework": getattr(args, "framework", None)}
-
-
-def print(*parts: object, **kw: Any) -> None:  # noqa: A001 - shadows the builtin on purpose
-    """Every line the commands print passes here: run text (a finding, a launch command, an
-    error) loses its controls and secrets. What is sent to tmux is not printed."""
-    builtins.print(*(public(str(p)) for p in parts), **kw)
-
-
-def _err(msg: str, hint: str | None = None) -> None:
-    """One short line saying what went wrong, and perhaps a second saying what to do."""
-    print(f"runtop: {msg}", file=sys.stderr)
-    if hint:
-        print(f"  hint: {hint}", file=sys.stderr)
-
-
-def _thresholds(args: argparse.Namespace) -> Thresholds:
-    from runtop.config import in_simulated_time, load
-
-    cfg = load(getattr(args, "config", None))
-    speed = getattr(args, "simulated_speed", None)
-    return in_simulated_time(cfg, speed) if speed else cfg
 
 
 def cmd_status(args: argparse.Namespace) -> int:

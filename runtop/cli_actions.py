@@ -7,7 +7,8 @@ import argparse
 import sys
 
 from runtop.actions import Context
-from runtop.cli import EXIT_OK, EXIT_READ_ONLY, EXIT_USAGE, _err, files, print
+from runtop.cli_common import _err, files, print
+from runtop.exit_codes import EXIT_OK, EXIT_READ_ONLY, EXIT_USAGE
 
 
 def _action_context(args: argparse.Namespace) -> Context:

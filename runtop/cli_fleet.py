@@ -15,9 +15,10 @@ import os
 import sys
 import time
 
-from runtop.cli import CHECK_EXIT, EXIT_CANNOT_READ, EXIT_USAGE, _err, _thresholds, print
+from runtop.cli_common import _err, _thresholds, print
 from runtop.config import Thresholds
 from runtop.discovery import DiscoveryError
+from runtop.exit_codes import CHECK_EXIT, EXIT_CANNOT_READ, EXIT_USAGE
 from runtop.fleet import TROUBLE, runs_of
 from runtop.parsers.hygiene import shown
 

@@ -11,11 +11,12 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from runtop.cli import EXIT_CANNOT_READ, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, _err, _thresholds, files, print
+from runtop.cli_common import _err, _thresholds, files, print
 from runtop.cli_fleet import run_name
 from runtop.cli_serve import SERVED_DRIVER
 from runtop.config import NotifyConfig
 from runtop.discovery import DiscoveryError, RunLayout, discover, with_ckpt_dir, with_metrics
+from runtop.exit_codes import EXIT_CANNOT_READ, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 from runtop.sources.deadline import END_GRACE_S, Watchdog, stop_now
 from runtop.sources.gpu import GpuProbe
 

@@ -24,7 +24,8 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
-from runtop.cli import EXIT_USAGE, _err
+from runtop.cli_common import _err
+from runtop.exit_codes import EXIT_USAGE
 
 if TYPE_CHECKING:
     from runtop.serve_door import Door

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from runtop import probe_ray
+from runtop import probe_ray, probe_slurm, probe_trainer, probe_vllm
 from runtop.actions import ActionError
 from runtop.alerting import Alerting
 from runtop.config import Thresholds
@@ -35,8 +35,7 @@ from runtop.history import PERIOD_S, HistoryKeeper
 from runtop.lifetimes import Lifetimes
 from runtop.live import LiveRun, OnceRun
 from runtop.pace import Pace
-from runtop.parsers.events import VllmStats
-from runtop.probe import Probe, Unavailable
+from runtop.probe import Probe
 from runtop.probes import Factory, SystemProbe
 from runtop.process_watch import ProcessWatch
 from runtop.publish import Publisher
@@ -47,11 +46,9 @@ from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot, ProcessSource
 from runtop.sources.ray_state import RayClient
-from runtop.sources.slurm import SLURM_PERIOD_S, SlurmClient, SlurmSnapshot, find_job
+from runtop.sources.slurm import SLURM_PERIOD_S, SlurmClient
 from runtop.sources.tmux import TmuxError
-from runtop.sources.trainer_metrics import TrainerLive
-from runtop.sources.trainer_metrics import fetch as fetch_trainer
-from runtop.sources.vllm_metrics import DEFAULT_URL, fetch
+from runtop.sources.vllm_metrics import DEFAULT_URL
 from runtop.state import RunState
 from runtop.view import SystemView, View
 
@@ -68,6 +65,9 @@ PROBE_ALL_S = 10.0
 # The probes on the seam (`runtop.probes`): one line each. Each factory takes the engine's
 # options and gives its probe, or None where they turn it off.
 PROBES: tuple[Factory, ...] = (
+    probe_vllm.make,
+    probe_trainer.make,
+    probe_slurm.make,
     probe_ray.make,
 )
 
@@ -145,28 +145,17 @@ class Engine:
             self.probes.append(Probe("disk", max(interval, 5.0), self._sample_disks))
         if gpus:  # off for a fleet's runs: one machine's GPUs are not twenty runs' news
             self.probes.append(Probe("gpu", interval, self._sample_gpu))
-        # Nothing listening (a prime-rl run on another port, a SkyRL run): asked every 30 s;
-        # the log's stat lines fill the pane meanwhile.
-        idle = max(30.0, interval)
-        if vllm_url:
-            self.probes.append(Probe("vllm", interval, self._sample_vllm, idle_period=idle))
+        idle = max(30.0, interval)  # a source not there is asked again this often
         # The Launcher pane (tmux capture-pane): launcher-only lines such as
         # `Trainer failed with exit code 1` reach the Logs pane this way.
-        # The SLURM job: asked only where the run names one; squeue and sacct
-        # reach the controller and its database, so at most every 30 s.
-        self._slurm = slurm or SlurmClient()
-        self.slurm_job = slurm_job  # `--slurm-job ID`, where the run dir names none
-        # The trainer's own /metrics, where its config serves one: steps seen on the
-        # trainer's clock, not through a shared filesystem's caching.
-        self.probes.append(Probe("trainer", interval, self._sample_trainer, idle_period=idle))
-        # The probes on the seam (the Ray cluster's state API, …): `probes`, else every one
-        # `PROBES` makes of this engine's options.
+        # The probes on the seam (the trainer's /metrics, the SLURM job, the Ray cluster's state
+        # API): `probes`, else every one `PROBES` makes of this engine's options.
         if probes is None:
-            options = {"ray_address": ray_address, "ray": ray}
+            options = {"vllm_url": vllm_url, "ray_address": ray_address, "ray": ray, "slurm_job": slurm_job, "slurm": slurm,
+                       "slurm_period": slurm_period}
             probes = [p for make in PROBES if (p := make(options)) is not None]
         self.seam: dict[str, SystemProbe] = {p.name: p for p in probes}
         self.probes += [p.runner(self, interval) for p in probes]
-        self.probes.append(Probe("slurm", max(interval, slurm_period), self._sample_slurm, deadline=25.0))
         if launcher is not None:
             self.probes.append(Probe("launcher", max(interval, 5.0), launcher, idle_period=idle, unavailable=(TmuxError, ActionError)))
         self.published: View | None = self._publish() if self.publishing else None
@@ -203,25 +192,6 @@ class Engine:
         if self._gpu is None:
             self._gpu = NvmlProbe()  # created in the worker: nvmlInit can be slow
         return self._gpu.read()
-
-    def _sample_slurm(self) -> SlurmSnapshot | None:
-        pids = [p for ps in (self.state.processes or {}).values() for p in ps]
-        ref = find_job(self.layout.root, self.slurm_job, pids)
-        return self._slurm.read(ref, self.layout.root) if ref is not None else None
-
-    def _sample_trainer(self) -> TrainerLive | None:
-        port = self.state.endpoints.get("trainer")
-        return fetch_trainer(f"http://127.0.0.1:{port}/metrics", timeout=min(1.0, self.interval)) if port else None
-
-    def _sample_vllm(self) -> VllmStats:
-        url = self.vllm_url or DEFAULT_URL
-        port = self.state.endpoints.get("inference")
-        if url == DEFAULT_URL and port:
-            url = f"http://127.0.0.1:{port}/metrics"  # the port the run's config gives its server
-        stats, error = fetch(url, timeout=min(1.0, self.interval))
-        if stats is None:
-            raise Unavailable(error)
-        return stats
 
     def step(self) -> bool:
         """Read the run's files and the due probes. True when anything changed.
@@ -376,8 +346,6 @@ class Engine:
             self.system.history = self.history.frozen()
         if name == "disk" and error is None:
             self.state.disk = value  # what the next step is checked against: a resume onto a full disk fails again
-        if name == "slurm" and error is None:
-            self.state.slurm = value  # the job belongs in the status JSON and the check-in, beside the run
         seam = self.seam.get(name)
         if seam is not None and error is None:
             seam.store(value, self.state, self.system)

@@ -75,7 +75,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def serve_runs(args: argparse.Namespace) -> list[Served]:
     """An engine per run named (a directory of runs is every run in it, as `watch DIR`), started."""
-    from runtop.cli import _thresholds
+    from runtop.cli_common import _thresholds
     from runtop.config import load
     from runtop.discovery import discover, with_ckpt_dir, with_metrics
     from runtop.engine import Engine

@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("faces", ("fleet", "compare", "exporter", "mcp_http", "mcp_logs", "mcp_runs", "mcp_server", "mcp_tools", "serve_door", "serve_session", "simulator")),
     ("widgets", ("widgets",)),
     ("tui", ("tui",)),
-    ("cli", ("cli", "cli_actions", "cli_args", "cli_compare", "cli_fleet", "cli_live", "cli_serve", "cli_watch", "__main__")),
+    ("cli", ("cli", "cli_actions", "cli_args", "cli_common", "cli_compare", "cli_fleet", "cli_live", "cli_serve", "cli_watch", "__main__")),
 ]
 
 ENGINE = ("runtop.engine", "runtop.live", "runtop.publish", "runtop.view", "runtop.snapshot")

@@ -50,11 +50,15 @@ def _engine(root: str, **kw) -> Engine:
 def test_the_engine_runs_every_probe_the_registry_makes_with_its_period_and_deadline(simulated):
     root = simulated("healthy")
     e = _engine(root, interval=2.0)
-    assert [make.__module__ for make in engine_module.PROBES] == ["runtop.probe_ray"]
+    assert [make.__module__ for make in engine_module.PROBES] == ["runtop.probe_vllm", "runtop.probe_trainer", "runtop.probe_slurm", "runtop.probe_ray"]
     ray = next(p for p in e.probes if p.name == "ray")
     assert (ray.period, ray.idle_period) == (30.0, 30.0) and ray._call.seconds == 30.0
     assert isinstance(e.seam["ray"], RayProbe)
-    assert "ray" not in [p.name for p in _engine(root, probes=[]).probes]  # a list handed in is the whole list
+    slurm = next(p for p in e.probes if p.name == "slurm")  # squeue and sacct at most every 30 s, 25 s to answer
+    assert slurm.period == 30.0 and slurm._call.seconds == 25.0
+    trainer = next(p for p in e.probes if p.name == "trainer")  # nothing listening: asked every 30 s
+    assert (trainer.period, trainer.idle_period) == (2.0, 30.0)
+    assert not [p.name for p in _engine(root, probes=[]).probes if p.name in e.seam]  # a list handed in is the whole list
 
 
 def test_a_new_probe_needs_no_line_of_the_engine(simulated):

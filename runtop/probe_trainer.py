@@ -1,0 +1,36 @@
+"""The trainer's own /metrics, where its config serves one: steps seen on the trainer's clock,
+not through a shared filesystem's caching (the stall rule's "the logs lag" case). Asked every
+poll while it answers, every 30 s while nothing listens."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from runtop.probes import ProbeRun, SystemProbe
+from runtop.sources.trainer_metrics import TrainerLive
+from runtop.sources.trainer_metrics import fetch as fetch_trainer
+from runtop.view import Slice
+
+
+class TrainerProbe(SystemProbe):
+    name = "trainer"
+    fills = Slice.TRAINER
+
+    def __init__(self) -> None:
+        self.timeout = 1.0
+
+    def period(self, interval: float) -> float:
+        self.timeout = min(1.0, interval)
+        return interval
+
+    def idle_period(self, interval: float) -> float | None:
+        return max(30.0, interval)
+
+    def sample(self, run: ProbeRun) -> TrainerLive | None:
+        port = run.state.endpoints.get("trainer")
+        return fetch_trainer(f"http://127.0.0.1:{port}/metrics", timeout=self.timeout) if port else None
+
+
+def make(options: Mapping[str, Any]) -> TrainerProbe:
+    return TrainerProbe()
