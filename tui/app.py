@@ -32,16 +32,16 @@ from runtop.fleet import BACK
 from runtop.parsers.hygiene import mask, shown
 from runtop.terminal_notify import osc, tmux_message
 from runtop.tui.alerts_screen import AlertsScreen
+from runtop.tui.app_css import APP_CSS
 from runtop.tui.chart_screen import ChartScreen
 from runtop.tui.fit import fit_column, toast_text
 from runtop.tui.help_screen import HelpScreen
 from runtop.tui.keys import PANES, bindings, help_rows, palette_entries
+from runtop.tui.log_keys import LogKeys
 from runtop.tui.panes import PANE_SPECS, placed, spec, widget
-from runtop.tui.record_screen import RecordScreen
 from runtop.tui.vetted import VettedActions
 from runtop.view import View
 from runtop.widgets.health_header import HealthHeader
-from runtop.widgets.logs_pane import LogsPane
 from runtop.widgets.metric_sparklines import logged
 from runtop.widgets.pane import Pane
 from runtop.widgets.process_tree import ProcessTree
@@ -68,49 +68,10 @@ def lower_priority() -> None:
         return  # not Linux, or not permitted: the engine keeps the app's priority
 
 
-class RuntopApp(VettedActions, App[int]):
+class RuntopApp(VettedActions, LogKeys, App[int]):
     TITLE = "runtop"
     BINDINGS = bindings()
-    CSS = """
-    Screen { layout: vertical; }
-    #top { height: auto; }
-    #body { height: 1fr; }
-    #left, #metrics { width: 3fr; }
-    #right, #alerts { width: 2fr; }
-    .-hidden { display: none; }
-    MetricSparklines { max-height: 10; }
-    AlertsPane { height: 100%; max-height: 10; }
-    Screen.-compact #top, Screen.-compact #body { layout: vertical; }
-    Screen.-compact #metrics, Screen.-compact #alerts { width: 1fr; }
-    Screen.-compact #left, Screen.-compact #right { width: 1fr; height: auto; }
-    Screen.-compact .pane { display: none; }
-    Screen.-compact .pane.-slot { display: block; height: 1fr; max-height: 100%; }
-    Screen.-compact #left.-has-slot, Screen.-compact #right.-has-slot { height: 1fr; }
-    Screen.-compact MetricSparklines { max-height: 7; }
-    Screen.-compact MetricSparklines.-maximized { max-height: 100%; }
-    Screen.-compact #alerts { display: block; height: auto; max-height: 4; }
-    Screen.-compact #alerts.-slot { height: 1fr; max-height: 100%; }
-    Screen.-compact LogsPane { display: none; }
-    Screen.-compact LogsPane.-slot { display: block; height: 1fr; }
-    Screen.-compact #body.-empty { display: none; }
-    /* A screen under 50 rows (120×40): the logs take 8 rows, and a column whose panes do not
-       fit scrolls instead of drawing them over each other's borders. */
-    Screen.-short LogsPane { height: 8; }
-    /* Each pane of a column is given its rows by tui/fit.py: a column never scrolls (its
-       scrollbar sat outside the frame at 120×40) and no pane runs off its bottom. */
-    #left, #right { overflow: hidden; }
-    /* A zoomed pane (0-9) takes the whole body, whatever its natural height (it
-       kept its height in a field of hatching; the logs stayed at 12 rows). */
-    .-maximized { height: 1fr; max-height: 100%; }
-    /* The top band's panes are sized in fr against each other: alone on the screen, 3fr was
-       three screens wide (the zoomed alerts and metrics ran off the right edge). */
-    #metrics.-maximized, #alerts.-maximized { width: 100%; }
-    LogsPane.-maximized, Screen.-short LogsPane.-maximized { height: 1fr; max-height: 100%; }
-    /* In a tmux split, toasts sit at the top right, over the sparklines' ranges: never over
-       the logs a researcher reads when one arrives. A full screen keeps them at
-       the bottom right, over the ends of long log lines, clear of the alerts pane. */
-    Screen.-compact ToastRack { dock: top; align: right top; margin-top: 4; margin-bottom: 0; }
-    """
+    CSS = APP_CSS
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The palette lists runtop's own commands first (from the one key table), then Textual's."""
@@ -389,49 +350,9 @@ class RuntopApp(VettedActions, App[int]):
         i = names.index(self.metric) + 1 if self.metric in names else 0
         self.metric = names[i % len(names)]
 
-    def action_log_level(self) -> None:
-        self.query_one(LogsPane).cycle_level()
-
-    def _logs(self) -> LogsPane:
-        """The Logs pane, on screen: the compact layout shows it in its slot."""
-        if self.compact and self.slot != "logs":
-            self.slot = "logs"
-            self._slot_chosen = True
-            self._apply_layout()
-        return self.query_one(LogsPane)
-
-    def action_search(self) -> None:
-        self._logs().open_search("search")
-
-    def action_filter_logs(self) -> None:
-        self._logs().open_search("filter")
-
-    def action_logs_time(self) -> None:
-        self._logs().open_search("time")
-
-    def action_next_match(self, by: int) -> None:
-        self._logs().next_match(by)
-
-    def action_logs_oldest(self) -> None:
-        self._logs().oldest()
-
-    def action_logs_newest(self) -> None:
-        self._logs().newest()
-        self.refresh_panes()
-
-    def action_wrap_logs(self) -> None:
-        self.query_one(LogsPane).toggle_wrap()
-
-    def on_logs_pane_open_record(self, event: LogsPane.OpenRecord) -> None:
-        self.push_screen(RecordScreen(event.line, wrap=True))
-
     def action_sort_processes(self) -> None:
         order = self.query_one(ProcessTree).cycle_sort()
         self.notify(f"processes by {order}", timeout=2)
-
-    def action_toggle_follow(self) -> None:
-        self.query_one(LogsPane).toggle_follow()
-        self.refresh_panes()
 
     def action_go_back(self) -> None:
         """Esc: a zoomed pane first; then, opened from a fleet, back to the runs table."""
