@@ -45,6 +45,7 @@ class PaceView:
     saves: tuple[float, ...]  # gaps during which a checkpoint completed
     pauses: tuple[tuple[int, int, float], ...]  # (period in steps, residue, longest gap) of recurring pauses
     reported: tuple[float, ...]  # the step times the run reported itself (a run first seen part-way)
+    block_wait: float | None = None  # wall seconds a block-buffered log takes to fill its next block
 
     def _sample(self, scale: float) -> list[float]:
         """The gaps in the run's own seconds: those seen, else the step times it reported."""
@@ -119,10 +120,34 @@ def progress_key(state: RunState) -> tuple[object, ...]:
     return (state.attempt, state.current_step(), None, complete)
 
 
+BLOCK = 4096  # a block-buffered writer's file grows in multiples of this (Python's are 8192)
+BUFFER = 8192
+
+
+@dataclass
+class Growth:
+    """How a log's file grows: from when runtop first saw it, and whether its last growths were
+    whole blocks (a `python train.py > log` without `-u` writes 8 KB at a time)."""
+
+    since: float
+    first: int
+    size: int
+    last: float
+    blocks: deque[bool]
+
+    def fill_s(self) -> float | None:
+        """Seconds to fill the next block at its byte rate, once the file was seen whole blocks twice
+        (at first sight and after a growth: a line-buffered log ends on a block 1 time in 4096)."""
+        if len(self.blocks) < 2 or not all(self.blocks) or self.last <= self.since or self.size <= self.first:
+            return None
+        return BUFFER / ((self.size - self.first) / (self.last - self.since))
+
+
 class Pace:
     """Kept by the engine: told after every read, it notes each progress and the gap before it."""
 
     def __init__(self) -> None:
+        self._growth: dict[str, Growth] = {}
         self._key: tuple[object, ...] | None = None
         self._at: float | None = None
         self._step: int | None = None
@@ -134,6 +159,7 @@ class Pace:
         self._cadences: tuple[tuple[int, int, float], ...] = ()
 
     def observe(self, state: RunState, now: float) -> None:
+        self._watch_writes(state, now)
         key = progress_key(state)
         if key == self._key:
             return
@@ -183,12 +209,28 @@ class Pace:
             self._long.append((step, gap))
             self._cadences = _cadences(list(self._long), step)  # only when a pause is added: pairs cost
 
+    def _watch_writes(self, state: RunState, now: float) -> None:
+        for f in state.files.values():
+            if f.kind != "log":
+                continue
+            g = self._growth.get(f.path)
+            if g is None or f.size < g.size:  # new, or truncated/replaced: measured afresh
+                self._growth[f.path] = Growth(now, f.size, f.size, now, deque([f.size > 0 and f.size % BLOCK == 0], maxlen=3))
+            elif f.size > g.size:
+                g.blocks.append((f.size - g.size) % BLOCK == 0)
+                g.size, g.last = f.size, now
+
+    def block_wait(self) -> float | None:
+        """The soonest a block-buffered log of the run writes again: the silence it may keep."""
+        fills = [w for g in self._growth.values() if (w := g.fill_s()) is not None]
+        return min(fills) if fills else None
+
     def recent(self) -> tuple[float, ...]:
         return tuple(self._gaps)
 
     def view(self) -> PaceView:
         return PaceView(self._at, self._step, tuple(self._gaps), self._attempt_gaps, tuple(self._saves),
-                        self._cadences, self._reported)
+                        self._cadences, self._reported, self.block_wait())
 
 
 def _cadences(long: list[tuple[int, float]], last: int) -> tuple[tuple[int, int, float], ...]:

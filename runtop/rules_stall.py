@@ -42,11 +42,15 @@ def stalled(f: Facts) -> list[Finding]:
     newest = max(newest, pace.last_progress or newest)
     quiet = (f.now - newest) * scale  # in the run's own seconds (a demo runs faster)
     lim = pace.limit(s, f.cfg)
+    block = (pace.block_wait or 0.0) * scale
+    if 2 * block > lim.seconds:
+        # A block-buffered log (`python train.py > log`, no -u) says nothing until its next 8 KB.
+        lim = Limit(2 * block, f"its log is written in 8 KB blocks, one every {duration(block)}", lim.p99)
     limit = lim.seconds
     waiting = waiting_on(s)
     alive = f.alive
     live = f.trainer_live
-    silence = max(f.cfg.silence_s, limit)
+    silence = max(f.cfg.silence_s, limit, 2.5 * block)
     if quiet >= silence and live is not None and live.last_step_ts is not None:
         fresh = (f.now - live.last_step_ts) * scale
         if fresh < limit:

@@ -79,6 +79,13 @@ def test_evaluations_every_40_steps_are_learned_and_stop_alarming():
     assert not out.alarms(STALL, True), "no false Down on a healthy run"
 
 
+def test_a_verl_log_written_in_8k_blocks_half_an_hour_apart_is_recognised_and_never_called_down():
+    """`python main_ppo.py > log` without -u: the file grows 8 KB at a time, a block every ~28 min.
+    Its silences are its writer's, not a hang: the limit follows its block fill time."""
+    out = replay("verl", 70, habits=Habits(buffered=True))
+    assert not out.alarms(STALL, True), [(round(f.at), f.message) for f in out.alarms(STALL, True)]
+
+
 def test_a_healthy_run_whose_log_arrives_in_8k_blocks_is_never_called_down():
     out = replay("trl", 200, habits=Habits(buffered=True))
     assert not out.alarms(STALL, True), [(round(f.at), f.message) for f in out.alarms(STALL, True)]

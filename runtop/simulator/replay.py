@@ -108,7 +108,7 @@ class Replay:
         self.t = 0.0
         self.out = Outcome()
         self._scratch = tempfile.mkdtemp(prefix="runtop-replay-")
-        self._buffers: dict[str, str] = {}
+        self._buffers: dict[str, bytes] = {}
         self._written: set[str] = set()  # files appended to since the last touch
         self._step_times: list[float] = []
 
@@ -313,7 +313,6 @@ class Replay:
 
     def _wrap_append(self, sim: Any) -> None:
         own = sim._append
-        self._own_append = own
         self._main_log: str | None = None
 
         def append(rel: str, text: str) -> None:
@@ -323,20 +322,26 @@ class Replay:
                 own(rel, text)
                 self._written.add(rel)
                 return
-            held = self._buffers.get(rel, "") + text
-            if len(held.encode()) >= BUFFER:
-                own(rel, held)
-                self._written.add(rel)
-                held = ""
+            # As Python's buffered writer does: whole 8 KB blocks, a line cut where the block ends.
+            held = self._buffers.get(rel, b"") + text.encode()
+            while len(held) >= BUFFER:
+                self._write(sim.root, rel, held[:BUFFER])
+                held = held[BUFFER:]
             self._buffers[rel] = held
 
         sim._append = append
 
+    def _write(self, root: str, rel: str, data: bytes) -> None:
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "ab") as f:
+            f.write(data)
+        self._written.add(rel)
+
     def _flush(self, root: str) -> None:
         for rel, held in self._buffers.items():
             if held:
-                self._own_append(rel, held)
-                self._written.add(rel)
+                self._write(root, rel, held)  # the exit flushes what is left
         self._buffers.clear()
         self._touch(root)
 
