@@ -7,25 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from runtop.probes import ProbeRun, SystemProbe
+from runtop.probes import EndpointProbe, ProbeRun
 from runtop.sources.trainer_metrics import TrainerLive
 from runtop.sources.trainer_metrics import fetch as fetch_trainer
 from runtop.view import Slice
 
 
-class TrainerProbe(SystemProbe):
+class TrainerProbe(EndpointProbe):
     name = "trainer"
     fills = Slice.TRAINER
-
-    def __init__(self) -> None:
-        self.timeout = 1.0
-
-    def period(self, interval: float) -> float:
-        self.timeout = min(1.0, interval)
-        return interval
-
-    def idle_period(self, interval: float) -> float | None:
-        return max(30.0, interval)
 
     def sample(self, run: ProbeRun) -> TrainerLive | None:
         port = run.state.endpoints.get("trainer")

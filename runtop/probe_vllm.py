@@ -10,25 +10,17 @@ from typing import Any
 
 from runtop.parsers.events import VllmStats
 from runtop.probe import Unavailable
-from runtop.probes import ProbeRun, SystemProbe
+from runtop.probes import EndpointProbe, ProbeRun
 from runtop.sources.vllm_metrics import DEFAULT_URL, fetch
 from runtop.view import Slice
 
 
-class VllmProbe(SystemProbe):
+class VllmProbe(EndpointProbe):
     name = "vllm"
     fills = Slice.VLLM
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.timeout = 1.0
-
-    def period(self, interval: float) -> float:
-        self.timeout = min(1.0, interval)
-        return interval
-
-    def idle_period(self, interval: float) -> float | None:
-        return max(30.0, interval)
 
     def sample(self, run: ProbeRun) -> VllmStats:
         url = self.url

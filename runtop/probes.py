@@ -57,6 +57,20 @@ class SystemProbe:
         return Probe(self.name, self.period(interval), lambda: self.sample(run), idle_period=self.idle_period(interval), deadline=self.deadline)
 
 
+class EndpointProbe(SystemProbe):
+    """An HTTP endpoint the run may serve (vLLM's `/metrics`, the trainer's): asked every poll
+    while it answers, within a second; every 30 s while nothing listens."""
+
+    timeout = 1.0
+
+    def period(self, interval: float) -> float:
+        self.timeout = min(1.0, interval)
+        return interval
+
+    def idle_period(self, interval: float) -> float | None:
+        return max(30.0, interval)
+
+
 # A probe's factory: the engine's options (`ray_address=`, a client handed in by a test, …) in,
 # the probe out, or None where those options turn it off.
 Factory = Callable[[Mapping[str, Any]], SystemProbe | None]

@@ -6,6 +6,7 @@ would report it."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -14,17 +15,20 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from runtop.actions import Context, plan
 from runtop.advice import advise
+from runtop.health import Verdict
 from runtop.notify import Notifier
 from runtop.simulator.primerl import Simulator
 from runtop.simulator.skyrl import SkyrlSimulator
 from runtop.snapshot import read_and_judge
 from runtop.sources.disk import DiskSnapshot, DiskUsage
+from runtop.state import RunState
 from tests.corpus_judge import _age
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -229,12 +233,10 @@ def test_a_run_that_vanished_says_what_to_check_then_resume(tmp_path):
     assert advice.text.endswith("; then resume from step 6 (last complete)") and advice.action == "resume"
 
 
-def test_a_hung_run_says_save_the_stacks_then_stop_and_resume_and_r_is_not_offered(tmp_path):
-    """Silent 20 minutes with its processes alive (an NCCL hang): save their stacks (F), then stop
-    and resume: restart (T). `R` alone would type into a live launcher: refused while they run."""
-    root = tmp_path / "outputs" / "run"
-    Simulator(str(root), scenario="healthy", max_steps=20, stop_after=6).run()
-    aged(str(root), 20 * 60)
+@contextlib.contextmanager
+def judged_with_its_processes_alive(root: Path) -> Iterator[tuple[RunState, Verdict]]:
+    """The run's three titled processes alive in its directory (real children), judged once the
+    process scan sees the trainer and the orchestrator."""
     procs = [subprocess.Popen([sys.executable, "-c", TITLED, t], cwd=root) for t in ("PRIME-RL::Trainer", "PRIME-RL::Orchestrator", "PRIME-RL::Inference")]
     try:
         deadline = time.monotonic() + 10
@@ -243,15 +245,25 @@ def test_a_hung_run_says_save_the_stacks_then_stop_and_resume_and_r_is_not_offer
             if {"trainer", "orchestrator"} <= set(state.processes or {}) or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
+        yield state, verdict
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_a_hung_run_says_save_the_stacks_then_stop_and_resume_and_r_is_not_offered(tmp_path):
+    """Silent 20 minutes with its processes alive (an NCCL hang): save their stacks (F), then stop
+    and resume: restart (T). `R` alone would type into a live launcher: refused while they run."""
+    root = tmp_path / "outputs" / "run"
+    Simulator(str(root), scenario="healthy", max_steps=20, stop_after=6).run()
+    aged(str(root), 20 * 60)
+    with judged_with_its_processes_alive(root) as (state, verdict):
         advice = advise(state, verdict)
         assert verdict.verdict == "Down" and advice is not None
         assert advice.text.startswith("save the stacks first (F) to see where it hangs (silent 2")
         assert advice.text.endswith("; then stop, then resume from step 6 (last complete)") and advice.action == "restart"
         assert advice.refused == "the run is still running (inference, orchestrator, trainer): stop it first (X), or restart (T)"
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
 
 
 @pytest.mark.parametrize(("case", "words"), [
@@ -303,19 +315,8 @@ def test_a_run_silent_past_its_own_pace_with_its_processes_alive_says_watch_it_a
     root = tmp_path / "outputs" / "run"
     Simulator(str(root), scenario="healthy", max_steps=20, stop_after=9).run()
     aged(str(root), 4 * 60)
-    procs = [subprocess.Popen([sys.executable, "-c", TITLED, t], cwd=root) for t in ("PRIME-RL::Trainer", "PRIME-RL::Orchestrator", "PRIME-RL::Inference")]
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            state, verdict = read_and_judge(str(root))
-            if {"trainer", "orchestrator"} <= set(state.processes or {}) or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+    with judged_with_its_processes_alive(root) as (state, verdict):
         advice = advise(state, verdict)
         assert verdict.verdict == "Degraded", verdict.reasons
         assert advice is not None and advice.text.startswith("watch it: no step past its own pace; F saves the stacks"), advice
         assert advice.action is None
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
