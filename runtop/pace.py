@@ -1,12 +1,13 @@
 """The run's own pace: how long it goes between two signs of progress, learned as it runs, and
 what "no progress for too long" means for it (docs/reading.md, "Stalls, at the run's own pace").
 
-Progress is a step further than any role had reached, a checkpoint completed, or a new attempt. Each gap between
-two of them is measured where runtop saw it (a log written in bursts shows its bursts, a save its
-length); a run first seen part-way is measured by the step times it reported itself. The limit is
-twice the 99th percentile of the recent gaps, never under a minute; a save in progress or due,
-a pause that recurs at this step of a cadence (an evaluation every 50 steps), and an attempt's
-first steps (compilation, warm-up) each get the allowance their own history earned.
+Progress is a step further than any role had reached, a checkpoint completed, or a new
+attempt. Each gap between two of them is measured when runtop saw it (a log written in bursts
+shows its bursts, a save its length); a run first seen part-way is measured by the step times it
+reported itself. The limit is twice the 99th percentile of the recent gaps, never under a minute;
+a save in progress or due, a pause that recurs at this step of a cadence (an evaluation every 50
+steps), an attempt's first steps (compilation, warm-up) and a log written in 8 KB blocks each get
+the allowance their own history earned.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class Limit:
 class PaceView:
     """What the stall rule reads: when the run last progressed and what its gaps have been."""
 
-    last_progress: float | None  # wall time of the newest progress (never later than the newest write)
+    last_progress: float | None  # wall time runtop saw the newest progress (at first look: its line's write)
     step: int | None  # the step then
     gaps: tuple[float, ...]  # wall seconds between progress marks, this attempt's warm-up left out
     attempt_gaps: int  # gaps seen in the current attempt
@@ -117,7 +118,7 @@ def progress_key(state: RunState) -> tuple[object, ...]:
     """What moves when the run progresses: its attempt, the furthest step any role reached (an
     async run's two roles step in turn: one gap a step, not two half ones), its whole saves."""
     complete = sum(1 for c in state.checkpoints.values() if c.complete)
-    return (state.attempt, state.current_step(), None, complete)
+    return (state.attempt, state.current_step(), complete)
 
 
 BLOCK = 4096  # a block-buffered writer's file grows in multiples of this (Python's are 8192)
@@ -154,7 +155,7 @@ class Pace:
         self._gaps: deque[float] = deque(maxlen=WINDOW)
         self._saves: deque[float] = deque(maxlen=32)
         self._attempt_gaps = 0
-        self._long: deque[tuple[int, float]] = deque(maxlen=64)  # (step it came before, gap)
+        self._long: deque[tuple[int, float]] = deque(maxlen=64)  # (step the run sat on through it, gap)
         self._reported: tuple[float, ...] = ()
         self._cadences: tuple[tuple[int, int, float], ...] = ()
 
@@ -185,7 +186,7 @@ class Pace:
                 self._attempt_gaps = 1  # the attempt's first step (compilation, warm-up): not its pace
             else:
                 self._attempt_gaps += 1
-                saved = self._key is not None and key[3] != self._key[3]
+                saved = self._key is not None and key[2] != self._key[2]
                 sat = self._step  # the step the run sat on through the gap
                 if saved:
                     self._saves.append(gap)
