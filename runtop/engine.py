@@ -129,7 +129,6 @@ class Engine:
         self._disks = disk_sampler or DiskSampler(run_paths(layout.root, None), core_roots(layout.framework, layout.root))
         self._own_samplers = (proc_sampler is None, disk_sampler is None)
         self._gpu = gpu
-        self.vllm_url = vllm_url
         self.probes: list[Probe] = []
         # Findings that began, handed to the screen without a shared lock.
         self._new_findings: queue.SimpleQueue[Finding] = queue.SimpleQueue()

@@ -95,9 +95,10 @@ async def test_the_tui_keeps_advancing_while_metrics_drip(tmp_path, drip_server)
     app = make_app(root, fixed=False, processes=False, disks=False, interval=0.2)
     mon = app.monitor
     from runtop.probe import Probe
+    from runtop.probe_vllm import VllmProbe
 
-    mon.vllm_url = drip_server
-    mon.probes.append(Probe("vllm", 0.2, mon._sample_vllm, idle_period=30.0, deadline=1.0))
+    vllm = VllmProbe(drip_server)  # the endpoint that drips, asked as the engine asks it, under a 1 s deadline
+    mon.probes.append(Probe("vllm", 0.2, lambda: vllm.sample(mon), idle_period=30.0, deadline=1.0))
     async with app.run_test(size=BIG) as pilot:
         await settle(pilot, timeout=3.0)
         first = mon.state.trainer_step or 0
