@@ -20,6 +20,7 @@ from runtop.findings import ROLE_NAMES, Facts, Finding, _short, _where, short_ke
 from runtop.frameworks import get as get_framework
 from runtop.parsers.events import ROLLOUT_SIDE, Kind
 from runtop.parsers.hygiene import shown
+from runtop.parsers.node_files import node_of
 from runtop.rules_hang import env_lag, gpu_idle_held, node_silent
 from runtop.rules_quality import checkpoint_incomplete, disk_pressure, environment, notify_failing, rollout_quality, training_signal
 from runtop.rules_ray import ray_cluster
@@ -55,7 +56,7 @@ def crash(f: Facts) -> list[Finding]:
                f"({_short(last.message, 80)})" + ("; check its final save" if own else ""))
         return [Finding("crash", "critical" if own else "warning", msg, _where(s, last), last.time, cause=last.kind, subject="teardown", detail=last.message)]
     first = min(fatals, key=lambda e: (not e.certain and e.rank >= 40, e.time or "99"))
-    role = ROLE_NAMES.get(first.role, first.role) + node_of(first.source)
+    role = ROLE_NAMES.get(first.role, first.role) + node_words(first.source)
     detail = first.message
     if detail.startswith("Fatal error") and ": " in detail:
         detail = detail.split(": ", 1)[1]  # the exception says more than "Fatal error in train"
@@ -92,24 +93,20 @@ def _in_step(s: RunState, dead: ErrorEntry) -> str | None:
     return f"in step {step + 1} (step {step} was its last)"
 
 
-NODE_FILE_RE = re.compile(r"(?:^|/)node_(\d+)(?:_rank(\d+))?\.log$", re.ASCII)
-
-
-def node_of(source: str) -> str:
-    """` node 2` for a multi-node run's per-node log (`trainer/node_2.log`), else nothing:
-    a node that dies shows only in its own file (docs/formats.md)."""
-    m = NODE_FILE_RE.search(source)
-    return f" node {m.group(1)}" + (f" rank {m.group(2)}" if m and m.group(2) else "") if m else ""
+def node_words(source: str) -> str:
+    """` node 2` for a multi-node run's per-node log (`trainer/node_2.log`), else nothing."""
+    at = node_of(source)
+    return "" if at is None else f" node {at[0]}" + (f" rank {at[1]}" if at[1] is not None else "")
 
 
 def others_waiting(s: RunState, dead: ErrorEntry) -> str | None:
     """On a multi-node run, the same role's nodes whose logs end in no death: they wait on
     the dead one in a collective (`nodes 0, 1, 3 waiting`)."""
-    if not node_of(dead.source):
+    if node_of(dead.source) is None:
         return None
     dying = {i.path for i in s.files.values() if i.fatal is not None and not i.active_after_fatal}
-    waiting = sorted(int(m.group(1)) for i in s.files.values()
-                     if i.kind == "log" and i.role == dead.role and i.path not in dying and (m := NODE_FILE_RE.search(i.path)))
+    waiting = sorted(at[0] for i in s.files.values()
+                     if i.kind == "log" and i.role == dead.role and i.path not in dying and (at := node_of(i.path)) is not None)
     return f"node{'s' if len(waiting) > 1 else ''} {', '.join(map(str, waiting))} waiting" if waiting else None
 
 

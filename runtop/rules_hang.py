@@ -4,10 +4,10 @@ server's event loop lagging (rollouts time out while every process looks alive).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from runtop.findings import Facts, Finding
+from runtop.parsers.node_files import node_of
 from runtop.sources.gpu import GpuSnapshot
 from runtop.units import duration, human_bytes
 
@@ -66,9 +66,6 @@ def env_lag(f: Facts) -> list[Finding]:
     return [Finding("env_lag", "warning", msg, "env server log (Lag:)", subject="env loop")]
 
 
-NODE_FILE = re.compile(r"(?:^|/)node_(\d+)(?:_rank\d+)?\.log$", re.ASCII)
-
-
 def node_silent(f: Facts) -> list[Finding]:
     """One node's log stopped while the same role's other nodes go on writing (a multi-node
     run: a hung or lost node shows only in its own file)."""
@@ -76,9 +73,9 @@ def node_silent(f: Facts) -> list[Finding]:
         return []
     by_role: dict[str, list[tuple[int, float]]] = {}
     for info in f.state.files.values():
-        m = NODE_FILE.search(info.path)
-        if m and info.kind == "log" and info.mtime is not None:
-            by_role.setdefault(info.role, []).append((int(m.group(1)), info.mtime))
+        at = node_of(info.path)
+        if at is not None and info.kind == "log" and info.mtime is not None:
+            by_role.setdefault(info.role, []).append((at[0], info.mtime))
     out = []
     limit = max(f.cfg.stall_min_s, 1.0)
     for role, nodes in sorted(by_role.items()):

@@ -6,16 +6,14 @@ On a multi-node run the node that stopped first is named."""
 
 from __future__ import annotations
 
-import re
-
 from runtop.findings import Facts, Finding
 from runtop.pace import Limit, Pace, PaceView, saving
+from runtop.parsers.node_files import node_of
 from runtop.state import RunState
 from runtop.units import duration
 
 SAVE_DOWN_FACTOR = 3.0
 SAVE_DOWN_S = 3600.0
-NODE_FILE = re.compile(r"(?:^|/)node_(\d+)(?:_rank\d+)?\.log$", re.ASCII)
 
 
 def pace_of(f: Facts) -> PaceView:
@@ -123,9 +121,9 @@ def first_stopped(s: RunState, lim: Limit, scale: float) -> str | None:
     the others wait on in a collective (`node 2 stopped first, 48s before the others`)."""
     by_role: dict[str, list[tuple[float, int]]] = {}
     for info in s.files.values():
-        m = NODE_FILE.search(info.path)
-        if m and info.kind == "log" and info.mtime is not None:
-            by_role.setdefault(info.role, []).append((info.mtime, int(m.group(1))))
+        at = node_of(info.path)
+        if at is not None and info.kind == "log" and info.mtime is not None:
+            by_role.setdefault(info.role, []).append((info.mtime, at[0]))
     gap = max(5.0, 0.25 * (lim.p99 or 0.0))
     for role, nodes in sorted(by_role.items()):
         if len(nodes) < 2:

@@ -9,7 +9,6 @@ recorded on that file's `FileInfo` and the other files go on being read.
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections import Counter
 
@@ -20,6 +19,7 @@ from runtop.log_tail import LogTail, pane_lines
 from runtop.parsers import rollouts
 from runtop.parsers.events import Event, StepMetrics, Unparsed
 from runtop.parsers.metrics_generic import parse_line as parse_generic
+from runtop.parsers.node_files import node_of
 from runtop.parsers.records import Record, RecordAssembler
 from runtop.parsers.skim import skim
 from runtop.parsers.text import collector_of, unwrap
@@ -45,16 +45,13 @@ RESCAN_COST_SHARE = 200
 NEW_FILE_SUFFIXES = (".log", ".jsonl", ".json", ".toml", ".out", ".err", "latest")
 
 
-NODE_RE = re.compile(r"^node_(\d+)(?:_rank(\d+))?\.log$", re.ASCII)
-
-
 def node_tag(tracked: Tracked) -> str:
     """The Logs pane's source tag: the role, and the node a multi-node run's file is
     (`trainer@2`; `trainer@2.1` for node 2's rank 1)."""
-    m = NODE_RE.match(os.path.basename(tracked.path))
-    if m is None:
+    at = node_of(os.path.basename(tracked.path))
+    if at is None:
         return tracked.role
-    return f"{tracked.role}@{m.group(1)}" + (f".{m.group(2)}" if m.group(2) else "")
+    return f"{tracked.role}@{at[0]}" + (f".{at[1]}" if at[1] is not None else "")
 
 
 class _Followed:
