@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from runtop.config import Thresholds
 from runtop.frameworks import get as get_framework
+from runtop.pace import Pace
 from runtop.parsers.events import Kind
 from runtop.rules import RULES, Facts, Finding, seconds_in
 from runtop.rules_stall import waiting_on
@@ -60,6 +61,9 @@ class HealthTracker:
 
     def evaluate(self, facts: Facts) -> Verdict:
         state = facts.state
+        if facts.pace is None:
+            # A one-shot judgement has no engine that watched the run: its pace from its files alone.
+            facts = replace(facts, pace=Pace.once(state, facts.now))
         findings: list[Finding] = []
         for name, rule in RULES:
             try:

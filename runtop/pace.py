@@ -226,8 +226,12 @@ class Pace:
         fills = [w for g in self._growth.values() if (w := g.fill_s()) is not None]
         return min(fills) if fills else None
 
-    def recent(self) -> tuple[float, ...]:
-        return tuple(self._gaps)
+    @staticmethod
+    def once(state: RunState, now: float) -> PaceView:
+        """The pace of a run looked at once (a headless check): from the step times it logged."""
+        pace = Pace()
+        pace.observe(state, now)
+        return pace.view()
 
     def view(self) -> PaceView:
         return PaceView(self._at, self._step, tuple(self._gaps), self._attempt_gaps, tuple(self._saves),

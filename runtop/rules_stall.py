@@ -17,12 +17,8 @@ SAVE_DOWN_S = 3600.0
 
 
 def pace_of(f: Facts) -> PaceView:
-    """The engine's pace; a headless one-shot judgement measures the run from its files alone."""
-    if f.pace is not None:
-        return f.pace
-    once = Pace()
-    once.observe(f.state, f.now)
-    return once.view()
+    """The run's pace: the engine's, or one measured once from the files (`HealthTracker.evaluate`)."""
+    return f.pace if f.pace is not None else Pace.once(f.state, f.now)
 
 
 def stalled(f: Facts) -> list[Finding]:

@@ -8,7 +8,7 @@ steps with a progress bar in the log, block-buffered logs — and injects a faul
 hang with every process alive (its GPUs idle, memory held), the whole run killed, a straggler
 (every step 3× slower), or the scenario's own failure. Files get their simulated modification
 times; processes and GPUs are virtual (`runtop.simulator.virtual`); the engine reads as it
-always does, with the simulated clock. Every verdict change is recorded."""
+always does, with the simulated clock. Every finding is recorded as it begins."""
 
 from __future__ import annotations
 
@@ -48,13 +48,6 @@ class Habits:
 
 
 @dataclass
-class Change:
-    at: float  # simulated seconds since the replay began
-    verdict: str
-    reason: str
-
-
-@dataclass
 class Seen:
     at: float  # simulated seconds since the replay began
     rule: str
@@ -64,17 +57,12 @@ class Seen:
 
 @dataclass
 class Outcome:
-    changes: list[Change] = field(default_factory=list)
     findings: list[Seen] = field(default_factory=list)  # every finding as it began
     fault_at: float | None = None  # simulated second of the fault
     seconds: float = 0.0  # simulated seconds replayed
     steps: int = 0
     step_median: float | None = None
     step_times: list[float] = field(default_factory=list)  # simulated seconds between steps
-
-    def first(self, *verdicts: str) -> Change | None:
-        after = self.fault_at if self.fault_at is not None else 0.0
-        return next((c for c in self.changes if c.verdict in verdicts and c.at >= after), None)
 
     def alarms(self, rules: frozenset[str], down: bool) -> list[Seen]:
         """Findings of `rules` that began (Down ones, or the others): false alarms on a healthy run."""
@@ -307,9 +295,6 @@ class Replay:
         v = engine.verdict
         for f in v.new:
             self.out.findings.append(Seen(self.t, f.rule, f.label, f.message))
-        last = self.out.changes[-1].verdict if self.out.changes else None
-        if v.verdict != last:
-            self.out.changes.append(Change(self.t, v.verdict, v.reasons[0] if v.reasons else ""))
 
     def _wrap_append(self, sim: Any) -> None:
         own = sim._append
