@@ -120,12 +120,14 @@ class Serve:
 
 
 def tui_processes(run_dir: str) -> list[psutil.Process]:
-    out = []
-    for p in psutil.process_iter(["cmdline", "status"]):
+    """The run's TUI sessions. A session's own child between fork and exec (a grep scan, a
+    probe's command) still carries its parent's command line for a moment: it is not a session."""
+    found = {}
+    for p in psutil.process_iter(["cmdline", "status", "ppid"]):
         argv = p.info.get("cmdline") or []
         if "tui" in argv and run_dir in argv and p.info.get("status") != psutil.STATUS_ZOMBIE:
-            out.append(p)
-    return out
+            found[p.pid] = p
+    return [p for p in found.values() if p.info.get("ppid") not in found]
 
 
 def nothing_left(run_dir: str, within: float) -> list[psutil.Process]:
