@@ -7,8 +7,8 @@ so a key never waits on the disk.
 
 A state is cut into slices (`Slice`), each a fixed set of `RunState` fields. A slice is
 copied only when it changed, and an unchanged slice is the previous view's own object
-(a run of 100k steps is not copied at every poll: step rows are shared, and only the
-rows written since the last view are copied). Each slice carries a version that moves
+(a run of 100k steps is not copied at every poll: the step history's column blocks are
+shared, and the engine copies only a block it writes to after a view was taken). Each slice carries a version that moves
 exactly when its content does; a pane declares the slices it reads and repaints when
 one of their versions moves (or its size does), with no signature of its own.
 """
@@ -34,7 +34,7 @@ STATE_SLICES: dict[Slice, tuple[str, ...]] = {
         "extra_logs", "finished", "processes", "process_denied", "slurm", "ray", "disk", "backfill_error", "first_time", "_plugin_new", "_plugin_reducers",
     ),
     Slice.FILES: ("files",),
-    Slice.STEPS: ("steps", "_step_keys", "_dirty_steps", "_track_rows", "_shared_dicts", "lost_steps", "steps_version", "trainer_step", "rollout_step", "last_step_time"),
+    Slice.STEPS: ("steps", "_dirty_steps", "_track_rows", "lost_steps", "steps_version", "trainer_step", "rollout_step", "last_step_time"),
     Slice.ROLLOUTS: (
         "batch", "waiting", "rollouts", "env", "slow_calls", "context_overflows", "plugin", "batch_rollouts",
         "rollouts_since_step", "sample_filter",
@@ -117,32 +117,15 @@ class Publisher:
         self._versions[part] += 1
 
     def _steps(self, state: RunState) -> None:
-        """Step rows: the previous copy's dict, with the rows written since then copied anew."""
-        prev = self._parts.get(Slice.STEPS)
-        if state is not self._source:
-            prev = None  # another state (the backfilled history took over): nothing to share
-            self._source = state
-        if prev is not None and self._marks.get(Slice.STEPS) == state.steps_version and not state._dirty_steps:
+        """Step rows: a frozen copy of the history's columns, sharing every block (the history
+        copies a block before it next writes to it: `runtop.state_columns`)."""
+        if state is self._source and Slice.STEPS in self._parts and self._marks.get(Slice.STEPS) == state.steps_version:
             return
-        if prev is None:
-            state._track_rows = True  # from now on every written row is marked for the next view
-            rows = {k: row_copy(r) for k, r in state.steps.items()}
-        else:
-            # A dict copy is C speed; the rows written (or dropped) since are the only ones touched.
-            rows = dict(prev["steps"])
-            for k in state._dirty_steps:
-                row = state.steps.get(k)
-                if row is None:
-                    rows.pop(k, None)
-                else:
-                    rows[k] = row_copy(row)
-        state._dirty_steps.clear()
+        self._source = state  # another state (the backfilled history took over) is frozen whole, as any
         self._take(Slice.STEPS, {
-            "steps": rows,
-            "_step_keys": list(state._step_keys),
+            "steps": state.steps.frozen(),
             "_dirty_steps": set(),
             "_track_rows": False,
-            "_shared_dicts": {},  # the view writes no rows
             "lost_steps": copy.copy(state.lost_steps),  # a lost row is never written again
             "steps_version": state.steps_version,
             "trainer_step": state.trainer_step,

@@ -40,6 +40,7 @@ from runtop.parsers.events import (
     Waiting,
 )
 from runtop.parsers.hygiene import shown
+from runtop.state_columns import StepHistory
 from runtop.state_errors import ErrorReducers
 from runtop.state_meta import MetaReducers
 from runtop.state_parts import (
@@ -77,14 +78,12 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
     endpoints: dict[str, int] = field(default_factory=dict)  # role → the local port it serves /metrics on (its config)
     keep_last: int | None = None
     attempts: list[Attempt] = field(default_factory=lambda: [Attempt(1, "first launch")])
-    steps: dict[int, StepRow] = field(default_factory=dict)
-    # `steps`' keys in order, kept as rows come and go: the TUI asks on every refresh, and a
-    # 100k-step run must not be re-sorted a dozen times a second on the UI loop.
-    _step_keys: list[int] = field(default_factory=list, repr=False)
-    # Rows written (or dropped) since the engine last published a view (`runtop.publish`):
-    # only these are copied again, so a 100k-step run is not copied at every poll.
+    # The step rows, in columns (`runtop.state_columns`): read as a mapping of step → `StepRow`.
+    steps: StepHistory = field(default_factory=StepHistory)
+    # Rows written (or dropped) since the history behind a live tail last handed its rows over
+    # (`runtop.live`); marked only while `_track_rows` (a headless read keeps no marks).
     _dirty_steps: set[int] = field(default_factory=set, repr=False)
-    _track_rows: bool = field(default=False, repr=False)  # set by the publisher: a headless read keeps no marks
+    _track_rows: bool = field(default=False, repr=False)
     lost_steps: deque[StepRow] = field(default_factory=lambda: deque(maxlen=MAX_LOST_STEPS))
     # Bumped whenever any step row changes, whichever row: a pane that shows steps repaints
     # on it (with the orchestrator a step ahead, the trainer's numbers land in the
@@ -135,7 +134,6 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
     rollouts_since_step: deque[tuple[str | None, str | None, str, str]] = field(default_factory=lambda: deque(maxlen=MAX_RECENT_ROLLOUTS))
     sample_filter: SampleFilter | None = None
     _saving: dict[str, int] = field(default_factory=dict, repr=False)  # role → checkpoint step being saved
-    _shared_dicts: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = field(default_factory=dict, repr=False)  # pooled origin/extra dicts
 
     # ---- attempts -------------------------------------------------------
     @property
@@ -151,7 +149,7 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
         cur = self.attempts[-1]
         if number is not None and number <= cur.number:
             return False
-        has_steps = any(r.attempt == cur.number for r in self.steps.values())
+        has_steps = self.steps.any_of_attempt(cur.number)
         if number is None and not has_steps:
             return False
         self.attempts.append(Attempt(number or cur.number + 1, reason))

@@ -1,6 +1,7 @@
 """The reducers of the step rows: one row per step, each side's numbers in it, which source
 wins, the rows an earlier attempt lost, and what is derived from them (the step now, the
-median step time, the ETA). `RunState` split by concern.
+median step time, the ETA). `RunState` split by concern; the rows themselves are kept in
+columns (`runtop.state_columns`).
 """
 
 from __future__ import annotations
@@ -9,14 +10,13 @@ import bisect
 import statistics
 import sys
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from runtop.parsers.events import TRAINER, Resumed, StepMetrics
-from runtop.state_parts import ORIGIN_RANK, UNWRITTEN, Attempt, StepRow
-
-# Distinct origin and extra dicts pooled (a run has a handful; past this each row keeps its own).
-MAX_SHARED_DICTS = 256
-
+from runtop.parsers.step_batches import StepColumns, events_of_columns
+from runtop.state_columns import PHASES, ROLLOUT, Block, StepHistory, set_value, value_at
+from runtop.state_columns import TRAINER as TRAINER_SIDE
+from runtop.state_parts import ORIGIN_RANK, Attempt, StepRow
 
 _KEYS: dict[tuple[str, str], str] = {}
 
@@ -36,8 +36,7 @@ class StepReducers:
 
     if TYPE_CHECKING:
         attempts: list[Attempt]
-        steps: dict[int, StepRow]
-        _step_keys: list[int]
+        steps: StepHistory
         _dirty_steps: set[int]
         _track_rows: bool
         lost_steps: deque[StepRow]
@@ -47,7 +46,6 @@ class StepReducers:
         last_step_time: str | None
         max_steps: int | None
         _saving: dict[str, int]
-        _shared_dicts: dict[tuple[tuple[str, Any], ...], dict[str, Any]]
         waiting: dict[str, str]
         rollouts_since_step: deque[tuple[str | None, str | None, str, str]]
 
@@ -56,64 +54,27 @@ class StepReducers:
 
         def _activity(self, source: str) -> None: ...
 
-    def _fresh_origin(self, ev: StepMetrics) -> dict[str, str]:
-        """The pooled origin dict of a row whose only numbers are `ev`'s."""
-        return self._pooled({_key(ev.role, name): ev.origin for name in ev.values})
-
-    def _pooled(self, mapping: dict[str, Any]) -> dict[str, Any]:
-        """One shared dict per content (almost every row of a run has the same sources, and
-        often the same extras): a row's own were 350 bytes each of a week-long run's 200k rows.
-        Shared dicts are never written in place: the writer copies first."""
-        pool = self._shared_dicts
-        if 0.0 in mapping.values():
-            return mapping  # 0.0 == -0.0: a row's -0.0 must not read 0.0 from another's dict
-        key = tuple(mapping.items())
-        shared = pool.get(key)
-        if shared is not None:
-            return shared
-        if len(pool) < MAX_SHARED_DICTS:
-            pool[key] = mapping
-        return mapping
-
     def _supersede_after(self, step: int) -> None:
-        for s in [k for k in self._step_keys if k > step]:
-            row = self.steps[s]
-            if row.attempt < self.attempt:
-                row.superseded = True
-                self.lost_steps.append(self.steps.pop(s))
-                self._step_keys.remove(s)
+        keys = self.steps.keys_list()
+        for s in keys[bisect.bisect_right(keys, step):]:
+            attempt = self.steps.attempt_of(s)
+            if attempt is not None and attempt < self.attempt:
+                row = self.steps.remove(s)
+                if row is not None:
+                    row.superseded = True
+                    self.lost_steps.append(row)
                 if self._track_rows:
                     self._dirty_steps.add(s)
                 self.steps_version += 1
-
-    def _row(self, step: int) -> StepRow:
-        """The row of `step`, to be written (so it is marked for the next published view)."""
-        if self._track_rows:
-            self._dirty_steps.add(step)
-        row = self.steps.get(step)
-        if row is not None and row.attempt < self.attempt:
-            # A step of an earlier attempt that this attempt redoes: keep the old one visible as lost.
-            row.superseded = True
-            self.lost_steps.append(row)
-            row = None
-        if row is None:
-            row = StepRow(step, self.attempt)
-            if step not in self.steps:
-                bisect.insort(self._step_keys, step)
-            self.steps[step] = row
-        return row
 
     def merge_history(self, rows: list[StepRow]) -> bool:
         """Rows of the run's history read by the backfill while the live tail shows the present:
         placed where their steps go; True when any was new."""
         if not rows:
             return False
-        for row in rows:
-            if row.step not in self.steps:
-                bisect.insort(self._step_keys, row.step)
-            self.steps[row.step] = row
-            if self._track_rows:
-                self._dirty_steps.add(row.step)
+        self.steps.place(rows)
+        if self._track_rows:
+            self._dirty_steps.update(row.step for row in rows)
         self.steps_version += 1
         return True
 
@@ -127,63 +88,146 @@ class StepReducers:
     def _on_step(self, ev: StepMetrics, source: str) -> None:
         self._activity(source)
         self.steps_version += 1
-        row = self._row(ev.step)
+        h = self.steps
+        attempt = self.attempt
+        blk, i, new = h.slot(ev.step, attempt)
+        if self._track_rows:
+            self._dirty_steps.add(ev.step)
+        if not new and blk.attempts[i] < attempt:
+            # A step of an earlier attempt that this attempt redoes: keep the old one visible as lost.
+            old = h.row_at(blk, i)
+            old.superseded = True
+            self.lost_steps.append(old)
+            h.restart_row(blk, i, attempt)
         if ev.values:
-            target = row.trainer if ev.role == TRAINER else row.rollout
-            if target is UNWRITTEN:
-                target = {}
-                if ev.role == TRAINER:
-                    row.trainer = target
-                else:
-                    row.rollout = target
-            if not target and row.origin is UNWRITTEN:
+            side = blk.sides[TRAINER_SIDE if ev.role == TRAINER else ROLLOUT]
+            oid = blk.origins[i]
+            if oid < 0:
                 # A step's first numbers (most of a backfill): nothing to rank them against.
-                target.update(ev.values)
-                row.origin = self._fresh_origin(ev)
+                for name, value in ev.values.items():
+                    col = side.get(name)
+                    if col is None:
+                        col = side[name] = h.new_column()
+                    set_value(col, i, value)
+                blk.origins[i] = h.origin_id({_key(ev.role, name): ev.origin for name in ev.values})
             else:
-                origin = dict(row.origin)
+                origin = dict(h.origin_dicts[oid])
                 for name, value in ev.values.items():
                     key = _key(ev.role, name)
-                    old = origin.get(key)
-                    if old is not None and ORIGIN_RANK.get(ev.origin, 2) < ORIGIN_RANK.get(old, 2):
+                    old_origin = origin.get(key)
+                    if old_origin is not None and ORIGIN_RANK.get(ev.origin, 2) < ORIGIN_RANK.get(old_origin, 2):
                         continue
-                    target[name] = value
+                    col = side.get(name)
+                    if col is None:
+                        col = side[name] = h.new_column()
+                    set_value(col, i, value)
                     origin[key] = ev.origin
-                row.origin = self._pooled(origin)
+                blk.origins[i] = h.origin_id(origin)
         if ev.phases_s:
-            phases = dict(row.phases_s)
+            phases = blk.sides[PHASES]
             for name, value in ev.phases_s.items():
-                if ev.origin == "dump" and name in phases:
+                col = phases.get(name)
+                if ev.origin == "dump" and value_at(col, i) is not None:
                     continue
-                phases[name] = value
-            row.phases_s = phases
+                if col is None:
+                    col = phases[name] = h.new_column()
+                set_value(col, i, value)
         if ev.extra:
-            row.extra = self._pooled({**row.extra, **ev.extra})
-        if ev.time and ev.values and ev.step >= (self.current_step() or 0):
-            self.last_step_time = ev.time
-        saving = self._saving.get(ev.role)
-        if saving is not None and ev.step > saving and ev.values:
-            del self._saving[ev.role]  # the save is behind it: a step came after
-        if ev.role == TRAINER:
-            self.trainer_step = max(self.trainer_step or 0, ev.step)
+            for name, value in ev.extra.items():
+                h.put_extra(blk, i, name, value)
+        self._after_step(ev.role, ev.step, ev.time if ev.values else None, bool(ev.values))
+
+    def fold_steps(self, cols: StepColumns, source: str) -> None:
+        """A batch of one role's steps (`parsers.step_batches`), as its `StepMetrics` one by one
+        would fold: new rows after the last are appended column by column, and the last rows
+        (the other side's event of the same lines) written column by column where no number of
+        this role is there to rank against; any other batch goes through `_on_step`, a step at
+        a time."""
+        steps = cols.steps
+        if not steps:
+            return
+        h = self.steps
+        where = None
+        if not h.room_for_extras(cols.extra) or (not h.appends(steps) and (where := self._fillable(cols)) is None):
+            for ev in events_of_columns(cols):
+                self._on_step(ev, source)
+            return
+        self._activity(source)
+        self.steps_version += len(steps)
+        if self._track_rows:
+            self._dirty_steps.update(steps)
+        side = TRAINER_SIDE if cols.role == TRAINER else ROLLOUT
+        if where is not None:
+            h.fill(where[0], side, cols.values, cols.phases, cols.extra, where[1])
         else:
-            self.rollout_step = max(self.rollout_step or 0, ev.step)
-            if ev.values:
+            oid = -1
+            if cols.values:
+                shape = (cols.role, cols.origin, *cols.values)
+                oid = h.shapes.get(shape, -1)
+                if oid < 0:
+                    oid = h.shapes[shape] = h.origin_id({_key(cols.role, name): cols.origin for name in cols.values})
+            h.append_rows(steps, self.attempt, side, cols.values, cols.phases, cols.extra, oid)
+        values = bool(cols.values)
+        time = None
+        if values:
+            floor = self.current_step() or 0  # steps rise through the batch: each one is the furthest so far
+            for step, t in zip(reversed(steps), reversed(cols.times)):
+                if step < floor:
+                    break
+                if t:
+                    time = t
+                    break
+        self._after_step(cols.role, steps[-1], time, values)
+
+    def _fillable(self, cols: StepColumns) -> tuple[list[tuple[Block, int, int]], dict[int, int]] | None:
+        """The rows of `cols`' steps, when they are the last rows, of this attempt, and hold no
+        number of this role (nothing to rank), with each origin id they have mapped to the one
+        it becomes; else None."""
+        if cols.origin == "dump" or not all(a < b for a, b in zip(cols.steps, cols.steps[1:])):
+            return None
+        where = self.steps.tail(cols.steps, self.attempt)
+        if where is None:
+            return None
+        keys = {_key(cols.role, name): cols.origin for name in cols.values}
+        origins: dict[int, int] = {}
+        if keys:
+            h = self.steps
+            for blk, start, take in where:
+                for oid in set(blk.origins[start : start + take]):
+                    if oid in origins:
+                        continue
+                    old = h.origin_dicts[oid] if oid >= 0 else {}
+                    if any(k in old for k in keys):
+                        return None
+                    origins[oid] = h.origin_id({**old, **keys})
+        return where, origins
+
+    def _after_step(self, role: str, step: int, time: str | None, values: bool) -> None:
+        """What a step's numbers move beside its row: the step now, its clock, a save behind it."""
+        if time and step >= (self.current_step() or 0):
+            self.last_step_time = time
+        saving = self._saving.get(role)
+        if saving is not None and step > saving and values:
+            del self._saving[role]  # the save is behind it: a step came after
+        if role == TRAINER:
+            self.trainer_step = max(self.trainer_step or 0, step)
+        else:
+            self.rollout_step = max(self.rollout_step or 0, step)
+            if values:
                 self.rollouts_since_step.clear()  # the batch moved
-                self.waiting.pop(ev.role, None)  # the rollout side is not waiting any more
+                self.waiting.pop(role, None)  # the rollout side is not waiting any more
 
     # ---- derived --------------------------------------------------------
     def step_keys(self) -> list[int]:
         """Step numbers in order (do not mutate)."""
-        return self._step_keys
+        return self.steps.keys_list()
 
     def rows(self, last: int | None = None) -> list[StepRow]:
         """The step rows in order; the newest `last` of them when given."""
-        keys = self._step_keys if last is None else self._step_keys[-last:]
-        return [self.steps[k] for k in keys]
+        return self.steps.rows(last)
 
     def last_row(self) -> StepRow | None:
-        return self.steps[self._step_keys[-1]] if self._step_keys else None
+        return self.steps.last()
 
     def current_step(self) -> int | None:
         """The furthest step any role reached (whether the run has stepped at all); faces say `step`."""
@@ -207,7 +251,7 @@ class StepReducers:
         return f"step {step if step is not None else '-'}{of}"
 
     def median_step_time(self, window: int = 20) -> float | None:
-        rows = [self.steps[s] for s in self.step_keys()[-window:]]
+        rows = self.steps.rows(window)
         times = [v for r in rows if (v := r.trainer.get("step_time_s")) is not None and v > 0]
         if not times:  # no trainer numbers yet (orchestrator log alone): its clock is the next best
             times = [v for r in rows if (v := r.rollout.get("step_time_s")) is not None and v > 0]

@@ -1,9 +1,11 @@
 """The fast backfill reads the same runs as the careful one: with the cheap first
 passes switched back to their exhaustive forms (the two-pass skim, a literal_eval of every
-logged dict), every corpus case and every simulator scenario gives the same state, field by
-field, as the fast path — and as the fast path with every log read through each backend of the
-scan stage (Hyperscan, GNU grep's children, Python's own scan: used on their own only for long
-stretches), each with the plug-in's keep rule: what a keep rule leaves out changes nothing."""
+logged dict) and every step line read record by record, every corpus case and every simulator
+scenario gives the same state, field by field, as the fast path (step lines in batches, history
+in columns) — and as the fast path with every log read through each backend of the scan stage
+(Hyperscan, GNU grep's children, Python's own scan: used on their own only for long stretches),
+each with the plug-in's keep rule: what a keep rule leaves out, and what a batch reads, changes
+nothing."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import runtop.sources.scan as scan
 from runtop.config import Thresholds
 from runtop.discovery import discover
 from runtop.frameworks import REGISTRY
+from runtop.frameworks.generic import under
 from runtop.health import Facts, judge
 from runtop.report_json import to_json
 from runtop.snapshot import read_all
@@ -45,6 +48,10 @@ def state_of(path: str) -> dict:
     return doc
 
 
+def record_by_record(records, parse, batch, role):
+    return under.read_records(records, parse, None, role)
+
+
 def both_ways(path: str, monkeypatch) -> tuple[dict, dict]:
     with monkeypatch.context() as m:
         m.setattr(bulk_grep, "BULK_MIN", 1 << 62)  # Python reads every byte
@@ -59,6 +66,7 @@ def both_ways(path: str, monkeypatch) -> tuple[dict, dict]:
         m.setattr(bulk_grep, "BULK_MIN", 1 << 62)
         m.setattr(run_reader, "skim", reference)  # the two-pass skim: every line looked at
         m.setattr(skyrl_numbers, "NUMERIC_VALUE_RE", re.compile(r""))  # every logged dict parsed
+        m.setattr(run_reader, "read_records", record_by_record)  # no step line read in a batch
         careful = state_of(path)
     return fast, careful
 

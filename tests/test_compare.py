@@ -135,10 +135,8 @@ def test_a_long_run_is_thinned_to_a_bounded_series_that_keeps_its_newest_step(tm
     state = read_run(run, processes=False)
     rows = state.rows()
     # Stretch the run's three rows into ten thousand steps (what a week-long run holds).
-    for k in range(4, 10_000):
-        row = rows[k % 3]
-        state.steps[k] = type(row)(k, row.attempt, trainer=dict(row.trainer), rollout=dict(row.rollout))
-        state._step_keys.append(k)
+    state.merge_history([type(row)(k, row.attempt, trainer=dict(row.trainer), rollout=dict(row.rollout))
+                         for k in range(4, 10_000) for row in [rows[k % 3]]])
     s = series_of(state, "long", run)
     assert len(s.points["reward"]) <= MAX_POINTS + 1 and s.points["reward"][-1][0] == 9_999
     assert s.latest["reward"] == rows[9_999 % 3].rollout["reward"]

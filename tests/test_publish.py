@@ -102,9 +102,9 @@ def test_what_did_not_change_is_shared_not_copied(tmp_path):
         _read_all(eng)
         new = eng.view()
         first = old.state.step_keys()[0]
-        assert new.state.steps[first] is old.state.steps[first]
+        assert new.state.steps[first] == old.state.steps[first]
         newest = new.state.step_keys()[-1]
-        assert newest not in old.state.steps and new.state.steps[newest] is not eng.state.steps[newest]
+        assert newest not in old.state.steps
         # No checkpoint was written between the two views: the slice is the same object.
         if new.versions[Slice.CHECKPOINTS] == old.versions[Slice.CHECKPOINTS]:
             assert new.state.checkpoints is old.state.checkpoints
@@ -113,6 +113,28 @@ def test_what_did_not_change_is_shared_not_copied(tmp_path):
         assert again.versions[Slice.STEPS] == new.versions[Slice.STEPS] and again.state.steps is new.state.steps
     finally:
         eng.close()
+
+
+def test_a_view_shares_the_history_s_blocks_and_the_engine_copies_only_the_one_it_writes():
+    """A 100k-step run is not copied at every view: a frozen history holds the same column
+    blocks; the next write copies the one block it lands in, and the older view never sees it."""
+    from runtop.parsers.events import ORCHESTRATOR, StepMetrics
+    from runtop.publish import Publisher
+    from runtop.state import RunState
+
+    s, pub = RunState(), Publisher()
+    for k in range(1, 3001):
+        s.apply(StepMetrics(ORCHESTRATOR, k, {"reward": k / 1000}), "o")
+    old = pub.freeze(s)
+    s.apply(StepMetrics(ORCHESTRATOR, 3001, {"reward": 9.0}), "o")
+    s.apply(StepMetrics(ORCHESTRATOR, 5, {"seq_len": 800.0}), "o")
+    new = pub.freeze(s)
+    old_blocks, new_blocks = old.steps.blocks(), new.steps.blocks()
+    assert len(new_blocks) == len(old_blocks) == 3
+    assert new_blocks[1] is old_blocks[1]  # nobody wrote there
+    assert new_blocks[0] is not old_blocks[0] and new_blocks[2] is not old_blocks[2]
+    assert 3001 not in old.steps and old.steps[5].rollout == {"reward": 0.005}
+    assert new.steps[3001].value("reward") == 9.0 and new.steps[5].rollout == {"reward": 0.005, "seq_len": 800.0}
 
 
 async def test_the_screen_repaints_while_the_engine_holds_its_lock(simulated):

@@ -121,13 +121,14 @@ def test_a_save_stays_open_until_a_step_comes_after_it():
     assert s._saving == {} and s.last_save == {TRAINER: 4}
 
 
-def test_every_written_row_is_marked_for_the_next_published_view_and_only_then():
+def test_a_published_view_never_sees_a_later_write_and_a_headless_read_keeps_no_marks():
     from runtop.publish import Publisher
 
     s = _state()
     s.apply(StepMetrics(TRAINER, 1, {"loss": 0.1}), "t")
-    assert s._dirty_steps == set()  # nobody publishes views of it (a headless read): no marks
-    Publisher().freeze(s)
+    frozen = Publisher().freeze(s)
     s.apply(StepMetrics(TRAINER, 2, {"loss": 0.1}), "t")
     s.apply(StepMetrics(TRAINER, 1, {"loss": 0.2}), "t")
-    assert s._dirty_steps == {1, 2}
+    assert frozen.steps[1].value("loss") == 0.1 and 2 not in frozen.steps and frozen.step_keys() == [1]
+    assert s.steps[1].value("loss") == 0.2 and s.step_keys() == [1, 2]
+    assert s._dirty_steps == set()  # nobody collects rows of it (a headless read): no marks

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from runtop.parsers.events import Event
     from runtop.parsers.records import HeaderFn, Record
     from runtop.parsers.skim import BulkNoise
+    from runtop.parsers.step_batches import StepBatch
     from runtop.state import RunState
     from runtop.state_parts import Checkpoint
 
@@ -120,6 +121,12 @@ class Framework:
 
     def split_lines(self, lines: list[str]) -> list[str]:
         return lines
+
+    def step_batch(self, tracked: Tracked, parse: Parse) -> StepBatch | None:
+        """A reader of this log's step lines in batches, beside `parse` (this log's own parser,
+        whose clock it may share): docs/reading.md, "Step lines in batches". None: every record
+        is read by `parse`."""
+        return None
 
     def bulk_noise(self, tracked: Tracked) -> BulkNoise | None:
         """What a grep child may drop from a long stretch of this log before the Python filter;

@@ -10,7 +10,7 @@ from __future__ import annotations
 import glob
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtop.discovery import (
     RunLayout,
@@ -19,13 +19,16 @@ from runtop.discovery import (
     _isfile,
     _step_of,
 )
-from runtop.frameworks.base import Framework, drop_flags
+from runtop.frameworks.base import Framework, Parse, drop_flags
 from runtop.frameworks.evidence import sign
 from runtop.parsers.events import Event
 from runtop.parsers.skim import PROGRESS_NOISE, VLLM_NOISE, BulkNoise
 from runtop.sources.regular import exists_as_other, open_text
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
+
+if TYPE_CHECKING:
+    from runtop.parsers.step_batches import StepBatch
 
 _ATTEMPT_RE = re.compile(r"attempt_(\d{1,12})\Z", re.ASCII)
 ROLE_OF_LOG = {"orchestrator.log": "orchestrator", "trainer.log": "trainer", "inference.log": "inference"}
@@ -339,6 +342,14 @@ class PrimeRL(Framework):
         # Keep what only the first look could know (which of several runs was picked).
         fresh.notes = [n for n in layout.notes if " runs in " in n] + fresh.notes
         return fresh
+
+    def step_batch(self, tracked: Tracked, parse: Parse) -> StepBatch | None:
+        # The orchestrator's and the trainer's step lines (an env server or vLLM writes none).
+        if tracked.kind != "log" or tracked.role not in ("orchestrator", "trainer"):
+            return None
+        from runtop.parsers.primerl_steps import PrimeSteps
+
+        return PrimeSteps(tracked.role)
 
     def bulk_noise(self, tracked: Tracked) -> BulkNoise | None:
         # The orchestrator's noise is its `Train batch` progress, the inference log's vLLM's stat

@@ -14,7 +14,7 @@ from collections import Counter
 
 from runtop.discovery import CUSTOM, RunLayout, Tracked, rescan, resolve
 from runtop.frameworks import Framework, get
-from runtop.frameworks.generic.under import reading
+from runtop.frameworks.generic.under import read_records, reading
 from runtop.log_tail import LogTail, pane_lines
 from runtop.parsers import rollouts
 from runtop.parsers.events import Event, StepMetrics, Unparsed
@@ -22,6 +22,7 @@ from runtop.parsers.metrics_generic import parse_line as parse_generic
 from runtop.parsers.node_files import node_of
 from runtop.parsers.records import Record, RecordAssembler
 from runtop.parsers.skim import skim
+from runtop.parsers.step_batches import StepColumns
 from runtop.parsers.text import collector_of, unwrap
 from runtop.sources.run_configs import ConfigReader
 from runtop.sources.tailer import FileTailer
@@ -55,18 +56,16 @@ def node_tag(tracked: Tracked) -> str:
 
 
 class _Followed:
-    __slots__ = ("tracked", "framework", "tailer", "assembler", "parse", "last_metric_step", "last_time", "approximate", "collector",
-                 "changed_at")
+    __slots__ = ("tracked", "framework", "tailer", "assembler", "parse", "batch", "last_metric_step", "last_time", "approximate",
+                 "collector", "changed_at")
 
     def __init__(self, tracked: Tracked, framework: Framework) -> None:
         self.tracked = tracked
         self.framework = framework
         is_log = tracked.kind == "log"
-        self.tailer = FileTailer(
-            tracked.path, max_line=MAX_LINE[tracked.kind], clean=is_log, prefilter=skim if is_log else None,
-            # A long stretch has its noise dropped by a grep child before `skim`.
-            bulk=framework.bulk_noise(tracked) if is_log else None,
-        )
+        # A long stretch has its noise dropped by the scan stage before `skim`.
+        self.tailer = FileTailer(tracked.path, max_line=MAX_LINE[tracked.kind], clean=is_log, prefilter=skim if is_log else None,
+                                 bulk=framework.bulk_noise(tracked) if is_log else None)
         self.last_metric_step: dict[str, int] = {}
         self.last_time: str | None = None
         self.approximate = False  # the last read skipped noise lines: its line numbers are near, not exact
@@ -76,7 +75,7 @@ class _Followed:
     def reset(self, batch_rollouts: int | None = None) -> None:
         """Forget the record and step context (the file started over): the framework's
         record header and a fresh parser."""
-        head, self.parse = reading(self.framework, self.tracked, batch_rollouts)
+        head, self.parse, self.batch = reading(self.framework, self.tracked, batch_rollouts)
         self.assembler = RecordAssembler(head)
         self.collector: str | None = ""  # "" not decided yet; None: no wrapper
         self.last_metric_step.clear()
@@ -254,8 +253,7 @@ class RunReader:
         return [self._followed[p] for p in added]
 
     def close(self) -> None:
-        """Let go of what outlives a read: a bulk read's grep children."""
-        for f in self._followed.values():
+        for f in self._followed.values():  # a bulk read's grep children outlive a read
             f.tailer.close()
 
     def done(self) -> bool:
@@ -364,9 +362,12 @@ class RunReader:
     def _fold_records(self, f: _Followed, records: list[Record]) -> None:
         if not records:
             return
-        for ev in f.parse(records, f.tracked.role):
-            self._apply(f, ev)
         path = f.tracked.path
+        for ev in read_records(records, f.parse, f.batch, f.tracked.role):
+            if isinstance(ev, StepColumns):
+                self.state.fold_steps(ev, path)  # a batch of step lines (docs/reading.md, "Step lines in batches")
+            else:
+                self._apply(f, ev)
         if self.state.first_time is None and f.tailer.start_offset == 0:
             self.state.first_time = next((r.time for r in records if r.time), None)
         f.last_time = pane_lines(

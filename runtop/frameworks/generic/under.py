@@ -17,8 +17,9 @@ from runtop.discovery import JOB, Tracked
 from runtop.frameworks.base import Framework, Parse
 from runtop.parsers import ends
 from runtop.parsers.crashes import error_notice, has_traceback
-from runtop.parsers.events import INFERENCE, Event, Notice, RoleFinished
+from runtop.parsers.events import INFERENCE, BatchProgress, Event, MaxSteps, Notice, Phase, RoleFinished, VllmStats
 from runtop.parsers.records import HeaderFn, Record
+from runtop.parsers.step_batches import StepBatch, StepColumns
 
 # Words of a way to die worth a second look in a record's message. NCCL's INFO chatter and
 # vLLM's stat lines (`Engine 000: Avg …`) are left to the batch.
@@ -86,6 +87,57 @@ class Under:
         return out
 
 
+# Events that touch nothing a step's numbers touch (the run's total, vLLM's stats, the batch's
+# progress, a timer's phase): a step line's batch may be folded past them.
+COMMUTES = (MaxSteps, VllmStats, BatchProgress, Phase)
+
+
+def read_records(records: list[Record], parse: Parse, batch: StepBatch | None, role: str) -> list[Event | StepColumns]:
+    """`records` as events, in order; the step records `batch` claims (and the generic reader
+    would not look at) read in one batch (docs/reading.md, "Step lines in batches"): their steps
+    as columns, cut where a record between them says something a step could change (an error, a
+    save, a wait), and the records the batch gives back read by `parse`, each in its place.
+    Each claimed record's time is stamped as the reader reaches it (a parser's clock)."""
+    if batch is None:
+        return list(parse(records, role))
+    looks = isinstance(parse, Under)
+    claimed = [i for i, rec in enumerate(records) if batch.claims(rec) and not (looks and worth_a_look(rec))]
+    if not claimed:
+        return list(parse(records, role))
+    out: list[Event | StepColumns] = []
+    done = k = 0  # records before `done` are read; `k` claimed records are
+    for item in batch.read([records[i] for i in claimed]):
+        if isinstance(item, Record):
+            i = claimed[k]
+            out.extend(parse(records[done:i], role))
+            out.extend(parse([item], role))
+            done, k = i + 1, k + 1
+            continue
+        first = 0  # where the part of the run not yet given starts
+        times: list[str | None] = []
+        held: list[Event] = []  # what stood between the part's lines: it commutes, so it goes first
+        for a in range(item.n):
+            i = claimed[k + a]
+            if done < i:
+                between = parse(records[done:i], role)
+                if a == first:
+                    out.extend(between)
+                elif all(isinstance(e, COMMUTES) for e in between):
+                    held.extend(between)
+                else:
+                    out.extend(held)
+                    out.extend(item.part(first, a).stamped(times))
+                    out.extend(between)
+                    held, times, first = [], [], a
+            times.extend(batch.stamp([records[i]]))
+            done = i + 1
+        out.extend(held)
+        out.extend((item if first == 0 else item.part(first, item.n)).stamped(times))
+        k += item.n
+    out.extend(parse(records[done:], role))
+    return out
+
+
 def beneath(rec: Record, role: str, said: list[Event]) -> list[Event]:
     """What the generic reader adds to what a plug-in `said` of `rec`."""
     out: list[Event] = []
@@ -122,22 +174,22 @@ def _death(rec: Record, role: str) -> Notice | None:
     return None
 
 
-def reading(fw: Framework, tracked: Tracked, batch_rollouts: int | None) -> tuple[HeaderFn | None, Parse]:
+def reading(fw: Framework, tracked: Tracked, batch_rollouts: int | None) -> tuple[HeaderFn | None, Parse, StepBatch | None]:
     """How one followed log is read: a SLURM job's output by the generic reader for its deaths
     and end; the generic plug-in's logs by itself; any other plug-in's with the generic reader
-    under it."""
+    under it, and its step lines in batches where the plug-in reads them so."""
     from runtop.frameworks.generic import GENERIC
     from runtop.frameworks.generic.parse import GenericParser, header
 
     if tracked.role == JOB:
-        return header, GenericParser(progress=False, tracebacks_fatal=False).parse
+        return header, GenericParser(progress=False, tracebacks_fatal=False).parse, None
     if tracked.role == INFERENCE and not fw.reads_inference_logs:
         # A vLLM server's log beside the run (`trl vllm-serve`): vLLM's own reading, where one
         # failed request's traceback is no death and the engine's is.
         from runtop.parsers.logs import parse_records
 
-        return None, Under(parse_records)
+        return None, Under(parse_records), None
     parse = fw.parser(tracked, batch_rollouts)
     if fw is GENERIC or tracked.kind != "log":
-        return fw.header(tracked), parse
-    return fw.header(tracked), Under(parse)
+        return fw.header(tracked), parse, None
+    return fw.header(tracked), Under(parse), fw.step_batch(tracked, parse)

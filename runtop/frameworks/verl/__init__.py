@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 from runtop.discovery import RunLayout, Tracked, resolve
+from runtop.frameworks.base import Parse
 from runtop.frameworks.driver_log import DriverLogFramework
 from runtop.frameworks.evidence import sign
 from runtop.parsers.events import Event
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
+
+if TYPE_CHECKING:
+    from runtop.parsers.step_batches import StepBatch
 
 # What a verl driver log carries (forks and recipes included: verl-agent, DAPO): its module
 # paths, its Ray driver and workers under their old and new names, its step line whatever key
@@ -61,6 +66,13 @@ class Verl(DriverLogFramework):
     name = "verl"
     evidence = EVIDENCE
     package = __name__  # its parse (header, Parser) and sim (SCENARIOS, Simulator) modules
+
+    def step_batch(self, tracked: Tracked, parse: Parse) -> StepBatch | None:
+        from runtop.frameworks.verl.parse import VerlParser
+        from runtop.frameworks.verl.steps import VerlSteps
+
+        parser = getattr(parse, "__self__", None)  # the log's own parser: the batch reads on its clock
+        return VerlSteps(parser) if isinstance(parser, VerlParser) else None
     checkpoints_in_run_dir = False  # `trainer.default_local_dir` is relative to where it was launched, or anywhere
     process_titles = (
         ("ray::TaskRunner", "trainer"),
