@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("parsers", ("parsers",)),  # pure: text in, typed events out
     ("base", ("runtop", "units", "exit_codes", "action_error", "columns", "queues")),  # leaves: no I/O, no runtop imports
     ("sources", ("sources", "config", "outputs", "trust", "probe", "lifetimes", "process_watch")),  # all I/O
-    ("state", ("state", "state_errors", "state_meta", "state_parts", "state_columns", "state_rollouts", "state_steps", "causes", "log_tail")),
+    ("state", ("state", "state_errors", "state_meta", "state_parts", "state_blocks", "state_columns", "state_rollouts", "state_steps", "causes", "log_tail")),
     ("frameworks", ("frameworks", "discovery")),
     ("rules", ("findings", "pace", "rules", "rules_hang", "rules_quality", "rules_ray", "rules_slurm", "rules_stall", "rules_vanished", "health", "resumable", "advice")),
     ("outputs", ("report", "report_json", "checkin", "notify", "delivery", "alerting", "forensics", "terminal_notify")),
