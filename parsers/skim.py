@@ -10,6 +10,7 @@ decoding) before the per-line Python work is what keeps a GB backfill in seconds
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -40,9 +41,21 @@ class BulkNoise:
     # For each `drop_re`, a fixed string every line it matches holds: grep leaves out every
     # line with it at memory speed (`-F`), and hands back those the pattern does not match.
     drop_hint: tuple[bytes, ...] = ()
+    # Record headers that carry nothing (an INFO line of chatter), each with its hint: left out
+    # only where the next line kept starts a record (`starts`: its first bytes), so no line of
+    # another record is taken for one of its continuation lines; the first and last line of a
+    # stretch are kept (what comes before or after them is not known). Applied to what the
+    # other tests keep, by every backend (`gate`).
+    gated: tuple[bytes, ...] = ()
+    gated_hint: tuple[bytes, ...] = ()
+    starts: bytes = b""  # a pattern at a line's start: the line starts a record
+    gated_glue: tuple[bytes, ...] = ()  # words that keep a gated header (an end's, a death's)
+    # Its shapes are most of a log's lines (an agent's transcripts, a table a row): an in-process
+    # scan beats grep's children, whose rescue and stray passes would hand on nearly every line.
+    shapes_dominate: bool = False
 
     def drop_args(self) -> list[str]:
-        return ["-v", "-F", *_e([m.decode("latin-1") for m in self.latest_wins + self.drop + self.drop_hint])]
+        return ["-v", "-F", *_e([os.fsdecode(m) for m in self.latest_wins + self.drop + self.drop_hint])]
 
     def rescue_args(self) -> list[str]:
         """The glue words as fixed strings (grep -F: faster than one `-E` pattern of both, 0.65
@@ -50,7 +63,7 @@ class BulkNoise:
         None when nothing is dropped that could be kept."""
         if not ((self.drop or self.drop_re) and self.glue):
             return []
-        return ["-F", *_e([w.decode("latin-1") for w in self.glue])]
+        return ["-F", *_e([os.fsdecode(w) for w in self.glue])]
 
     def stray_args(self) -> list[str]:
         """The lines that hold a hint but that no `drop_re` matches (one PCRE, anchored: as fast
@@ -59,7 +72,7 @@ class BulkNoise:
             return []
         shapes = b"|".join(self.drop_re)
         hints = b"|".join(re.escape(h) for h in self.drop_hint)
-        return ["-P", "-e", (b"^(?!(?:" + shapes + b")).*(?:" + hints + b")").decode("latin-1")]
+        return ["-P", "-e", os.fsdecode(b"^(?!(?:" + shapes + b")).*(?:" + hints + b")")]
 
     def rescued(self, line: bytes) -> bool:
         """A line the rescue grep found that `skim` keeps and the drop grep dropped."""
@@ -68,8 +81,38 @@ class BulkNoise:
     def drop_patterns(self) -> tuple[re.Pattern[bytes], ...]:
         return _compiled(self.drop_re)
 
+    def gate(self, kept: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+        """`kept` (offset, line), in order, less the `gated` headers whose next kept line starts a
+        record and that hold no glue word."""
+        if not self.gated or len(kept) < 3:
+            return kept
+        n = len(kept)
+        cands = []
+        for h in self.gated_hint:
+            cands += [k for k in range(1, n - 1) if h in kept[k][1]]
+        if not cands:
+            return kept
+        if len(self.gated_hint) > 1:
+            cands = sorted(set(cands))
+        # One pass over the candidates joined: a line's group is set where a gated shape starts it.
+        found = _gated_lines(self.gated).findall(b"\n".join(kept[k][1] for k in cands))
+        cands = [k for k, g in zip(cands, found) if g]
+        blob = b"\n".join(kept[k][1] for k in cands)
+        words = [w for w in self.gated_glue if w in blob]
+        drop = set()
+        starts = _compiled((self.starts,))[0].match
+        nxt = len(kept) - 1  # the next line kept after the candidate looked at
+        for k in reversed(cands):
+            if k + 1 not in drop:
+                nxt = k + 1
+            line = kept[k][1]
+            if starts(kept[nxt][1]) and not any(w in line for w in words):
+                drop.add(k)
+        return [item for k, item in enumerate(kept) if k not in drop] if drop else kept
+
     def keeps(self, line: bytes) -> bool:
-        """The rule on one line (no latest-wins put back): the reference every scanner is held to."""
+        """The rule on one line (no latest-wins put back, no gated header left out): the reference
+        every scanner is held to."""
         if any(m in line for m in self.latest_wins):
             return False
         if any(m in line for m in self.drop) or any(r.match(line) for r in self.drop_patterns()):
@@ -80,6 +123,13 @@ class BulkNoise:
 @cache
 def _compiled(patterns: tuple[bytes, ...]) -> tuple[re.Pattern[bytes], ...]:
     return tuple(re.compile(p) for p in patterns)
+
+
+@cache
+def _gated_lines(patterns: tuple[bytes, ...]) -> re.Pattern[bytes]:
+    """Every line of a `\n`-joined blob, once each, with group 1 set where one of `patterns`
+    matches at its start."""
+    return re.compile(rb"^((?:" + b"|".join(patterns) + rb")|)[^\n]*$", re.M)
 
 
 def _e(patterns: list[str]) -> list[str]:
@@ -103,7 +153,38 @@ TRANSCRIPT_GUARD = GLUE_WORDS + (
     b"No space", b"Errno", b"exitcode", b"died", b"dead", b"Dead", b"inish", b"omplete", b"ucceeded", b"train_runtime",
     b"CANCELLED", b"slurmstepd", b"srun", b"terminate called", b"memory", b"global_step", b"Step ", b"%|", b"}\x1b", b"}(",
 )
-TRANSCRIPT_NOISE = BulkNoise((LATEST_WINS[1],), DROP, TRANSCRIPT_GUARD, (TRANSCRIPT_RE,), (b"{'role': '",))
+TRANSCRIPT_NOISE = BulkNoise((LATEST_WINS[1],), DROP, TRANSCRIPT_GUARD, (TRANSCRIPT_RE,), (b"{'role': '",), shapes_dominate=True)
+
+# A prime-rl orchestrator's chatter between two steps (docs/reading.md, "The scan stage"): the
+# lines of tqdm frames an env's bar draws (no header of their own), and INFO records whose
+# message is none the orchestrator's reader reads (`parsers.primerl.parse_record`: steps, batch
+# progress, rollouts, saves, resumes, the filter, waits, ends). An INFO record is left out only
+# where the next line kept starts a record (no continuation line changes hands), and never with
+# an end's or a death's words in it (the generic reader reads those in any record).
+_SGR = rb"(?:\x1b\[[0-9;]*m)*"
+LOGURU_START = _SGR + rb"[0-9]{2}:[0-9]{2}:[0-9]{2}" + _SGR + rb"[ \t]+" + _SGR + rb"[ \t]*(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\b"
+QUIET_INFO_RE = (
+    _SGR + rb"[0-9]{2}:[0-9]{2}:[0-9]{2}" + _SGR + rb"[ \t]+" + _SGR + rb"[ \t]*INFO" + _SGR + rb" " + _SGR
+    + rb"(?!" + _SGR + rb"(?:Step |Train batch |rollout |Saving|Resuming|Detected |Orchestrator|Pausing|Waiting for|Policy inference"
+    rb"|Starting|RL trainer|SFT trainer|Training|Active tasks))"
+)
+BAR_LINE_RE = rb"\r?(?!" + _SGR + rb"[0-9]{2}:[0-9]{2}:[0-9]{2})[^\x1b\r\n]{0,200}?[0-9]{1,3}%\|"
+END_OR_DEATH = (
+    b"inish", b"omplete", b"ucceeded", b"one", b"exits successfully", b"train_runtime", b"max_steps", b"rror", b"xception",
+    b"Traceback", b"SIG", b"Fatal", b"illed", b"memory", b"NCCL", b"nccl", b"CUDA", b"No space", b"Errno", b"exitcode", b"died",
+    b"dead", b"Dead", b"CANCELLED", b"slurmstepd", b"srun", b"terminate called", b"%|",
+)
+ORCHESTRATOR_NOISE = BulkNoise(
+    (LATEST_WINS[0],), glue=GLUE_WORDS + END_OR_DEATH[:-1], drop_re=(BAR_LINE_RE,), drop_hint=(b"%|",),
+    gated=(QUIET_INFO_RE,), gated_hint=(b"INFO",), starts=LOGURU_START, gated_glue=END_OR_DEATH,
+)
+
+# The tables `rich` draws (TRL's `log_completions`: a prompt, its completion and its rewards a
+# row): lines that start with a box-drawing character carry no record of their own.
+TABLE_NOISE = BulkNoise(
+    (LATEST_WINS[1],), DROP, TRANSCRIPT_GUARD, (rb"\xe2\x94[\x80-\xbf]", rb"\xe2\x95[\x80-\xbf]"), (b"\xe2\x94", b"\xe2\x95"),
+    shapes_dominate=True,
+)
 
 
 def skim(data: bytes) -> bytes:

@@ -88,3 +88,22 @@ def test_every_simulator_scenario_reads_the_same_both_ways(framework, scenario, 
     REGISTRY[framework].simulator(root, scenario).run()
     fast, careful = both_ways(root, monkeypatch)
     assert fast == careful
+
+
+BENCH_LOGS = ["prime-rl", "prime-rl-noisy", "skyrl-week", "vllm", "verl-week", "trl-week"]
+
+
+@pytest.mark.parametrize("kind", BENCH_LOGS)
+def test_every_benchmark_log_reads_the_same_both_ways(kind, tmp_path, monkeypatch):
+    """The backfill benchmark's logs (benchmarks/backfill_logs.py), 3 MB each: a week's mixes of
+    noise, step lines in batches, tables, transcripts, read through every backend and record by
+    record say the same."""
+    import sys
+
+    sys.path.append(str(Path(__file__).parent.parent))
+    from benchmarks.backfill import KINDS
+
+    root = str(tmp_path / "run")
+    KINDS[kind][0](root, 3 << 20)
+    fast, careful = both_ways(root, monkeypatch)
+    assert fast == careful and (fast["progress"]["step"] or kind == "vllm")

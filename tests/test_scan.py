@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import runtop.sources.bulk_grep as bulk_grep
 import runtop.sources.scan as scan
-from runtop.parsers.skim import ALL_NOISE, PROGRESS_NOISE, TRANSCRIPT_NOISE, VLLM_NOISE, BulkNoise
+from runtop.parsers.skim import ALL_NOISE, ORCHESTRATOR_NOISE, PROGRESS_NOISE, TABLE_NOISE, TRANSCRIPT_NOISE, VLLM_NOISE, BulkNoise
 from tests.test_skim import LINES
 
 ESC = "\x1b"
@@ -37,7 +37,26 @@ SKYRL_LINES = [
     "(skyrl_entrypoint pid=4101) {'role': 'system', 'content': 'You are a helpful agent.'}",
     "{'role': 'assistant', 'content': 'not under Ray: its own shape'}",
 ]
-RULES = {"all": ALL_NOISE, "progress": PROGRESS_NOISE, "vllm": VLLM_NOISE, "transcripts": TRANSCRIPT_NOISE}
+# A prime-rl orchestrator's chatter (an env's bar, INFO lines nothing reads, one with an end's
+# words, one with a line of its own under it) and a TRL completions table.
+T = f"{ESC}[2m14:00:01{ESC}[0m"
+ORCH_LINES = [
+    "\rRollouts (step 3):   4%|▍         | 7/170 [00:01<00:27,  6.02it/s]\rRollouts (step 3):   5%|▍         | 8/170 [00:01<00:27,  6.02it/s]",
+    f"{T} {ESC}[1m   INFO{ESC}[0m {ESC}[1m{ESC}[22mDispatched 16 requests to the inference pool (112 in flight){ESC}[0m",
+    f"{T} {ESC}[1m   INFO{ESC}[0m {ESC}[1m{ESC}[22mBuffer holds 112 samples{ESC}[0m",
+    f"{T} {ESC}[1m   INFO{ESC}[0m {ESC}[1m{ESC}[22mthe evaluation is done{ESC}[0m",
+    "14:00:02    INFO Sampled 16 examples from env reverse-text",
+    "14:00:02    INFO Starting orchestrator with max_steps=40",
+    f"{T} {ESC}[32m{ESC}[1mSUCCESS{ESC}[0m {ESC}[32m{ESC}[1m{ESC}[22mStep 3 |   31.0s | Reward 0.5 | Turns 1.0{ESC}[0m",
+    f"{T} {ESC}[1m   INFO{ESC}[0m {ESC}[1m{ESC}[22mTrain batch 5/128 (3.9%) (+16 buffered); 30 inflight episodes{ESC}[0m",
+    "    a line of its own under the record before it",
+    "Traceback (most recent call last):",
+    "┏━━━━━━━━━━━━━━┳━━━━━━━━━━━━┓",
+    "│ Solve for x: │ <think>…   │",
+    "└──────────────┴────────────┘",
+]
+RULES = {"all": ALL_NOISE, "progress": PROGRESS_NOISE, "vllm": VLLM_NOISE, "transcripts": TRANSCRIPT_NOISE, "orchestrator": ORCHESTRATOR_NOISE,
+         "table": TABLE_NOISE}
 IN_PROCESS = ["re"] + (["hyperscan"] if scan._hyperscan() is not None else [])
 
 
@@ -59,10 +78,10 @@ def by_rule(data: bytes, rule: BulkNoise) -> list[tuple[int, bytes]]:
         if rule.keeps(line):
             out.append((pos, line))
         pos += len(line) + 1
-    return out
+    return rule.gate(out)
 
 
-lines_st = st.lists(st.sampled_from([ln.encode() for ln in SKYRL_LINES] + LINES), max_size=80)
+lines_st = st.lists(st.sampled_from([ln.encode() for ln in SKYRL_LINES + ORCH_LINES] + LINES), max_size=80)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -90,7 +109,7 @@ def test_a_keep_rule_compiled_to_hyperscan_keeps_what_it_keeps_in_python(pieces)
         data += b"\n"
     for rule in RULES.values():
         fast = scan.PythonFinder(rule, scan.hyperscan_words(rule.glue) if rule.glue else None)
-        assert fast(data) == scan.PythonFinder(rule)(data) == by_rule(data, rule)
+        assert rule.gate(fast(data)) == rule.gate(scan.PythonFinder(rule)(data)) == by_rule(data, rule)
         if rule.glue:
             assert sorted(scan.hyperscan_words(rule.glue)(data)) == sorted(w for w in rule.glue if w in data)
 
@@ -193,3 +212,17 @@ def test_a_bounded_status_of_a_long_agent_log_scans_its_tail_and_says_the_same(t
     assert careful["progress"]["trainer_step"] == 2400
     for backend in ["re", *(["hyperscan"] if scan._hyperscan() else [])]:
         assert status_json(tmp_path, backend, full=False) == careful, backend
+
+
+def test_an_orchestrator_s_chatter_is_left_out_only_where_no_line_changes_records(tmp_path):
+    """INFO lines nothing reads go, unless the next line kept is a line of theirs (an indented
+    line under them) or they hold an end's words; an env's bar goes; steps, progress, starts stay.
+    A week-old orchestrator's chatter read without them says the same as read with them."""
+    quiet, below, done = ORCH_LINES[1].encode(), ORCH_LINES[8].encode(), ORCH_LINES[3].encode()
+    step, bar, start = ORCH_LINES[6].encode(), ORCH_LINES[0].encode(), ORCH_LINES[5].encode()
+    data = b"".join(line + b"\n" for line in (step, quiet, bar, quiet, step, quiet, below, done, step, start, quiet, step))
+    path = tmp_path / "orchestrator.log"
+    path.write_bytes(data)
+    for name in [*IN_PROCESS, *(["grep"] if bulk_grep.gnu_grep() else [])]:
+        kept = [line for _off, line in kept_by(name, str(path), ORCHESTRATOR_NOISE)]
+        assert kept == [step, step, quiet, below, done, step, start, step], name

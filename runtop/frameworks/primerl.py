@@ -22,7 +22,7 @@ from runtop.discovery import (
 from runtop.frameworks.base import Framework, Parse, drop_flags
 from runtop.frameworks.evidence import sign
 from runtop.parsers.events import Event
-from runtop.parsers.skim import PROGRESS_NOISE, VLLM_NOISE, BulkNoise
+from runtop.parsers.skim import ORCHESTRATOR_NOISE, VLLM_NOISE, BulkNoise
 from runtop.sources.regular import exists_as_other, open_text
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
@@ -352,9 +352,10 @@ class PrimeRL(Framework):
         return PrimeSteps(tracked.role)
 
     def bulk_noise(self, tracked: Tracked) -> BulkNoise | None:
-        # The orchestrator's noise is its `Train batch` progress, the inference log's vLLM's stat
-        # and access lines; the trainer's and the envs' logs have none worth a grep child.
-        return {"orchestrator": PROGRESS_NOISE, "inference": VLLM_NOISE}.get(tracked.role)
+        # The orchestrator's noise is its `Train batch` progress and its chatter (env bars, INFO
+        # lines nothing reads), the inference log's vLLM's stat and access lines; the trainer's and
+        # the envs' logs have none worth a scan.
+        return {"orchestrator": ORCHESTRATOR_NOISE, "inference": VLLM_NOISE}.get(tracked.role)
 
     def scan_checkpoints(self, layout: RunLayout, ckpt_dir: str | None) -> dict[int, Checkpoint]:
         from runtop.sources.checkpoints import scan_primerl

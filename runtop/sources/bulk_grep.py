@@ -193,7 +193,7 @@ class BulkGrep:
                 # A line both the rescue and the stray grep found (a glue word, and a hint no shape matches): once.
                 got = [item for i, item in enumerate(got) if i == 0 or item[0] != got[i - 1][0]]
         self.pos = stop
-        return got, cut
+        return self._noise.gate(got), cut
 
     def close(self) -> None:
         for g in self._greps:

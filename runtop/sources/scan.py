@@ -32,6 +32,7 @@ BACKENDS = ("hyperscan", "grep", "re", "off")
 # reads 8 MB of each long log).
 INPROC_MIN = 2 << 20
 WINDOW = 8 << 20
+MAX_SEEN = 32  # line starts remembered per shape
 
 
 class Scan(Protocol):
@@ -64,7 +65,7 @@ def backend(rule: BulkNoise | None = None, stretch: int | None = None) -> str:
     if want in BACKENDS and (want != "hyperscan" or hs) and (want != "grep" or grep):
         return want
     short = stretch is not None and stretch < bulk_grep.BULK_MIN
-    if hs and (not grep or short or (rule is not None and rule.drop_re)):
+    if hs and (not grep or short or (rule is not None and rule.shapes_dominate)):
         return "hyperscan"
     return "grep" if grep else "re"
 
@@ -81,14 +82,13 @@ def open_scan(name: str, path: str, ident: tuple[int, int], start: int, end: int
     return InProcessScan(path, ident, start, end, max_line, finder)
 
 
-Finder = Callable[[bytes], list[tuple[int, bytes]]]
 
 
 class InProcessScan:
     """[start, end) of one file, window by window, through a finder: `take(stop)` hands the kept
     lines that start before `stop` as (offset, line without its newline), as `BulkGrep` does."""
 
-    def __init__(self, path: str, ident: tuple[int, int], start: int, end: int, max_line: int, finder: Finder) -> None:
+    def __init__(self, path: str, ident: tuple[int, int], start: int, end: int, max_line: int, finder: PythonFinder) -> None:
         self.ident, self.pos, self.end, self.max_line = ident, start, end, max_line
         self._find = finder
         self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
@@ -98,6 +98,8 @@ class InProcessScan:
             raise OSError("the file was replaced")
 
     def take(self, stop: int) -> tuple[list[tuple[int, bytes]], int] | None:
+        """The kept lines that start before `stop`, and how many were cut at the cap (None: the
+        file shrank under us)."""
         got: list[tuple[int, bytes]] = []
         cut = 0
         cap = self.max_line
@@ -121,7 +123,7 @@ class InProcessScan:
             # Python's lines (in characters, once decoded), as it does grep's.
             got.extend((base + off, line) for off, line in self._find(buf))
             self.pos = base + len(buf)
-        return got, cut
+        return self._find.rule.gate(got), cut
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -151,6 +153,9 @@ class PythonFinder:
         self.rule = rule
         self._patterns = rule.drop_patterns()
         self._present = present or (lambda blob: [w for w in rule.glue if w in blob])
+        # Each shape's line starts seen to match it, to the end of its match: a line that starts
+        # so matches too (a shape looks no further than it reads), at C speed (`startswith`).
+        self._seen: list[tuple[bytes, ...]] = [() for _ in self._patterns]
 
     def __call__(self, buf: bytes) -> list[tuple[int, bytes]]:
         rule = self.rule
@@ -162,12 +167,30 @@ class PythonFinder:
         for m in rule.drop:
             if m in buf:
                 lines = self._drop(lines, lambda ln, m=m: m in ln)  # type: ignore[misc]
-        for r in self._patterns:
-            lines = self._drop(lines, r.match)
+        for j, r in enumerate(self._patterns):
+            lines = self._drop_marked(lines, self._shape_marks(j, r, lines))
         return _with_offsets(buf, lines)
 
+    def _shape_marks(self, j: int, r: re.Pattern[bytes], lines: list[bytes]) -> list[object]:
+        """Which lines shape `j` matches: those that start as a line it matched did (C speed),
+        then the rest that hold its hint, each asked (a shape that looks past its match, each
+        line with its hint asked)."""
+        hint = self.rule.drop_hint[j] if j < len(self.rule.drop_hint) else b""
+        looks = any(a in r.pattern for a in (b"(?=", b"(?!", b"(?<"))
+        seen = () if looks else self._seen[j]
+        marks: list[object] = [ln.startswith(seen) for ln in lines] if seen else [False] * len(lines)
+        for i in [i for i, ln in enumerate(lines) if not marks[i] and hint in ln]:
+            m = r.match(lines[i])
+            if m is not None:
+                marks[i] = True
+                if not looks and len(seen) < MAX_SEEN:
+                    seen = self._seen[j] = (*seen, lines[i][: m.end()])
+        return marks
+
     def _drop(self, lines: list[bytes], hit: Callable[[bytes], object]) -> list[bytes]:
-        marks = [hit(ln) for ln in lines]  # one test a line; the passes below only zip
+        return self._drop_marked(lines, [hit(ln) for ln in lines])  # one test a line; the passes below only zip
+
+    def _drop_marked(self, lines: list[bytes], marks: list[object]) -> list[bytes]:
         dropped = [ln for ln, m in zip(lines, marks) if m]
         if not dropped:
             return lines

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
-from runtop.discovery import RunLayout
+from runtop.discovery import RunLayout, Tracked
 from runtop.frameworks.base import drop_flags
 from runtop.frameworks.driver_log import DriverLogFramework, scan_renamed
 from runtop.frameworks.evidence import sign
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
+
+if TYPE_CHECKING:
+    from runtop.parsers.skim import BulkNoise
 
 # TRL by name, its trainers and configs, a logged dict with its own keys wherever they fall in
 # the dict; a dict with `'loss'` or a `train_runtime` summary is any transformers Trainer's.
@@ -55,6 +59,12 @@ class Trl(DriverLogFramework):
         except OSError as e:
             return None, f"cannot list {layout.root}: {e.strerror or e}"
         return (layout.root, None) if any(CKPT_RE.match(n) for n in names) else (None, None)
+
+    def bulk_noise(self, tracked: Tracked) -> BulkNoise | None:
+        # Beside vLLM's lines, the completions table `log_completions` draws at every logged step.
+        from runtop.parsers.skim import TABLE_NOISE, VLLM_NOISE
+
+        return VLLM_NOISE if tracked.role == "inference" else TABLE_NOISE
 
     def scan_checkpoints(self, layout: RunLayout, ckpt_dir: str | None) -> dict[int, Checkpoint]:
         return scan(ckpt_dir) if ckpt_dir else {}
