@@ -48,6 +48,10 @@ class BulkNoise:
     # other tests keep, by every backend (`gate`).
     gated: tuple[bytes, ...] = ()
     gated_hint: tuple[bytes, ...] = ()
+    # Shapes left out by `gate` too (after the other tests, in Python, by every backend), with no
+    # condition but the glue words: rare lines (one a step) not worth grep's rescue passes.
+    late: tuple[bytes, ...] = ()
+    late_hint: tuple[bytes, ...] = ()
     starts: bytes = b""  # a pattern at a line's start: the line starts a record
     gated_glue: tuple[bytes, ...] = ()  # words that keep a gated header (an end's, a death's)
     # Its shapes are most of a log's lines (an agent's transcripts, a table a row): an in-process
@@ -82,8 +86,10 @@ class BulkNoise:
         return _compiled(self.drop_re)
 
     def gate(self, kept: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
-        """`kept` (offset, line), in order, less the `gated` headers whose next kept line starts a
-        record and that hold no glue word."""
+        """`kept` (offset, line), in order, less the `late` shapes that hold no glue word, and the
+        `gated` headers whose next kept line starts a record and that hold no gated glue word."""
+        if self.late:
+            kept = self._late(kept)
         if not self.gated or len(kept) < 3:
             return kept
         n = len(kept)
@@ -108,6 +114,12 @@ class BulkNoise:
             line = kept[k][1]
             if starts(kept[nxt][1]) and not any(w in line for w in words):
                 drop.add(k)
+        return [item for k, item in enumerate(kept) if k not in drop] if drop else kept
+
+    def _late(self, kept: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+        pats = _compiled(self.late)
+        drop = {k for h in self.late_hint for k, (_off, line) in enumerate(kept)
+                if h in line and any(p.match(line) for p in pats) and not any(w in line for w in self.glue)}
         return [item for k, item in enumerate(kept) if k not in drop] if drop else kept
 
     def keeps(self, line: bytes) -> bool:
@@ -175,7 +187,7 @@ END_OR_DEATH = (
     b"dead", b"Dead", b"CANCELLED", b"slurmstepd", b"srun", b"terminate called", b"%|",
 )
 ORCHESTRATOR_NOISE = BulkNoise(
-    (LATEST_WINS[0],), glue=GLUE_WORDS + END_OR_DEATH[:-1], drop_re=(BAR_LINE_RE,), drop_hint=(b"%|",),
+    (LATEST_WINS[0],), glue=GLUE_WORDS + END_OR_DEATH[:-1], late=(BAR_LINE_RE,), late_hint=(b"%|",),
     gated=(QUIET_INFO_RE,), gated_hint=(b"INFO",), starts=LOGURU_START, gated_glue=END_OR_DEATH,
 )
 
