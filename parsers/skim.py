@@ -106,20 +106,25 @@ class BulkNoise:
         blob = b"\n".join(kept[k][1] for k in cands)
         words = [w for w in self.gated_glue if w in blob]
         drop = set()
-        starts = _compiled((self.starts,))[0].match
-        nxt = len(kept) - 1  # the next line kept after the candidate looked at
+        # Which lines start a record: one pass over the lines after each candidate, joined.
+        after = sorted({k + 1 for k in cands} | {n - 1})
+        starts = dict(zip(after, _gated_lines((self.starts,)).findall(b"\n".join(kept[k][1] for k in after))))
+        nxt = n - 1  # the next line kept after the candidate looked at
         for k in reversed(cands):
             if k + 1 not in drop:
                 nxt = k + 1
-            line = kept[k][1]
-            if starts(kept[nxt][1]) and not any(w in line for w in words):
+            if starts[nxt] and not (words and any(w in kept[k][1] for w in words)):
                 drop.add(k)
         return [item for k, item in enumerate(kept) if k not in drop] if drop else kept
 
     def _late(self, kept: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
         pats = _compiled(self.late)
-        drop = {k for h in self.late_hint for k, (_off, line) in enumerate(kept)
-                if h in line and any(p.match(line) for p in pats) and not any(w in line for w in self.glue)}
+        hit = [k for h in self.late_hint for k, (_off, line) in enumerate(kept) if h in line and any(p.match(line) for p in pats)]
+        if not hit:
+            return kept
+        blob = b"\n".join(kept[k][1] for k in hit)  # the guard words looked for once over them all
+        words = [w for w in self.glue if w in blob]
+        drop = {k for k in hit if not (words and any(w in kept[k][1] for w in words))}
         return [item for k, item in enumerate(kept) if k not in drop] if drop else kept
 
     def keeps(self, line: bytes) -> bool:
