@@ -98,7 +98,9 @@ class ScriptPlayer:
             t0 = time.monotonic()
             for at, act in self.script():
                 delay = (at - self.START - self.LEAD_IN_S) / self.speed - (time.monotonic() - t0)
-                if delay > 0 and self._stop.wait(delay):
+                # Asked before every action, not only before a wait: a demo's lead-in writes
+                # minutes of its script at once, and a stop during it must not outlive stop().
+                if self._stop.wait(delay) if delay > 0 else self._stop.is_set():
                     return
                 act()
             self._script_done()
@@ -110,7 +112,9 @@ class ScriptPlayer:
         """Stop writing; the temp dir goes too unless `keep` (`runtop demo --keep`)."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=2)
+            # One action at most is still being written (a save's sparse files): waited for, so
+            # nothing is written into the dir after it is removed.
+            self._thread.join(timeout=30)
         self.ended()
         if self._tmp is not None and not keep:
             shutil.rmtree(self._tmp, ignore_errors=True)
