@@ -32,8 +32,8 @@ def stalled(f: Facts) -> list[Finding]:
         return []
     scale = f.cfg.time_scale
     pace = pace_of(f)
-    # Nothing written, and nothing done: a save that completed is the run's doing though no log says so.
-    newest = max(newest, pace.last_progress or newest)
+    # Nothing written, and nothing done: a save that completed or grew is the run's doing though no log says so.
+    newest = max(newest, pace.last_progress or newest, pace.last_alive or newest)
     quiet = (f.now - newest) * scale  # in the run's own seconds (a demo runs faster)
     lim = pace.limit(s, f.cfg)
     block = (pace.block_wait or 0.0) * scale
@@ -56,6 +56,8 @@ def stalled(f: Facts) -> list[Finding]:
             return [Finding("stalled", "warning", msg, live.url, subject="logs lag")]
     first = first_stopped(s, lim, scale)
     idle = (f.now - pace.last_progress) * scale if pace.last_progress is not None and s.current_step() is not None else None
+    # An evaluation or a save it said it is in: alive while that goes on, though no step comes.
+    awake = idle if idle is None or pace.pause is None else min(idle, (f.now - (pace.last_alive or f.now)) * scale)
     held = idle_gpus(f, limit)
     stacks = f.forensics if f.forensics and "a collective" in f.forensics else None
     if saving(s):
@@ -63,7 +65,7 @@ def stalled(f: Facts) -> list[Finding]:
         # quiet by nature. Down waits for thrice the longest save seen (an hour before one).
         silence = max(silence, SAVE_DOWN_FACTOR * max(pace.saves) * scale if pace.saves else SAVE_DOWN_S)
         held = None
-    agrees = quiet >= limit and idle is not None and idle >= limit and (held or stacks)
+    agrees = quiet >= limit and awake is not None and awake >= limit and (held or stacks)
     if quiet >= silence or agrees:
         nobody = alive is not None and not any(p for r, p in alive.items() if r != "ray")
         # Silent this long, the run is not training, whether its processes are gone (a
@@ -77,7 +79,7 @@ def stalled(f: Facts) -> list[Finding]:
             gone = f"; SLURM job {job.job_id} is still {job.state_text} on {job.nodes or 'its nodes'}: hung?"
         if agrees and quiet < silence:
             why = "; ".join(x for x in (held and f"GPU {held} idle holding the run's memory", stacks and "its stacks wait in a collective") if x)
-            msg = f"no step for {duration(idle or quiet)} ({_past(idle or quiet, lim)}) and nothing written for {duration(quiet)}; {why}: hung?"
+            msg = f"{_no_step(idle or quiet, awake or quiet, pace.pause, lim)} and nothing written for {duration(quiet)}; {why}: hung?"
         else:
             msg = f"no log write anywhere for {duration(quiet)}" + (gone if nobody else (f"; {waiting}" if waiting else alive_but))
         msg += f"; {first}" if first else ""
@@ -88,13 +90,21 @@ def stalled(f: Facts) -> list[Finding]:
         return [Finding("stalled", "critical", msg, evidence, since_ts=newest, down=True, subject="silence")]
     # Degraded early where the run went silent past its own pace; where its logs go on (an
     # evaluation's bar, retries), no sooner than the fixed limit. Down waits for the evidence.
-    if idle is not None and idle >= (limit if quiet >= limit else max(limit, f.cfg.stall_min_s)):
+    if idle is not None and awake is not None and awake >= (limit if quiet >= limit else max(limit, f.cfg.stall_min_s)):
         writing = "nothing written anywhere since" if quiet >= limit else f"the logs go on (newest write {duration(quiet)} ago)"
-        msg = f"no step for {duration(idle)} ({_past(idle, lim)}); {writing}" + (f"; {waiting}" if waiting else "") + (f"; {first}" if first else "")
+        msg = f"{_no_step(idle, awake, pace.pause, lim)}; {writing}" + (f"; {waiting}" if waiting else "") + (f"; {first}" if first else "")
         since = pace.last_progress
         return [Finding("stalled", "warning", msg, f"last step {s.current_step()} at {s.last_step_time or 'an unknown log time'}; limit {lim.why}",
                         s.last_step_time, since_ts=None if s.last_step_time else since, subject="no step")]
     return []
+
+
+def _no_step(idle: float, alive: float, pause: str | None, lim: Limit) -> str:
+    """`no step for 4m10s (3.1× its p99 step gap, 42s)`, or, in a pause the run said it was in,
+    `no step for 1h02m; the evaluation has said nothing for 2m10s (3.1× …)`."""
+    if pause is None or alive >= idle:
+        return f"no step for {duration(idle)} ({_past(idle, lim)})"
+    return f"no step for {duration(idle)}; the {pause} has said nothing for {duration(alive)} ({_past(alive, lim)})"
 
 
 def _past(idle: float, lim: Limit) -> str:

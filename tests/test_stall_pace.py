@@ -34,7 +34,7 @@ def p99(out: Outcome) -> float:
 
 
 def test_a_trl_run_that_hangs_with_its_processes_alive_is_degraded_within_twice_its_p99_step_and_down_once_its_gpus_sit_idle():
-    out = replay("trl", 70, fault="hang", fault_step=53)
+    out = replay("trl", 130, fault="hang", fault_step=113)
     assert out.fault_at is not None
     first = out.caught(STALL)
     assert first is not None, [f.message for f in out.findings]

@@ -61,6 +61,7 @@ class Simulator(PrimeFailures, ScriptPlayer):
     )
     # Silence with every process alive; a dead engine while the trainer waits forever.
     HANGS = frozenset({"stalled", "inference-death", "rollouts-hung", "rollouts-failing", "node-nccl-timeout"})
+    said_save: int | None = None  # the save whose start was logged (the detection replay logs it as it begins)
 
     def __init__(
         self,
@@ -280,10 +281,18 @@ class Simulator(PrimeFailures, ScriptPlayer):
         running, kv = self.rng.randint(100, 134), self.rng.uniform(20, 26)
         return lambda: self.vllm(t, "INFO", f"Engine 000: Avg prompt throughput: 1678.0 tokens/s, Avg generation throughput: 4473.3 tokens/s, Running: {running} reqs, Waiting: 0 reqs, GPU KV cache usage: {kv:.1f}%, Prefix cache hit rate: 40.0%")
 
+    def saving(self, t: float, step: int, paused: bool = True) -> None:
+        """A save begins; the orchestrator, a step ahead, waits for a save that lasts (back-pressure: normal)."""
+        self.said_save = step
+        self.orch(t, "INFO", f"Saving checkpoint at step {step}")
+        self.trainer(t, "INFO", f"Saving checkpoint at step {step}")
+        if paused:
+            self.orch(t + 1, "INFO", f"Orchestrator paused: waiting for trainer process to complete checkpoint {step} (>1 step(s) ahead)")
+
     def _checkpoint(self, t: float, step: int, size: int = 4096) -> Callable[[], None]:
         def act() -> None:
-            self.orch(t, "INFO", f"Saving checkpoint at step {step}")
-            self.trainer(t, "INFO", f"Saving checkpoint at step {step}")
+            if self.said_save != step:
+                self.saving(t, step, paused=False)
             base = os.path.join(self.root, "checkpoints", f"step_{step}")
             os.makedirs(os.path.join(base, "trainer"), exist_ok=True)
             os.makedirs(os.path.join(base, "orchestrator"), exist_ok=True)

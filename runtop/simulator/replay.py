@@ -24,6 +24,7 @@ from runtop.discovery import DiscoveryError, discover
 from runtop.engine import Engine
 from runtop.live import LiveRun
 from runtop.pace import Pace
+from runtop.simulator.replay_pauses import Habits, Pauses
 from runtop.simulator.virtual import VirtualGpus, VirtualProcesses
 from runtop.sources.run_reader import RunReader
 
@@ -33,18 +34,6 @@ BUFFER = 8192  # Python's block buffer: a log redirected to a file arrives in th
 # New files are looked for at most this often in wall seconds (a listing of a run with a
 # directory per step costs; a replay plays a few steps in that time).
 RESCAN_S = 0.05
-
-
-@dataclass(frozen=True)
-class Habits:
-    """The natural pauses of a healthy run."""
-
-    warm_up: tuple[float, float] = (120.0, 600.0)  # seconds the first step takes on top (compilation, weights, warm-up)
-    tail_p: float = 0.03  # a step this often takes 2–4× longer (a long generation, a GC pause)
-    save_steps: tuple[float, float] = (3.0, 6.0)  # a save lasts this many median steps
-    eval_every: int = 40  # an evaluation every this many steps …
-    eval_steps: tuple[float, float] = (4.0, 8.0)  # … lasting this many median steps, a bar line every fifth of it
-    buffered: bool = False  # the logs arrive in 8 KB blocks
 
 
 @dataclass
@@ -82,7 +71,7 @@ def ready(root: str, actions: int) -> bool:
         return False  # nothing readable yet (a buffered log not flushed once)
 
 
-class Replay:
+class Replay(Pauses):
     def __init__(self, make_sim: Callable[[str], Any], *, habits: Habits | None = None, fault: str | None = None,
                  fault_step: int | None = None, gpus: bool = True, seed: int = 0, after_fault_s: float = 3600.0,
                  pace: Callable[[], Pace] | None = None) -> None:
@@ -169,17 +158,11 @@ class Replay:
             _, news, step, saved = plan[i] if i < len(plan) else (at, frozenset(), last_step, False)
             if warm_up and step is not None and last_step is None:
                 gap, warm_up = gap + warm_up, 0.0  # the action that lands the first step waited for it
-            partial: list[str] = []
             if saved and self._median() and engine is not None:
-                # A save: what the framework shows while it writes (its directory, or the one it
-                # renames into place when whole), for 3-6 median steps, then the whole save.
                 self._wait(engine, self.t + gap, None)
-                partial = self._save_begins(sim, root, news)
-                self._judge(engine)
-                gap = self._median_gap(self.habits.save_steps)
-            self._wait(engine, self.t + gap, None)
-            for d in partial:
-                shutil.rmtree(os.path.join(root, d), ignore_errors=True)  # renamed into place: the action writes it whole
+                self._save(engine, sim, root, news, step or 0, at)  # 3-6 median steps, then the action writes it whole
+            else:
+                self._wait(engine, self.t + gap, None)
             act()
             self._touch(root, news)
             if engine is None and ready(root, i):
@@ -194,7 +177,7 @@ class Replay:
                 last_step, stepped_at = step, self.t
                 factor = self._next_factor(step)
                 if step % self.habits.eval_every == 0 and step and self._median():
-                    self._evaluate(engine, sim)
+                    self._evaluate(engine, sim, step, at)
                 if engine is not None and self.fault_step is not None and step >= self.fault_step and self.fault in ("hang", "kill"):
                     return self._after(engine, procs, self.fault)  # what a buffer held is never written
         self._flush(root)
@@ -204,23 +187,9 @@ class Replay:
                 procs.end()  # the launcher tears down what is left
             else:
                 procs.hung = True
-            self._wait(engine, self.t + (self.after_fault_s if self.fault else 4 * TICK), TICK)
+            self._wait(engine, self.t + (self.after_fault_s if self.fault == "script" else 4 * TICK), TICK)  # a straggler ran to its end
             engine.close()
         return self._done()
-
-    def _save_begins(self, sim: Any, root: str, dirs: frozenset[str]) -> list[str]:
-        """The save's directories, made where the framework writes them while not whole (empty:
-        what a plug-in reads as a save not yet whole); the tops made elsewhere (renamed into place
-        when whole) are returned, to be taken away."""
-        tops = sorted(d for d in dirs if not any(d != o and d.startswith(o + os.sep) for o in dirs))
-        made = set()
-        for d in sorted(dirs):
-            top = next(t for t in tops if d == t or d.startswith(t + os.sep))
-            made.add(sim.saving_dir(top) + d[len(top):])
-        for d in sorted(made):
-            os.makedirs(os.path.join(root, d), exist_ok=True)
-        self._touch(root, frozenset(sim.saving_dir(t) for t in tops))
-        return [sim.saving_dir(t) for t in tops if sim.saving_dir(t) != t]
 
     def _next_factor(self, step: int) -> float:
         if self.fault == "straggler" and self.fault_step is not None and step >= self.fault_step:
@@ -236,18 +205,6 @@ class Replay:
 
     def _median_gap(self, span: tuple[float, float]) -> float:
         return self.rng.uniform(*span) * (self._median() or 30.0)
-
-    def _evaluate(self, engine: Engine | None, sim: Any) -> None:
-        """An evaluation: a progress bar redrawn in the main log a few times, no step."""
-        length = self._median_gap(self.habits.eval_steps)
-        log = self._main_log
-        for k in range(1, 6):
-            self._wait(engine, self.t + length / 5, None)
-            if log:
-                sim._append(log, f"Evaluating: {k * 20}%|{'█' * (2 * k):<10}| {k * 20}/100 [00:{k:02d}<00:{5 - k:02d}]\n")
-                self._touch(sim.root)
-                if engine is not None:
-                    self._judge(engine)
 
     # ---- faults -----------------------------------------------------------------------------
     def _after(self, engine: Engine, procs: VirtualProcesses, fault: str) -> Outcome:
@@ -291,7 +248,8 @@ class Replay:
                 return
 
     def _judge(self, engine: Engine) -> None:
-        engine.step()
+        if not engine.step():
+            engine.judge()  # nothing new read or probed: the simulated clock moved on all the same
         v = engine.verdict
         for f in v.new:
             self.out.findings.append(Seen(self.t, f.rule, f.label, f.message))

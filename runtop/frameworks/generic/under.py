@@ -15,9 +15,9 @@ import re
 
 from runtop.discovery import JOB, Tracked
 from runtop.frameworks.base import Framework, Parse
-from runtop.parsers import ends
+from runtop.parsers import ends, pauses
 from runtop.parsers.crashes import error_notice, has_traceback
-from runtop.parsers.events import INFERENCE, Event, Notice, RoleFinished
+from runtop.parsers.events import INFERENCE, CheckpointSave, Event, Notice, Phase, RoleFinished
 from runtop.parsers.records import HeaderFn, Record
 
 # Words of a way to die worth a second look in a record's message. NCCL's INFO chatter and
@@ -38,6 +38,8 @@ END_WORDS = ("inish", "omplete", "ucceeded", "one", "exits successfully")
 STRONG_RE = re.compile(r"slurmstepd|srun: error|\*\*\* SIG[A-Z]{2,4} received|Fatal Python error|Traceback \(most recent", re.ASCII)
 
 
+# An evaluation's or a save's words come in a short line (a bar, a path): longer ones are not read for them.
+MAX_PAUSE_LINE = 600
 # A death that can hide under a record of another level, as plain words (found at memory speed).
 STRONG_WORDS = ("slurmstepd", "srun: error", "*** SIG", "Fatal Python error", "Traceback (most recent")
 
@@ -52,6 +54,8 @@ def worth_a_look(rec: Record) -> bool:
     msg = rec.message
     if len(msg) <= ends.MAX_END_LINE and any(w in msg for w in END_WORDS) and END_RE.search(msg):
         return True
+    if len(msg) <= MAX_PAUSE_LINE and pauses.says(msg):
+        return True  # an evaluation or a save said (parsers/pauses.py)
     if msg.startswith("{'train_runtime'"):
         return True
     if rec.level in ("ERROR", "CRITICAL"):
@@ -97,6 +101,8 @@ def beneath(rec: Record, role: str, said: list[Event]) -> list[Event]:
     if not any(isinstance(e, RoleFinished) for e in said) and not any(isinstance(e, Notice) for e in out):
         if ends.QUICK_RE.search(rec.message) and ends.says_ended(rec.message):
             out.append(RoleFinished(role, rec.time))
+    if len(rec.message) <= MAX_PAUSE_LINE and not any(isinstance(e, (Phase, CheckpointSave)) for e in said):
+        out.extend(pauses.pauses_in(rec.message, rec.time, role))  # a pause the plug-in does not read
     return out
 
 
