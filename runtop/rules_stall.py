@@ -6,6 +6,8 @@ On a multi-node run the node that stopped first is named."""
 
 from __future__ import annotations
 
+import re
+
 from runtop.findings import Facts, Finding
 from runtop.pace import Limit, Pace, PaceView, saving
 from runtop.parsers.node_files import node_of
@@ -54,7 +56,7 @@ def stalled(f: Facts) -> list[Finding]:
             msg = (f"the logs have been silent for {duration(quiet)}, but the trainer's /metrics says step {live.step} came "
                    f"{duration(fresh)} ago (the logs show step {logged if logged is not None else 'none'}): what runtop reads lags the run")
             return [Finding("stalled", "warning", msg, live.url, subject="logs lag")]
-    first = first_stopped(s, lim, scale)
+    first = culprit(f, lim)
     idle = (f.now - pace.last_progress) * scale if pace.last_progress is not None and s.current_step() is not None else None
     # An evaluation or a save it said it is in: alive while that goes on, though no step comes.
     awake = idle if idle is None or pace.pause is None else min(idle, (f.now - (pace.last_alive or f.now)) * scale)
@@ -120,6 +122,49 @@ def idle_gpus(f: Facts, limit: float) -> str | None:
         return None
     long = sorted(i for i, idle in f.gpu_idle.items() if (f.now - idle.since) * f.cfg.time_scale >= min(limit, f.cfg.gpu_idle_s))
     return ", ".join(map(str, long)) or None
+
+
+def culprit(f: Facts, lim: Limit) -> str | None:
+    """What stopped first in a run that went quiet (docs/reading.md, "Stalls, at the run's own
+    pace"): the process whose stack is not in the collective the others wait in, the GPU idle
+    while its peers spin in one, or the node whose log stopped first."""
+    return odd_stack(f.forensics) or idle_rank(f) or first_stopped(f.state, lim, f.cfg.time_scale)
+
+
+# `3 of 4 trainer process(es) in `all_reduce` (a collective); pid 2210 in `load_batch`` (parsers/pyspy.py's summary)
+ODD_STACK_RE = re.compile(r"(\d+) of (\d+) (\S+) process\(es\) in `[^`]*` \(a collective\); pid (\d+) in `([^`]*)`")
+
+
+def odd_stack(forensics: str | None) -> str | None:
+    """The one process of a role whose stack is elsewhere while the others wait in a collective."""
+    m = ODD_STACK_RE.search(forensics or "")
+    if m is None:
+        return None
+    waiting, total, role, pid, where = m.groups()
+    return f"{role} pid {pid} stopped first: in `{where}` while {waiting} of {total} wait in a collective"
+
+
+def idle_rank(f: Facts) -> str | None:
+    """A GPU of a role idle with its memory held while that role's other GPUs spin at full use
+    (NCCL's kernels busy-wait in a collective whose missing rank is the idle one)."""
+    if f.gpu is None or not f.gpu_idle or not f.state.processes:
+        return None
+    role_of = {pid: role for role, pids in f.state.processes.items() for pid in pids}
+    by_role: dict[str, list[tuple[int, bool]]] = {}
+    for g in f.gpu.gpus:
+        roles = {role_of.get(p.pid) for p in g.processes} - {None}
+        if len(roles) == 1 and g.util_pct is not None:
+            by_role.setdefault(str(roles.pop()), []).append((g.index, g.util_pct >= BUSY_PCT))
+    for role, gpus in sorted(by_role.items()):
+        idle = [i for i, _ in gpus if i in f.gpu_idle]
+        busy = [i for i, spinning in gpus if spinning]
+        if idle and len(idle) < len(busy):
+            return (f"{role} rank on GPU {', '.join(map(str, idle))} stopped first: idle holding its memory while "
+                    f"GPU {', '.join(map(str, busy))} spin at full use (a collective waiting on it)")
+    return None
+
+
+BUSY_PCT = 90.0  # a GPU this busy while the run makes no step: NCCL spinning in a collective
 
 
 def first_stopped(s: RunState, lim: Limit, scale: float) -> str | None:

@@ -24,12 +24,12 @@ from runtop.discovery import DiscoveryError, discover
 from runtop.engine import Engine
 from runtop.live import LiveRun
 from runtop.pace import Pace
+from runtop.simulator.replay_faults import TICK, Faults
 from runtop.simulator.replay_pauses import Habits, Pauses
 from runtop.simulator.virtual import VirtualGpus, VirtualProcesses
 from runtop.sources.run_reader import RunReader
 
 EPOCH = 2_000_000_000.0  # the simulated clock's zero (2033: a file it did not stamp looks old, never new)
-TICK = 2.0  # the engine's poll, in simulated seconds, while a fault is being waited on
 BUFFER = 8192  # Python's block buffer: a log redirected to a file arrives in these
 # New files are looked for at most this often in wall seconds (a listing of a run with a
 # directory per step costs; a replay plays a few steps in that time).
@@ -48,6 +48,7 @@ class Seen:
 class Outcome:
     findings: list[Seen] = field(default_factory=list)  # every finding as it began
     fault_at: float | None = None  # simulated second of the fault
+    culprit: str | None = None  # what stopped first, as runtop should name it (`GPU 3`, `node 2`, `orchestrator`)
     seconds: float = 0.0  # simulated seconds replayed
     steps: int = 0
     step_median: float | None = None
@@ -71,10 +72,10 @@ def ready(root: str, actions: int) -> bool:
         return False  # nothing readable yet (a buffered log not flushed once)
 
 
-class Replay(Pauses):
+class Replay(Pauses, Faults):
     def __init__(self, make_sim: Callable[[str], Any], *, habits: Habits | None = None, fault: str | None = None,
                  fault_step: int | None = None, gpus: bool = True, seed: int = 0, after_fault_s: float = 3600.0,
-                 pace: Callable[[], Pace] | None = None) -> None:
+                 pace: Callable[[], Pace] | None = None, ranks: int = 1) -> None:
         self.pace = pace  # another way to learn the run's pace (a benchmark's baseline)
         self.make_sim = make_sim  # root → a simulator (a plug-in's `simulator(root, scenario, …)`)
         self.habits = habits or Habits()
@@ -86,6 +87,9 @@ class Replay(Pauses):
         self.out = Outcome()
         self._scratch = tempfile.mkdtemp(prefix="runtop-replay-")
         self._buffers: dict[str, bytes] = {}
+        self.ranks = ranks  # the trainer's GPUs
+        self._appended: set[str] = set()  # every file the run wrote to
+        self._silenced: str | None = None  # a file the fault stopped (a hung node's log)
         self._written: set[str] = set()  # files appended to since the last touch
         self._step_times: list[float] = []
 
@@ -164,6 +168,8 @@ class Replay(Pauses):
             else:
                 self._wait(engine, self.t + gap, None)
             act()
+            if self.fault == "script" and self.out.fault_at is None and sim.failing:
+                self.out.fault_at = self.t  # the scenario's failure began with this action
             self._touch(root, news)
             if engine is None and ready(root, i):
                 # runtop is started once the run has named its framework (a live run read
@@ -176,9 +182,10 @@ class Replay(Pauses):
                     self._step_times.append(self.t - stepped_at)
                 last_step, stepped_at = step, self.t
                 factor = self._next_factor(step)
+                self._fault_before(step)
                 if step % self.habits.eval_every == 0 and step and self._median():
                     self._evaluate(engine, sim, step, at)
-                if engine is not None and self.fault_step is not None and step >= self.fault_step and self.fault in ("hang", "kill"):
+                if engine is not None and self.fault is not None and self._stops(step):
                     return self._after(engine, procs, self.fault)  # what a buffer held is never written
         self._flush(root)
         self.out.fault_at = self.out.fault_at if self.out.fault_at is not None else (self.t if self.fault == "script" else None)
@@ -191,11 +198,8 @@ class Replay(Pauses):
             engine.close()
         return self._done()
 
-    def _next_factor(self, step: int) -> float:
-        if self.fault == "straggler" and self.fault_step is not None and step >= self.fault_step:
-            if self.out.fault_at is None:
-                self.out.fault_at = self.t
-            return 3.0
+    def _tail(self) -> float:
+        """A step's time against the usual: a heavy tail's slow step 2-4x, else 0.85-1.2x."""
         return self.rng.uniform(2.0, 4.0) if self.rng.random() < self.habits.tail_p else self.rng.uniform(0.85, 1.2)
 
     def _median(self) -> float | None:
@@ -206,22 +210,9 @@ class Replay(Pauses):
     def _median_gap(self, span: tuple[float, float]) -> float:
         return self.rng.uniform(*span) * (self._median() or 30.0)
 
-    # ---- faults -----------------------------------------------------------------------------
-    def _after(self, engine: Engine, procs: VirtualProcesses, fault: str) -> Outcome:
-        """The run stops right after its last write: hung (every process alive, GPUs idle with
-        their memory held) or killed (every process gone at once)."""
-        self.out.fault_at = self.t
-        if fault == "kill":
-            procs.end()
-        else:
-            procs.hung = True
-        self._wait(engine, self.t + self.after_fault_s, TICK, stop_at_down=True)
-        engine.close()
-        return self._done()
-
     # ---- time, files, judging ----------------------------------------------------------------
     def _engine(self, root: str, procs: VirtualProcesses) -> Engine:
-        gpu = VirtualGpus(procs, lambda: self.now) if self.gpus else None
+        gpu = VirtualGpus(procs, lambda: self.now, self.ranks) if self.gpus else None
         layout = discover(root)
         run = LiveRun(layout, poll=True, interval=RESCAN_S, processes=False, ckpt_every=0.0)
         engine = Engine(layout, interval=1e-3, poll=True, vllm_url=None, disks=False, gpus=self.gpus, gpu=gpu, run=run,
@@ -261,6 +252,9 @@ class Replay(Pauses):
         def append(rel: str, text: str) -> None:
             if self._main_log is None and rel.endswith(".log"):
                 self._main_log = rel
+            self._appended.add(rel)
+            if rel == self._silenced:
+                return  # a hung node writes nothing more
             if not self.habits.buffered:
                 own(rel, text)
                 self._written.add(rel)

@@ -101,7 +101,7 @@ class SkyrlSimulator(SkyrlFailures, ScriptPlayer):
             if step % self.ckpt_interval == 0:
                 failing = step == self.fail_step and attempt == 1 and self.scenario != "healthy"
                 if failing and self.scenario == "sigbus-checkpoint":
-                    yield from self._sigbus_save(t, step)
+                    yield from self.fails(self._sigbus_save(t, step))
                     if not self.autoretry:
                         return
                     t += 120
@@ -110,12 +110,12 @@ class SkyrlSimulator(SkyrlFailures, ScriptPlayer):
                     step = self._last_complete() + 1
                     continue
                 if failing and self.scenario == "disk-full":
-                    yield from self._enospc_save(t, step)
+                    yield from self.fails(self._enospc_save(t, step))
                     return
                 yield from self._save(t, step)
                 t += 60
             if self.scenario == "disk-full" and step == self.fail_step - 1:
-                yield t, self._core_dump
+                yield from self.fails([(t, self._core_dump)])
             step += 1
         if last < self.max_steps:
             return
