@@ -201,11 +201,12 @@ def main() -> None:
                           f"{len(base.alarms(LIVENESS, True))}   false Degraded {len(ours.alarms(LIVENESS, False))} | "
                           f"{len(base.alarms(LIVENESS, False))}" + (f"   ({said})" if said else ""))
                 continue
-            ours_or_none = replay(fw, case, steps if case.fault == "script" else min(steps, 200), args.seed, False, per)
+            n = min(steps, 200)
+            ours_or_none = replay(fw, case, n, args.seed, False, per)
             if ours_or_none is None:
                 continue  # not a fault this framework's run can have (a second role, a second node)
             ours = ours_or_none
-            base = replay(fw, case, steps if case.fault == "script" else min(steps, 200), args.seed, True, per)
+            base = replay(fw, case, n, args.seed, True, per)
             assert base is not None
             (o1, o2, oc, said), (b1, b2, bc, _) = times(case, ours), times(case, base)
             goal = goal_of(case, ours, per)

@@ -219,6 +219,8 @@ class Replay(Pauses, Faults):
                         clock=lambda: self.now, proc_sampler=procs, process_period=1e-6, publishing=False)
         if self.pace is not None:
             engine.pace = self.pace()
+        for probe in engine.probes:
+            probe.inline()  # virtual processes and GPUs: no thread to wait for
         return engine
 
     def _wait(self, engine: Engine | None, until: float, tick: float | None, stop_at_down: bool = False) -> None:

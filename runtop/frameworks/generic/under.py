@@ -5,8 +5,9 @@ not know: a death in words its framework never prints (slurmstepd's cancel, a wo
 `*** SIGABRT received`, an illegal memory access), an end in words of another version. Each
 record that holds such words is read by the plug-in alone first; where the plug-in said nothing
 of a death (no error, no fatal notice) or of an end, the generic reader's reading of that record
-is added. The plug-in's judgement always wins: a traceback it reads as one failed request stays
-one failed request. Records without such words go to the plug-in in one batch, as before.
+is added; likewise an evaluation or a save the run says it is in (parsers/pauses.py) that the
+plug-in does not read. The plug-in's judgement always wins: a traceback it reads as one failed
+request stays one failed request. Records without such words go to the plug-in in one batch, as before.
 """
 
 from __future__ import annotations
