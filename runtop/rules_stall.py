@@ -2,7 +2,7 @@
 run's own pace"): Degraded once no step came for longer than its pace allows (`runtop.pace`),
 Down when the evidence agrees — nothing written anywhere and its GPUs idle or its stacks in a
 collective — or when nothing was written anywhere for the silence limit (a reclaimed pod).
-On a multi-node run the node that stopped first is named."""
+What stopped first is named (`culprit`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import re
 from runtop.findings import Facts, Finding
 from runtop.pace import Limit, Pace, PaceView, saving
 from runtop.parsers.node_files import node_of
+from runtop.rules_hang import idle_rank
 from runtop.state import RunState
 from runtop.units import duration
 
@@ -142,29 +143,6 @@ def odd_stack(forensics: str | None) -> str | None:
         return None
     waiting, total, role, pid, where = m.groups()
     return f"{role} pid {pid} stopped first: in `{where}` while {waiting} of {total} wait in a collective"
-
-
-def idle_rank(f: Facts) -> str | None:
-    """A GPU of a role idle with its memory held while that role's other GPUs spin at full use
-    (NCCL's kernels busy-wait in a collective whose missing rank is the idle one)."""
-    if f.gpu is None or not f.gpu_idle or not f.state.processes:
-        return None
-    role_of = {pid: role for role, pids in f.state.processes.items() for pid in pids}
-    by_role: dict[str, list[tuple[int, bool]]] = {}
-    for g in f.gpu.gpus:
-        roles = {role_of.get(p.pid) for p in g.processes} - {None}
-        if len(roles) == 1 and g.util_pct is not None:
-            by_role.setdefault(str(roles.pop()), []).append((g.index, g.util_pct >= BUSY_PCT))
-    for role, gpus in sorted(by_role.items()):
-        idle = [i for i, _ in gpus if i in f.gpu_idle]
-        busy = [i for i, spinning in gpus if spinning]
-        if idle and len(idle) < len(busy):
-            return (f"{role} rank on GPU {', '.join(map(str, idle))} stopped first: idle holding its memory while "
-                    f"GPU {', '.join(map(str, busy))} spin at full use (a collective waiting on it)")
-    return None
-
-
-BUSY_PCT = 90.0  # a GPU this busy while the run makes no step: NCCL spinning in a collective
 
 
 def first_stopped(s: RunState, lim: Limit, scale: float) -> str | None:

@@ -99,5 +99,8 @@ class Faults:
 
 
 def culprit_named(message: str, culprit: str | None) -> bool:
-    """Whether a finding names the culprit (`node 2 stopped first`, `GPU 3 idle while …`, the dead role)."""
-    return culprit is not None and re.search(rf"\b{re.escape(culprit)}\b", message, re.I) is not None
+    """Whether a finding names the culprit as the one that stopped first (`node 2 stopped first`,
+    `rank on GPU 3 stopped first`), or the dead role as dead or gone."""
+    if culprit is None or re.search(rf"\b{re.escape(culprit)}\b", message, re.I) is None:
+        return False
+    return "stopped first" in message if culprit.startswith(("GPU", "node")) else re.search(r"not running|died|gone|exited|dead", message) is not None

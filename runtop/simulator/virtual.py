@@ -26,6 +26,7 @@ class VirtualProcesses:
         # In a hang, the one trainer rank that stopped: its GPU sits idle while its peers' spin in
         # the collective that waits for it (NCCL's kernels busy-wait); None: every GPU idle.
         self.stuck: int | None = None
+        self._seen: set[str] = set()
 
     def start(self, roles: Iterable[str] | None = None) -> None:
         wanted = set(roles) if roles is not None else None
@@ -53,7 +54,10 @@ class VirtualProcesses:
     def sample(self, finished: bool = False) -> ProcessSnapshot:
         procs = [ProcInfo(pid, created, 1, title, role, "sleeping", 0.0 if self.hung else 97.0, 8 * GIB)
                  for title, role in self.titles if title in self._live for pid, created in [self._live[title]]]
-        return ProcessSnapshot(procs, taken_at=self.clock())
+        alive = {p.role for p in procs}
+        self._seen |= alive
+        # As the process sampler says it: a role seen alive once that has no live process now.
+        return ProcessSnapshot(procs, missing=sorted(self._seen - alive), taken_at=self.clock())
 
 
 class VirtualGpus:
