@@ -31,6 +31,9 @@ from runtop.sources.run_reader import RunReader
 
 EPOCH = 2_000_000_000.0  # the simulated clock's zero (2033: a file it did not stamp looks old, never new)
 BUFFER = 8192  # Python's block buffer: a log redirected to a file arrives in these
+# A gap at least this long is judged again just before it ends (the longest silence it reaches);
+# a shorter one cannot cross the shortest stall limit (a minute) by itself.
+SILENCE_S = 20.0
 # New files are looked for at most this often in wall seconds (a listing of a run with a
 # directory per step costs; a replay plays a few steps in that time).
 RESCAN_S = 0.05
@@ -90,6 +93,7 @@ class Replay(Pauses, Faults):
         self.ranks = ranks  # the trainer's GPUs
         self._appended: set[str] = set()  # every file the run wrote to
         self._silenced: str | None = None  # a file the fault stopped (a hung node's log)
+        self._unjudged = False  # actions ran since the engine last judged
         self._written: set[str] = set()  # files appended to since the last touch
         self._step_times: list[float] = []
 
@@ -175,8 +179,7 @@ class Replay(Pauses, Faults):
                 # runtop is started once the run has named its framework (a live run read
                 # generically is looked at again every few wall seconds, which a replay has not).
                 engine = self._engine(root, procs)
-            if engine is not None:
-                self._judge(engine)
+            self._unjudged = engine is not None  # judged once time moves on: actions of one instant, once
             if step is not None and step != last_step:
                 if last_step is not None:
                     self._step_times.append(self.t - stepped_at)
@@ -230,8 +233,11 @@ class Replay(Pauses, Faults):
             self.t = max(self.t, until)
             return
         if tick is None:
-            self.t = until - 1e-3
-            self._judge(engine)
+            if self._unjudged:
+                self._judge(engine)  # what the last instant's actions wrote, judged when they wrote it
+            if until - self.t >= SILENCE_S:
+                self.t = until - 1e-3
+                self._judge(engine)
             self.t = until
             return
         while self.t < until:
@@ -241,6 +247,7 @@ class Replay(Pauses, Faults):
                 return
 
     def _judge(self, engine: Engine) -> None:
+        self._unjudged = False
         if not engine.step():
             engine.judge()  # nothing new read or probed: the simulated clock moved on all the same
         v = engine.verdict

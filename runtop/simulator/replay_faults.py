@@ -36,8 +36,10 @@ class Faults:
         ranks: int
         _silenced: str | None
         _appended: set[str]
+        _unjudged: bool
 
         def _wait(self, engine: Engine | None, until: float, tick: float | None, stop_at_down: bool = False) -> None: ...
+        def _judge(self, engine: Engine) -> None: ...
         def _done(self) -> Outcome: ...
         def _tail(self) -> float: ...
 
@@ -57,6 +59,8 @@ class Faults:
 
     def _after(self, engine: Engine, procs: VirtualProcesses, fault: str) -> Outcome:
         """The run stops right after its last write, and runtop is watched until it says Down."""
+        if self._unjudged:
+            self._judge(engine)  # the last write, judged as it came
         if self.out.fault_at is None:
             self.out.fault_at = self.t
         if fault == "kill":
