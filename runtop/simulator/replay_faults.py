@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import random
 
     from runtop.engine import Engine
-    from runtop.simulator.replay import Outcome
+    from runtop.simulator.outcome import Outcome
     from runtop.simulator.virtual import VirtualProcesses
 
 TICK = 2.0  # the engine's poll, in simulated seconds, while a fault is being waited on

@@ -3,7 +3,7 @@ bar redrawn, one logged dict per step, `checkpoint-N` saves, the Trainer's summa
 end. Scenarios: `healthy`; `cuda-oom` (a plain traceback ending in torch.OutOfMemoryError,
 with a `tmp-checkpoint-N` left half-written by the save it interrupted); `nan-loss` (from
 `fail_step` on, the logged loss and grad norm are `nan`, printed bare as the Trainer prints them,
-and the run steps on)."""
+and the run steps on, its end not written yet)."""
 
 from __future__ import annotations
 
@@ -51,6 +51,8 @@ class TrlSimulator(PacedRun):
                 yield t, self._step(step, reward)
             if step % self.ckpt_interval == 0:
                 yield t + 1, self._save(step)
+        if self.scenario == "nan-loss":
+            return  # still stepping on NaN when looked at: its end not written yet
         yield t + 2, lambda: self.log(f"{{'train_runtime': {t:.1f}, 'train_samples_per_second': 0.9, 'train_steps_per_second': 0.08, "
                                       f"'train_loss': 0.0123, 'epoch': 1.0}}\n")
 
