@@ -196,6 +196,7 @@ class Pace:
     def observe(self, state: RunState, now: float) -> None:
         self._watch_writes(state, now)
         mark = pause_key(state)
+        paused = self._paused  # said before this read: the gap that ends now is the pause's
         if mark != self._mark:
             if self._mark is not None and self._key is not None:
                 # Alive between two steps: an evaluation's tick, a save said or its files growing.
@@ -231,7 +232,7 @@ class Pace:
                 sat = self._step  # the step the run sat on through the gap
                 if saved:
                     self._saves.append(gap)
-                elif self._paused:
+                elif paused:
                     pass  # it said it paused (an evaluation): the gap is the pause's, not a step's
                 elif not self._recurring(sat):
                     self._gaps.append(gap)  # a step's own time; a pause it keeps having is its cadence's
