@@ -46,6 +46,7 @@ LIVENESS = frozenset({"stalled", "slowdown", "vanished", "role_missing", "node_s
 FAILURES = LIVENESS | {"rollouts_hung", "rollouts_failing", "disk_pressure", "checkpoint_incomplete"}
 WEEK = 7 * 86400.0
 CULPRIT_S = 30.0  # the culprit named within this long of the first finding
+SAVE_EVERY = 20  # steps between two saves
 
 
 class FixedView(PaceView):
@@ -76,6 +77,7 @@ class Case:
     nodes: int = 1
     ranks: int = 1
     rules: frozenset[str] = LIVENESS  # findings that count as found
+    at_save: bool = False  # its failure comes at a save: the fault's step is the first save past the middle
 
 
 CASES = [
@@ -92,7 +94,7 @@ CASES = [
     Case("rollouts failing", fault="script", scenario="rollouts-failing", only=("prime-rl",), rules=FAILURES),
     Case("rollouts rejected", fault="script", scenario="rollouts-hung", only=("prime-rl",), rules=FAILURES),
     Case("disk filling", fault="script", scenario="disk-filling", only=("prime-rl",), rules=FAILURES),
-    Case("disk full at a save", fault="script", scenario="disk-full", only=("skyrl",), rules=FAILURES),
+    Case("disk full at a save", fault="script", scenario="disk-full", only=("skyrl",), rules=FAILURES, at_save=True),
     Case("a node's NCCL timeout", fault="script", scenario="node-nccl-timeout", only=("prime-rl",), rules=FAILURES),
     Case("NaN in the loss", fault="script", scenario="nan-loss", only=("trl",), rules=frozenset({"training_signal"})),
 ]
@@ -100,7 +102,7 @@ CASES = [
 
 def simulator(fw: str, case: Case, steps: int, seed: int, fault_step: int | None) -> tuple[dict[str, object], tuple[tuple[str, str], ...]]:
     """The simulator's arguments for the case, and its run's processes (asked of one made and dropped)."""
-    kw: dict[str, object] = {"max_steps": steps, "ckpt_interval": 20, "seed": seed, "speed": 1.0}
+    kw: dict[str, object] = {"max_steps": steps, "ckpt_interval": SAVE_EVERY, "seed": seed, "speed": 1.0}
     sim = get(fw).simulator(None, case.scenario, **kw)
     takes, titles = inspect.signature(type(sim).__init__).parameters, sim.TITLES
     sim.stop()
@@ -115,6 +117,8 @@ def replay(fw: str, case: Case, steps: int, seed: int, baseline: bool, per: floa
     """The case replayed (None: not a fault this framework's run can have: a second role, a second node)."""
     plug = get(fw)
     fault_step = steps // 2 + 3 if case.fault else None  # past the middle, off every cadence
+    if case.at_save:
+        fault_step = (steps // 2 // SAVE_EVERY + 1) * SAVE_EVERY
     kw, titles = simulator(fw, case, steps, seed, fault_step)
     r = Replay(lambda root: plug.simulator(root, case.scenario, **kw), habits=case.habits, fault=case.fault, fault_step=fault_step,
                gpus=case.gpus, seed=seed, pace=FixedPace if baseline else None, ranks=case.ranks,
