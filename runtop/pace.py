@@ -21,14 +21,18 @@ from runtop.state import RunState
 from runtop.state_parts import SAVING
 from runtop.units import duration
 
-WINDOW = 200  # gaps kept: a few hours of a fast run, days of a slow one
+# Gaps kept: hours of a fast run, days of a slow one. Their p99 is their sixth longest: a tail of
+# 3 % slow steps is in it unless fewer than six came in 500 (three in a thousand windows); of 200,
+# the third longest, fewer than three slow steps came in one window in sixteen, and a slow step
+# was then a false alarm.
+WINDOW = 500
 MIN_GAPS = 5  # gaps of this attempt before its pace is trusted (the first steps compile and warm up)
 P99_FACTOR = 2.0
 FLOOR_S = 60.0  # never "stalled" sooner: one slow request, one GC pause
 LONG = 2.0  # a gap this many times the median is a pause of the run's (a save, an evaluation)
-# Fewer gaps than this and their p99 is their maximum: it says nothing yet of the run's tail, so
-# the limit is at least TAIL median gaps (a heavy tail's slow step is 2-4 times the median).
-TAIL_GAPS = 100
+# Fewer gaps than this and their p99 is one of their few longest: it says little yet of the run's
+# tail, so the limit is at least TAIL median gaps (a heavy tail's slow step is 2-4 times the median).
+TAIL_GAPS = 300
 TAIL = 5.0
 CADENCES = 16  # recurring pauses remembered
 CADENCE_HITS = 4  # a cadence is four pauses at most of its due steps (three: a heavy tail's slow steps and an evaluation line up)
