@@ -54,7 +54,7 @@ class VirtualProcesses:
     def sample(self, finished: bool = False) -> ProcessSnapshot:
         procs = [ProcInfo(pid, created, 1, title, role, "sleeping", 0.0 if self.hung else 97.0, 8 * GIB)
                  for title, role in self.titles if title in self._live for pid, created in [self._live[title]]]
-        alive = {p.role for p in procs}
+        alive = {p.role for p in procs if p.role is not None}
         self._seen |= alive
         # As the process sampler says it: a role seen alive once that has no live process now.
         return ProcessSnapshot(procs, missing=sorted(self._seen - alive), taken_at=self.clock())

@@ -66,7 +66,7 @@ class Deadline(Generic[T]):
             self._answered = False
         elif t is None:
             return False, None
-        elif t.join(wait) is None and t.is_alive():
+        elif not self._joined(t, wait):
             ran = time.monotonic() - self._started
             if ran >= self.seconds:
                 raise Slow(f"{self.what} slow: gave up after {self.seconds:g} s (still waiting on it for {ran:.0f} s)")
@@ -75,6 +75,12 @@ class Deadline(Generic[T]):
         if "error" in self._box:
             raise self._box["error"]  # type: ignore[misc]
         return True, self._box.get("value")  # type: ignore[return-value]
+
+    @staticmethod
+    def _joined(t: threading.Thread, wait: float) -> bool:
+        """Whether the call's thread ended within `wait` seconds."""
+        t.join(wait)
+        return not t.is_alive()
 
     def call(self) -> T:
         """Start and wait: the value, the call's exception, or `Slow` after `seconds`."""
