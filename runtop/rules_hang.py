@@ -58,6 +58,16 @@ def gpu_idle_held(f: Facts) -> list[Finding]:
     return out
 
 
+def busy_gpus(f: Facts) -> str:
+    """The GPUs holding the run's memory at work (half busy or more), as `0, 3`; "" when none or unknown."""
+    if f.gpu is None or not f.state.processes:
+        return ""
+    pids = {pid for ps in f.state.processes.values() for pid in ps}
+    busy = [g.index for g in f.gpu.gpus if g.util_pct is not None and g.util_pct >= 50.0
+            and sum(p.used_bytes or 0 for p in g.processes if p.pid in pids) >= GIB]
+    return ", ".join(map(str, busy))
+
+
 def idle_rank(f: Facts) -> str | None:
     """A GPU of a role idle with its memory held while that role's other GPUs spin at full use
     (NCCL's kernels busy-wait in a collective whose missing rank is the idle one)."""

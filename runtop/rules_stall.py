@@ -11,7 +11,7 @@ import re
 from runtop.findings import Facts, Finding
 from runtop.pace import Limit, Pace, PaceView, saving
 from runtop.parsers.node_files import node_of
-from runtop.rules_hang import idle_rank
+from runtop.rules_hang import busy_gpus, idle_rank
 from runtop.state import RunState
 from runtop.units import duration
 
@@ -69,6 +69,13 @@ def stalled(f: Facts) -> list[Finding]:
         silence = max(silence, SAVE_DOWN_FACTOR * max(pace.saves) * scale if pace.saves else SAVE_DOWN_S)
         held = None
     agrees = quiet >= limit and awake is not None and awake >= limit and (held or stacks)
+    busy = busy_gpus(f) if s.current_step() is None else ""
+    if quiet >= silence and busy:
+        # Before its first step, GPUs at work: it compiles, loads or generates its first rollouts
+        # behind a quiet (or block-buffered) log. A hang at start-up (a rendezvous, a process
+        # group's init) leaves them idle.
+        return [Finding("stalled", "info", f"no log write anywhere for {duration(quiet)} and no step yet; GPU {busy} busy: warming up "
+                        "behind a quiet or block-buffered log?", f"newest write {duration(quiet)} ago", since_ts=newest, subject="silence")]
     if quiet >= silence or agrees:
         nobody = alive is not None and not any(p for r, p in alive.items() if r != "ray")
         # Silent this long, the run is not training, whether its processes are gone (a

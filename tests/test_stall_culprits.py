@@ -5,6 +5,7 @@ no stall (NaN in the loss) found all the same (docs/reading.md, "Stalls, at the 
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -79,3 +80,34 @@ def test_nan_in_a_trl_loss_is_said_within_a_step():
     assert out.fault_at is not None
     nan = next(f for f in out.findings if f.rule == "training_signal" and f.at >= out.fault_at)
     assert nan.at - out.fault_at <= 2.0 and "grad_norm, loss is not finite" in nan.message, nan
+
+
+def _before_first_step(tmp_path, util: float):
+    from runtop.sources.gpu import GpuProcess, GpuReading, GpuSnapshot
+
+    root = str(tmp_path / "run")
+    get("trl").simulator(root, "healthy", max_steps=20).run(until=5.0)  # launched, no step yet
+    now = time.time()
+    for d, _, names in os.walk(root):  # sixteen minutes without a write
+        for name in names:
+            os.utime(os.path.join(d, name), (now - 960, now - 960), follow_symlinks=False)
+    reader = RunReader(discover(root))
+    reader.poll(max_bytes=1 << 24, rescan_every=float("inf"), ckpt_every=float("inf"))
+    reader.state.processes = {"trainer": [4242]}
+    gib = 1 << 30
+    gpu = GpuSnapshot([GpuReading(0, "H100", util, 60 * gib, 80 * gib, 60.0, 500.0, (GpuProcess(4242, 60 * gib),))], driver="test", taken_at=now)
+    return judge(reader.state, Facts(reader.state, now, Thresholds(), gpu=gpu))
+
+
+def test_a_run_silent_for_sixteen_minutes_before_its_first_step_with_its_gpus_busy_is_warming_up_not_down(tmp_path):
+    """`python train.py > log` (8 KB blocks) and a first step of compilation and first rollouts: its GPUs
+    at work say it is not hung."""
+    v = _before_first_step(tmp_path, 93.0)
+    assert v.verdict != "Down", v.reasons
+    said = next(f for f in v.alerts if f.rule == "stalled")
+    assert said.severity == "info" and "no step yet; GPU 0 busy: warming up" in said.message, said.message
+
+
+def test_a_run_silent_for_sixteen_minutes_before_its_first_step_with_its_gpus_idle_is_down(tmp_path):
+    v = _before_first_step(tmp_path, 0.0)
+    assert v.verdict == "Down" and any(f.rule == "stalled" and f.down for f in v.alerts), v.reasons
