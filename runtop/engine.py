@@ -229,17 +229,23 @@ class Engine:
             changed = True
         changed |= self._take_forensics()
         if changed or not self._judged_reads:  # the first step is judged even when nothing came (logs still empty)
-            with self.lock:
-                self._procs_into_state()
-                self.pace.observe(self.state, self.clock())
-                self.verdict = self._judge()
-                self._judged_reads = True
-                for finding in self.verdict.new:
-                    self._new_findings.put(finding)
-                if self.publishing:
-                    self.published = self._publish()
+            self.judge()
         self.steps_done += 1
         return changed
+
+    def judge(self, queue: bool = True) -> Verdict:
+        """Judge what was read and probed, now (a replay's simulated clock outruns the probes'
+        periods: it judges every tick whether or not a probe answered)."""
+        with self.lock:
+            self._procs_into_state()
+            self.pace.observe(self.state, self.clock())
+            self.verdict = self._judge()
+            self._judged_reads = True
+            for finding in self.verdict.new if queue else ():
+                self._new_findings.put(finding)
+            if self.publishing:
+                self.published = self._publish()
+        return self.verdict
 
     def probe_all(self, timeout: float = PROBE_ALL_S) -> Verdict:
         """Ask every probe once and judge (a headless check-in): each probe's answer, or its
@@ -263,14 +269,7 @@ class Engine:
                 elif probe.waiting:
                     still.append(probe)
             pending = still
-        with self.lock:
-            self._procs_into_state()
-            self.pace.observe(self.state, self.clock())
-            self.verdict = self._judge()
-            self._judged_reads = True
-            if self.publishing:
-                self.published = self._publish()
-        return self.verdict
+        return self.judge(queue=False)
 
     def _procs_into_state(self) -> None:
         if self.system.procs is not None and self.system.procs.error is None:

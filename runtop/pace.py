@@ -18,14 +18,24 @@ from dataclasses import dataclass
 
 from runtop.config import Thresholds
 from runtop.state import RunState
+from runtop.state_parts import SAVING
 from runtop.units import duration
 
-WINDOW = 200  # gaps kept: a few hours of a fast run, days of a slow one
+# Gaps kept: hours of a fast run, days of a slow one. Their p99 is their sixth longest: a tail of
+# 3 % slow steps is in it unless fewer than six came in 500 (three in a thousand windows); of 200,
+# the third longest, fewer than three slow steps came in one window in sixteen, and a slow step
+# was then a false alarm.
+WINDOW = 500
 MIN_GAPS = 5  # gaps of this attempt before its pace is trusted (the first steps compile and warm up)
 P99_FACTOR = 2.0
 FLOOR_S = 60.0  # never "stalled" sooner: one slow request, one GC pause
 LONG = 2.0  # a gap this many times the median is a pause of the run's (a save, an evaluation)
+# Fewer gaps than this and their p99 is one of their few longest: it says little yet of the run's
+# tail, so the limit is at least TAIL median gaps (a heavy tail's slow step is 2-4 times the median).
+TAIL_GAPS = 300
+TAIL = 5.0
 CADENCES = 16  # recurring pauses remembered
+CADENCE_HITS = 4  # a cadence is four pauses at most of its due steps (three: a heavy tail's slow steps and an evaluation line up)
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,8 @@ class PaceView:
     pauses: tuple[tuple[int, int, float], ...]  # (period in steps, residue, longest gap) of recurring pauses
     reported: tuple[float, ...]  # the step times the run reported itself (a run first seen part-way)
     block_wait: float | None = None  # wall seconds a block-buffered log takes to fill its next block
+    last_alive: float | None = None  # the newest progress or announced pause (an evaluation's tick, a save's bytes)
+    pause: str | None = None  # what that pause was, while it is newer than the last progress
 
     def _sample(self, scale: float) -> list[float]:
         """The gaps in the run's own seconds: those seen, else the step times it reported."""
@@ -60,8 +72,12 @@ class PaceView:
         return ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)]
 
     def median(self, scale: float = 1.0) -> float | None:
-        ordered = self._sample(scale)
+        ordered = self._sample(scale) or sorted(g * scale for g in self.gaps)  # its first steps: the few seen
         return ordered[len(ordered) // 2] if ordered else None
+
+    def known(self) -> int:
+        """How many gaps the pace stands on."""
+        return len(self.gaps) if len(self.gaps) >= MIN_GAPS else len(self.reported)
 
     def limit(self, state: RunState, cfg: Thresholds) -> Limit:
         """How long, in the run's seconds, no progress is still the run's own pace."""
@@ -72,11 +88,13 @@ class PaceView:
             # Its first steps: compilation, warm-up, the first rollouts. The fixed limit holds, or
             # twice the longest step seen yet where steps are longer (a 12-minute step is no stall).
             longest = max(self.gaps, default=0.0) * scale
-            fixed = max(cfg.stall_min_s, cfg.stall_k * med if med else 0.0, P99_FACTOR * longest)
+            fixed = max(cfg.stall_min_s, max(cfg.stall_k, TAIL) * med if med else 0.0, P99_FACTOR * longest)
             return Limit(fixed, "its first steps", None)
         seconds, why = max(P99_FACTOR * p99, FLOOR_S), f"{P99_FACTOR:g}× its p99 step gap ({duration(p99)})"
         if seconds == FLOOR_S:
             why = f"the {duration(FLOOR_S)} floor (p99 step gap {duration(p99)})"
+        if med and self.known() < TAIL_GAPS and TAIL * med > seconds:
+            seconds, why = TAIL * med, f"{TAIL:g}× its median step gap ({duration(med)}) until {TAIL_GAPS} steps show its tail"
         if self.attempt_gaps < MIN_GAPS:
             seconds, why = max(seconds, cfg.stall_min_s), "a restart's first steps"
         if saving(state):
@@ -121,27 +139,43 @@ def progress_key(state: RunState) -> tuple[object, ...]:
     return (state.attempt, state.current_step(), complete)
 
 
+def pause_key(state: RunState) -> tuple[int, int]:
+    """What moves while the run pauses between two steps: the pauses it said (an evaluation's
+    start, ticks and end; a save's start), and the bytes of its saves not whole yet (a save's
+    files grow as it writes them)."""
+    writing = sum(c.bytes for c in state.checkpoints.values() if not c.complete)
+    return (state.pauses_said, writing)
+
+
 BLOCK = 4096  # a block-buffered writer's file grows in multiples of this (Python's are 8192)
 BUFFER = 8192
 
 
 @dataclass
 class Growth:
-    """How a log's file grows: from when runtop first saw it, and whether its last growths were
-    whole blocks (a `python train.py > log` without `-u` writes 8 KB at a time)."""
+    """How a log's file grows: from when runtop first saw it, and whether its growths were whole
+    blocks (a `python train.py > log` without `-u` writes 8 KB at a time)."""
 
     since: float
     first: int
     size: int
     last: float
     blocks: deque[bool]
+    steps: int = 0  # the run's steps when runtop first saw it
 
-    def fill_s(self) -> float | None:
-        """Seconds to fill the next block at its byte rate, once the file was seen whole blocks twice
-        (at first sight and after a growth: a line-buffered log ends on a block 1 time in 4096)."""
-        if len(self.blocks) < 2 or not all(self.blocks) or self.last <= self.since or self.size <= self.first:
+    def buffered(self) -> bool:
+        """Seen at a whole block each time it was looked at: at first sight (a line-written log ends
+        on a block one time in 4096, and its next growth says so) and after each growth since."""
+        return bool(self.blocks) and all(self.blocks)
+
+    def fill_s(self, step_s: float | None) -> float | None:
+        """Seconds to fill the next block: at its byte rate once it grew while watched; before, at
+        first sight, from the run's steps it holds and the run's step time (the bytes of a step)."""
+        if not self.buffered():
             return None
-        return BUFFER / ((self.size - self.first) / (self.last - self.since))
+        if self.last > self.since and self.size > self.first:
+            return BUFFER / ((self.size - self.first) / (self.last - self.since))
+        return BUFFER / self.first * self.steps * step_s if self.steps and step_s and self.first else None
 
 
 class Pace:
@@ -158,9 +192,21 @@ class Pace:
         self._long: deque[tuple[int, float]] = deque(maxlen=64)  # (step the run sat on through it, gap)
         self._reported: tuple[float, ...] = ()
         self._cadences: tuple[tuple[int, int, float], ...] = ()
+        self._mark: tuple[int, int] | None = None
+        self._alive: float | None = None
+        self._paused = False  # a pause said since the last progress
+        self._pause: str | None = None
 
     def observe(self, state: RunState, now: float) -> None:
         self._watch_writes(state, now)
+        mark = pause_key(state)
+        paused = self._paused  # said before this read: the gap that ends now is the pause's
+        if mark != self._mark:
+            if self._mark is not None and self._key is not None:
+                # Alive between two steps: an evaluation's tick, a save said or its files growing.
+                self._alive, self._paused = now, True
+                self._pause = state.pause or (SAVING if mark[1] != self._mark[1] else self._pause)
+            self._mark = mark
         key = progress_key(state)
         if key == self._key:
             return
@@ -190,6 +236,8 @@ class Pace:
                 sat = self._step  # the step the run sat on through the gap
                 if saved:
                     self._saves.append(gap)
+                elif paused:
+                    pass  # it said it paused (an evaluation): the gap is the pause's, not a step's
                 elif not self._recurring(sat):
                     self._gaps.append(gap)  # a step's own time; a pause it keeps having is its cadence's
                     # Steps that arrived together (a log written in blocks) waited nothing after the first.
@@ -198,6 +246,7 @@ class Pace:
                     self._attempt_gaps += burst
                 self._note_long(sat, gap)
         self._key, self._at, self._step = key, at, state.current_step()
+        self._alive, self._paused, self._pause = at, False, None
 
     def _recurring(self, step: int | None) -> bool:
         return step is not None and any(step % period == residue for period, residue, _ in self._cadences)
@@ -216,15 +265,19 @@ class Pace:
                 continue
             g = self._growth.get(f.path)
             if g is None or f.size < g.size:  # new, or truncated/replaced: measured afresh
-                self._growth[f.path] = Growth(now, f.size, f.size, now, deque([f.size > 0 and f.size % BLOCK == 0], maxlen=3))
+                self._growth[f.path] = Growth(now, f.size, f.size, now, deque([f.size % BLOCK == 0] if f.size else [], maxlen=3),
+                                              state.current_step() or 0)
             elif f.size > g.size:
                 g.blocks.append((f.size - g.size) % BLOCK == 0)
                 g.size, g.last = f.size, now
 
     def block_wait(self) -> float | None:
-        """The soonest a block-buffered log of the run writes again: the silence it may keep."""
-        fills = [w for g in self._growth.values() if (w := g.fill_s()) is not None]
-        return min(fills) if fills else None
+        """The longest a block-buffered log of the run takes to write its next block: the silence
+        its steps may keep."""
+        gaps = list(self._reported) or [g for g in self._gaps if g > 0]  # a step's own time, else a burst's
+        step_s = sorted(gaps)[len(gaps) // 2] if gaps else None
+        fills = [w for g in self._growth.values() if (w := g.fill_s(step_s)) is not None]
+        return max(fills) if fills else None
 
     @staticmethod
     def once(state: RunState, now: float) -> PaceView:
@@ -235,14 +288,14 @@ class Pace:
 
     def view(self) -> PaceView:
         return PaceView(self._at, self._step, tuple(self._gaps), self._attempt_gaps, tuple(self._saves),
-                        self._cadences, self._reported, self.block_wait())
+                        self._cadences, self._reported, self.block_wait(), self._alive, self._pause if self._paused else None)
 
 
 def _cadences(long: list[tuple[int, float]], last: int) -> tuple[tuple[int, int, float], ...]:
     """Pauses that keep coming back at the same step of a period (an evaluation every 50 steps,
     a save every 100): the period, the step residue the run sits on through the pause, the
-    longest such pause. A cadence needs three pauses and most of its due steps to have paused,
-    so a heavy tail's random slow steps never make one."""
+    longest such pause. A cadence needs four pauses and three quarters of its due steps to have
+    paused, so a heavy tail's random slow steps do not make one."""
     at = {s: g for s, g in long}
     out: list[tuple[int, int, float]] = []
     steps = sorted(at)
@@ -253,7 +306,7 @@ def _cadences(long: list[tuple[int, float]], last: int) -> tuple[tuple[int, int,
                 continue
             due = range(a, last + 1, period)
             hits = [at[s] for s in due if s in at]
-            if len(hits) >= 3 and len(hits) * 3 >= len(due) * 2:
+            if len(hits) >= CADENCE_HITS and len(hits) * 4 >= len(due) * 3:
                 out.append((period, a % period, max(hits)))
     return tuple(sorted(out)[:CADENCES])
 

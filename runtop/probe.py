@@ -44,6 +44,11 @@ class Probe:
         self._pending = False
         self._slow_said = False
 
+    def inline(self) -> None:
+        """Call its source on the caller's thread from now on: a simulated source answers at once
+        (the detection replay asks its processes and GPUs at every tick of a simulated clock)."""
+        self._call.inline = True
+
     @property
     def waiting(self) -> bool:
         """A call has started and not been collected."""

@@ -30,7 +30,7 @@ from runtop.view import Slice, SystemView, View
 # Every RunState field belongs to exactly one slice (tests/test_publish.py keeps it so).
 STATE_SLICES: dict[Slice, tuple[str, ...]] = {
     Slice.RUN: (
-        "path", "framework", "layout", "detection", "run_name", "max_steps", "max_steps_source", "attempts", "phases", "endpoints",
+        "path", "framework", "layout", "detection", "run_name", "max_steps", "max_steps_source", "attempts", "phases", "pauses_said", "pause", "endpoints",
         "extra_logs", "finished", "processes", "process_denied", "slurm", "ray", "disk", "backfill_error", "first_time", "_plugin_new", "_plugin_reducers",
     ),
     Slice.FILES: ("files",),

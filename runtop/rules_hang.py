@@ -12,6 +12,7 @@ from runtop.sources.gpu import GpuSnapshot
 from runtop.units import duration, human_bytes
 
 GIB = 1 << 30
+BUSY_PCT = 90.0  # a GPU this busy while the run makes no step: NCCL spinning in a collective
 
 
 @dataclass
@@ -45,14 +46,47 @@ def gpu_idle_held(f: Facts) -> list[Finding]:
         return []  # a crash or the end explains an idle GPU
     out = []
     step = f.state.current_step()
+    culprit = idle_rank(f)
     for index, idle in sorted(f.gpu_idle.items()):
         quiet = (f.now - idle.since) * f.cfg.time_scale
         if quiet < f.cfg.gpu_idle_s or step != idle.step:
             continue
+        why = culprit if culprit and f"GPU {index} stopped" in culprit else "a rank may be stuck in a collective"
         msg = (f"GPU {index} idle with {human_bytes(idle.held)} held for {duration(quiet)} and no step since: "
-               "a rank may be stuck in a collective (F or `runtop forensics` saves the stacks)")
+               f"{why} (F or `runtop forensics` saves the stacks)")
         out.append(Finding("gpu_idle", "warning", msg, f"NVML: GPU {index} at 0 %", since_ts=idle.since, subject=f"gpu {index}"))
     return out
+
+
+def busy_gpus(f: Facts) -> str:
+    """The GPUs holding the run's memory at work (half busy or more), as `0, 3`; "" when none or unknown."""
+    if f.gpu is None or not f.state.processes:
+        return ""
+    pids = {pid for ps in f.state.processes.values() for pid in ps}
+    busy = [g.index for g in f.gpu.gpus if g.util_pct is not None and g.util_pct >= 50.0
+            and sum(p.used_bytes or 0 for p in g.processes if p.pid in pids) >= GIB]
+    return ", ".join(map(str, busy))
+
+
+def idle_rank(f: Facts) -> str | None:
+    """A GPU of a role idle with its memory held while that role's other GPUs spin at full use
+    (NCCL's kernels busy-wait in a collective whose missing rank is the idle one)."""
+    if f.gpu is None or not f.gpu_idle or not f.state.processes:
+        return None
+    role_of = {pid: role for role, pids in f.state.processes.items() for pid in pids}
+    by_role: dict[str, list[tuple[int, bool]]] = {}
+    for g in f.gpu.gpus:
+        roles = {role_of.get(p.pid) for p in g.processes} - {None}
+        if len(roles) == 1 and g.util_pct is not None:
+            by_role.setdefault(str(roles.pop()), []).append((g.index, g.util_pct >= BUSY_PCT))
+    for role, gpus in sorted(by_role.items()):
+        idle = [i for i, _ in gpus if i in f.gpu_idle]
+        busy = [i for i, spinning in gpus if spinning]
+        if idle and len(idle) < len(busy):
+            return (f"{role} rank on GPU {', '.join(map(str, idle))} stopped first: idle holding its memory while "
+                    f"GPU {', '.join(map(str, busy))} spin at full use (a collective waiting on it)")
+    return None
+
 
 
 def env_lag(f: Facts) -> list[Finding]:

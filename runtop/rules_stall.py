@@ -2,13 +2,16 @@
 run's own pace"): Degraded once no step came for longer than its pace allows (`runtop.pace`),
 Down when the evidence agrees — nothing written anywhere and its GPUs idle or its stacks in a
 collective — or when nothing was written anywhere for the silence limit (a reclaimed pod).
-On a multi-node run the node that stopped first is named."""
+What stopped first is named (`culprit`)."""
 
 from __future__ import annotations
+
+import re
 
 from runtop.findings import Facts, Finding
 from runtop.pace import Limit, Pace, PaceView, saving
 from runtop.parsers.node_files import node_of
+from runtop.rules_hang import busy_gpus, idle_rank
 from runtop.state import RunState
 from runtop.units import duration
 
@@ -32,8 +35,8 @@ def stalled(f: Facts) -> list[Finding]:
         return []
     scale = f.cfg.time_scale
     pace = pace_of(f)
-    # Nothing written, and nothing done: a save that completed is the run's doing though no log says so.
-    newest = max(newest, pace.last_progress or newest)
+    # Nothing written, and nothing done: a save that completed or grew is the run's doing though no log says so.
+    newest = max(newest, pace.last_progress or newest, pace.last_alive or newest)
     quiet = (f.now - newest) * scale  # in the run's own seconds (a demo runs faster)
     lim = pace.limit(s, f.cfg)
     block = (pace.block_wait or 0.0) * scale
@@ -54,8 +57,10 @@ def stalled(f: Facts) -> list[Finding]:
             msg = (f"the logs have been silent for {duration(quiet)}, but the trainer's /metrics says step {live.step} came "
                    f"{duration(fresh)} ago (the logs show step {logged if logged is not None else 'none'}): what runtop reads lags the run")
             return [Finding("stalled", "warning", msg, live.url, subject="logs lag")]
-    first = first_stopped(s, lim, scale)
+    first = culprit(f, lim)
     idle = (f.now - pace.last_progress) * scale if pace.last_progress is not None and s.current_step() is not None else None
+    # An evaluation or a save it said it is in: alive while that goes on, though no step comes.
+    awake = idle if idle is None or pace.pause is None else min(idle, (f.now - (pace.last_alive or f.now)) * scale)
     held = idle_gpus(f, limit)
     stacks = f.forensics if f.forensics and "a collective" in f.forensics else None
     if saving(s):
@@ -63,7 +68,14 @@ def stalled(f: Facts) -> list[Finding]:
         # quiet by nature. Down waits for thrice the longest save seen (an hour before one).
         silence = max(silence, SAVE_DOWN_FACTOR * max(pace.saves) * scale if pace.saves else SAVE_DOWN_S)
         held = None
-    agrees = quiet >= limit and idle is not None and idle >= limit and (held or stacks)
+    agrees = quiet >= limit and awake is not None and awake >= limit and (held or stacks)
+    busy = busy_gpus(f) if s.current_step() is None else ""
+    if quiet >= silence and busy:
+        # Before its first step, GPUs at work: it compiles, loads or generates its first rollouts
+        # behind a quiet (or block-buffered) log. A hang at start-up (a rendezvous, a process
+        # group's init) leaves them idle.
+        return [Finding("stalled", "info", f"no log write anywhere for {duration(quiet)} and no step yet; GPU {busy} busy: warming up "
+                        "behind a quiet or block-buffered log?", f"newest write {duration(quiet)} ago", since_ts=newest, subject="silence")]
     if quiet >= silence or agrees:
         nobody = alive is not None and not any(p for r, p in alive.items() if r != "ray")
         # Silent this long, the run is not training, whether its processes are gone (a
@@ -77,7 +89,7 @@ def stalled(f: Facts) -> list[Finding]:
             gone = f"; SLURM job {job.job_id} is still {job.state_text} on {job.nodes or 'its nodes'}: hung?"
         if agrees and quiet < silence:
             why = "; ".join(x for x in (held and f"GPU {held} idle holding the run's memory", stacks and "its stacks wait in a collective") if x)
-            msg = f"no step for {duration(idle or quiet)} ({_past(idle or quiet, lim)}) and nothing written for {duration(quiet)}; {why}: hung?"
+            msg = f"{_no_step(idle or quiet, awake or quiet, pace.pause, lim)} and nothing written for {duration(quiet)}; {why}: hung?"
         else:
             msg = f"no log write anywhere for {duration(quiet)}" + (gone if nobody else (f"; {waiting}" if waiting else alive_but))
         msg += f"; {first}" if first else ""
@@ -88,13 +100,21 @@ def stalled(f: Facts) -> list[Finding]:
         return [Finding("stalled", "critical", msg, evidence, since_ts=newest, down=True, subject="silence")]
     # Degraded early where the run went silent past its own pace; where its logs go on (an
     # evaluation's bar, retries), no sooner than the fixed limit. Down waits for the evidence.
-    if idle is not None and idle >= (limit if quiet >= limit else max(limit, f.cfg.stall_min_s)):
+    if idle is not None and awake is not None and awake >= (limit if quiet >= limit else max(limit, f.cfg.stall_min_s)):
         writing = "nothing written anywhere since" if quiet >= limit else f"the logs go on (newest write {duration(quiet)} ago)"
-        msg = f"no step for {duration(idle)} ({_past(idle, lim)}); {writing}" + (f"; {waiting}" if waiting else "") + (f"; {first}" if first else "")
+        msg = f"{_no_step(idle, awake, pace.pause, lim)}; {writing}" + (f"; {waiting}" if waiting else "") + (f"; {first}" if first else "")
         since = pace.last_progress
         return [Finding("stalled", "warning", msg, f"last step {s.current_step()} at {s.last_step_time or 'an unknown log time'}; limit {lim.why}",
                         s.last_step_time, since_ts=None if s.last_step_time else since, subject="no step")]
     return []
+
+
+def _no_step(idle: float, alive: float, pause: str | None, lim: Limit) -> str:
+    """`no step for 4m10s (3.1× its p99 step gap, 42s)`, or, in a pause the run said it was in,
+    `no step for 1h02m; the evaluation has said nothing for 2m10s (3.1× …)`."""
+    if pause is None or alive >= idle:
+        return f"no step for {duration(idle)} ({_past(idle, lim)})"
+    return f"no step for {duration(idle)}; the {pause} has said nothing for {duration(alive)} ({_past(alive, lim)})"
 
 
 def _past(idle: float, lim: Limit) -> str:
@@ -110,6 +130,26 @@ def idle_gpus(f: Facts, limit: float) -> str | None:
         return None
     long = sorted(i for i, idle in f.gpu_idle.items() if (f.now - idle.since) * f.cfg.time_scale >= min(limit, f.cfg.gpu_idle_s))
     return ", ".join(map(str, long)) or None
+
+
+def culprit(f: Facts, lim: Limit) -> str | None:
+    """What stopped first in a run that went quiet (docs/reading.md, "Stalls, at the run's own
+    pace"): the process whose stack is not in the collective the others wait in, the GPU idle
+    while its peers spin in one, or the node whose log stopped first."""
+    return odd_stack(f.forensics) or idle_rank(f) or first_stopped(f.state, lim, f.cfg.time_scale)
+
+
+# `3 of 4 trainer process(es) in `all_reduce` (a collective); pid 2210 in `load_batch`` (parsers/pyspy.py's summary)
+ODD_STACK_RE = re.compile(r"(\d+) of (\d+) (\S+) process\(es\) in `[^`]*` \(a collective\); pid (\d+) in `([^`]*)`")
+
+
+def odd_stack(forensics: str | None) -> str | None:
+    """The one process of a role whose stack is elsewhere while the others wait in a collective."""
+    m = ODD_STACK_RE.search(forensics or "")
+    if m is None:
+        return None
+    waiting, total, role, pid, where = m.groups()
+    return f"{role} pid {pid} stopped first: in `{where}` while {waiting} of {total} wait in a collective"
 
 
 def first_stopped(s: RunState, lim: Limit, scale: float) -> str | None:

@@ -47,6 +47,7 @@ from runtop.state_parts import (
     MAX_ERRORS,
     MAX_LOST_STEPS,
     MAX_RECENT_ROLLOUTS,
+    SAVING,
     AgentCounters,
     Attempt,
     Checkpoint,
@@ -134,6 +135,10 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
     rollouts_since_step: deque[tuple[str | None, str | None, str, str]] = field(default_factory=lambda: deque(maxlen=MAX_RECENT_ROLLOUTS))
     sample_filter: SampleFilter | None = None
     _saving: dict[str, int] = field(default_factory=dict, repr=False)  # role → checkpoint step being saved
+    # Pauses between steps the run announced (an evaluation's start, tick or end; a save's start):
+    # how many, and the one said last while it lasts (docs/reading.md, "Stalls, at the run's own pace").
+    pauses_said: int = 0
+    pause: str | None = None
 
     # ---- attempts -------------------------------------------------------
     @property
@@ -160,6 +165,7 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
         self.finished.clear()
         self.phases.clear()
         self._saving.clear()
+        self.pause = None
         self.rollouts_since_step.clear()
         self.plugin = self._plugin_new() if self._plugin_new else None
         # The old attempt's death is history now: what speaks for health is the new one.
@@ -195,6 +201,8 @@ class RunState(StepReducers, RolloutReducers, MetaReducers, ErrorReducers):
     def _on_save(self, ev: CheckpointSave, source: str) -> None:
         self.last_save[ev.role] = ev.step
         self._saving[ev.role] = ev.step
+        self.pauses_said += 1
+        self.pause = SAVING
 
     def _on_waiting(self, ev: Waiting, source: str) -> None:
         if ev.on:

@@ -164,6 +164,12 @@ class AgentCounters:
         return r[1] / r[0] if r and r[0] else None
 
 
+# A pause between steps a run announces, by the phase that says it (SkyRL's timers, and the
+# words of parsers/pauses.py): the run is alive in it though no step comes.
+EVALUATING, SAVING = "evaluation", "checkpoint save"
+PAUSE_PHASES = {"eval": EVALUATING, "save_checkpoints": SAVING}
+
+
 @dataclass
 class PhaseInfo:
     name: str

@@ -20,6 +20,7 @@ from runtop.parsers.events import (
     SlowCall,
 )
 from runtop.state_parts import (
+    PAUSE_PHASES,
     EnvCounters,
     FunctionCalls,
     PhaseInfo,
@@ -40,6 +41,8 @@ class RolloutReducers:
         env: EnvCounters
         slow_calls: SlowCalls
         phases: list[PhaseInfo]
+        pauses_said: int
+        pause: str | None
         batch: BatchProgress | None
         rollouts_since_step: deque[tuple[str | None, str | None, str, str]]
         sample_filter: SampleFilter | None
@@ -54,6 +57,10 @@ class RolloutReducers:
 
     def _on_phase(self, ev: Phase, source: str) -> None:
         self._activity(source)
+        said = PAUSE_PHASES.get(ev.name)
+        if said is not None:  # an evaluation or a save between steps, said as it goes
+            self.pauses_said += 1
+            self.pause = said if ev.started else None
         stack = self.phases
         if ev.started:
             for p in stack:

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from runtop.simulator.processes import DemoProcesses
 
@@ -33,6 +33,7 @@ class ScriptPlayer:
     # within a minute, with the steps before it already in the charts.
     LEAD_IN_S = 0.0
     scenario = "healthy"
+    failing = False  # the scenario's failure began (its first action ran): the detection replay times from there
 
     def __init__(self, root: str | None, default_name: str, speed: float) -> None:
         # A temp dir of our own (not a TemporaryDirectory, whose finaliser would remove it at
@@ -56,6 +57,18 @@ class ScriptPlayer:
         """A (re)launch in the script: every process runs again."""
         if self.procs is not None:
             self.procs.start()
+
+    def fails(self, actions: Iterable[Action]) -> Iterator[Action]:
+        """The scenario's failure, its first action saying that it began."""
+        for i, (at, act) in enumerate(actions):
+            yield at, (self._failure_begins(act) if i == 0 else act)
+
+    def _failure_begins(self, act: Callable[[], None]) -> Callable[[], None]:
+        def begins() -> None:
+            self.failing = True
+            act()
+
+        return begins
 
     def saving_dir(self, rel: str) -> str:
         """Where a save bound for `rel` writes while it is not whole: `rel` itself, or elsewhere

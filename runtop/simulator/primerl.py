@@ -61,6 +61,7 @@ class Simulator(PrimeFailures, ScriptPlayer):
     )
     # Silence with every process alive; a dead engine while the trainer waits forever.
     HANGS = frozenset({"stalled", "inference-death", "rollouts-hung", "rollouts-failing", "node-nccl-timeout"})
+    said_save: int | None = None  # the save whose start was logged (the detection replay logs it as it begins)
 
     def __init__(
         self,
@@ -153,10 +154,10 @@ class Simulator(PrimeFailures, ScriptPlayer):
             yield t + 5, functools.partial(self.trainer, START + 5, "INFO", f"Starting training loop (max_steps={self.max_steps})", node=node)
         t += 6
         if self.scenario == "rollouts-hung":
-            yield from self._hung(t)
+            yield from self.fails(self._hung(t))
             return
         if self.scenario == "rollouts-failing":
-            yield from self._failing(t)
+            yield from self.fails(self._failing(t))
             return
         reward, entropy = 0.54, 0.41
         last = min(self.max_steps, self.stop_after or self.max_steps)
@@ -169,7 +170,7 @@ class Simulator(PrimeFailures, ScriptPlayer):
                 yield tk, self._batch_line(tk, done)
                 yield tk, self._env_rollout(tk, step, k)
             if self.scenario == "inference-death" and step == self.fail_step:
-                yield from self._inference_death(t + step_time / 2)
+                yield from self.fails(self._inference_death(t + step_time / 2))
                 return
             if self.scenario == "stalled" and step == self.fail_step:
                 return  # silence: nothing is written any more
@@ -181,20 +182,20 @@ class Simulator(PrimeFailures, ScriptPlayer):
             yield t, self._orch_step(t, step, step_time, reward)
             yield t + 0.5, self._vllm_stats(t + 0.5)
             if self.scenario == "node-nccl-timeout" and step == self.fail_step:
-                yield from self._node_nccl_timeout(t + 20, node=2)
+                yield from self.fails(self._node_nccl_timeout(t + 20, node=2))
                 return
             if self.scenario == "trainer-oom" and step == self.fail_step:
-                yield from self._trainer_oom(t + 20)
+                yield from self.fails(self._trainer_oom(t + 20))
                 return
             ttime = step_time + rng.uniform(-2, 2)
             yield t + 1, self._trainer_step(t + 1, step, ttime, entropy)
             if step % self.ckpt_interval == 0:
                 if self.scenario in ("partial-checkpoint", "disk-filling") and step >= self.fail_step:
-                    yield from self._failed_save(t + 2, step)
+                    yield from self.fails(self._failed_save(t + 2, step))
                     return
                 yield t + 2, self._checkpoint(t + 2, step)
             if self.scenario == "disk-filling" and step == self.fail_step - 1:
-                yield t + 3, self._core_dump
+                yield from self.fails([(t + 3, self._core_dump)])
         if last < self.max_steps:
             return
         yield t + 4, lambda: self.orch(t + 4, "INFO", f"Orchestrator step loop done in {duration_text(t + 4 - START)}")
@@ -267,7 +268,8 @@ class Simulator(PrimeFailures, ScriptPlayer):
         def act() -> None:
             mins, secs = divmod(int(step_time), 60)
             shown = f"{mins}m {secs}s" if mins else f"{step_time:.1f}s"
-            self.trainer(t, "SUCCESS", f"Step {step} | {shown:>7} | Loss {loss:.4f} | Entropy {entropy:.4f} | Mismatch KL {kl:.4f} | Grad. Norm {gn:.4f} | LR 3.00e-06 | Throughput {thr} tokens/s | MFU 9.9% | Peak Mem. 32.0 GiB")
+            for node in range(self.nodes):  # each node's trainer logs its step in its own file
+                self.trainer(t, "SUCCESS", f"Step {step} | {shown:>7} | Loss {loss:.4f} | Entropy {entropy:.4f} | Mismatch KL {kl:.4f} | Grad. Norm {gn:.4f} | LR 3.00e-06 | Throughput {thr} tokens/s | MFU 9.9% | Peak Mem. 32.0 GiB", node=node)
             base = {"step": step, "time": 1787320918.2 + t - START}
             self.metrics({**base, "perf/throughput": thr, "perf/mfu": 9.9, "perf/peak_memory": 32.0})
             self.metrics({**base, "optim/lr": 3e-06, "optim/grad_norm": round(gn, 4)})
@@ -280,10 +282,18 @@ class Simulator(PrimeFailures, ScriptPlayer):
         running, kv = self.rng.randint(100, 134), self.rng.uniform(20, 26)
         return lambda: self.vllm(t, "INFO", f"Engine 000: Avg prompt throughput: 1678.0 tokens/s, Avg generation throughput: 4473.3 tokens/s, Running: {running} reqs, Waiting: 0 reqs, GPU KV cache usage: {kv:.1f}%, Prefix cache hit rate: 40.0%")
 
+    def saving(self, t: float, step: int, paused: bool = True) -> None:
+        """A save begins; the orchestrator, a step ahead, waits for a save that lasts (back-pressure: normal)."""
+        self.said_save = step
+        self.orch(t, "INFO", f"Saving checkpoint at step {step}")
+        self.trainer(t, "INFO", f"Saving checkpoint at step {step}")
+        if paused:
+            self.orch(t + 1, "INFO", f"Orchestrator paused: waiting for trainer process to complete checkpoint {step} (>1 step(s) ahead)")
+
     def _checkpoint(self, t: float, step: int, size: int = 4096) -> Callable[[], None]:
         def act() -> None:
-            self.orch(t, "INFO", f"Saving checkpoint at step {step}")
-            self.trainer(t, "INFO", f"Saving checkpoint at step {step}")
+            if self.said_save != step:
+                self.saving(t, step, paused=False)
             base = os.path.join(self.root, "checkpoints", f"step_{step}")
             os.makedirs(os.path.join(base, "trainer"), exist_ok=True)
             os.makedirs(os.path.join(base, "orchestrator"), exist_ok=True)

@@ -17,61 +17,26 @@ import random
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from runtop.discovery import DiscoveryError, discover
 from runtop.engine import Engine
 from runtop.live import LiveRun
 from runtop.pace import Pace
+from runtop.simulator.outcome import Outcome, Seen
+from runtop.simulator.replay_faults import TICK, Faults
+from runtop.simulator.replay_pauses import Habits, Pauses
 from runtop.simulator.virtual import VirtualGpus, VirtualProcesses
 from runtop.sources.run_reader import RunReader
 
 EPOCH = 2_000_000_000.0  # the simulated clock's zero (2033: a file it did not stamp looks old, never new)
-TICK = 2.0  # the engine's poll, in simulated seconds, while a fault is being waited on
 BUFFER = 8192  # Python's block buffer: a log redirected to a file arrives in these
+# A gap at least this long is judged again just before it ends (the longest silence it reaches);
+# a shorter one cannot cross the shortest stall limit (a minute) by itself.
+SILENCE_S = 20.0
 # New files are looked for at most this often in wall seconds (a listing of a run with a
 # directory per step costs; a replay plays a few steps in that time).
 RESCAN_S = 0.05
-
-
-@dataclass(frozen=True)
-class Habits:
-    """The natural pauses of a healthy run."""
-
-    warm_up: tuple[float, float] = (120.0, 600.0)  # seconds the first step takes on top (compilation, weights, warm-up)
-    tail_p: float = 0.03  # a step this often takes 2–4× longer (a long generation, a GC pause)
-    save_steps: tuple[float, float] = (3.0, 6.0)  # a save lasts this many median steps
-    eval_every: int = 40  # an evaluation every this many steps …
-    eval_steps: tuple[float, float] = (4.0, 8.0)  # … lasting this many median steps, a bar line every fifth of it
-    buffered: bool = False  # the logs arrive in 8 KB blocks
-
-
-@dataclass
-class Seen:
-    at: float  # simulated seconds since the replay began
-    rule: str
-    label: str  # down / act now / warning / info
-    message: str
-
-
-@dataclass
-class Outcome:
-    findings: list[Seen] = field(default_factory=list)  # every finding as it began
-    fault_at: float | None = None  # simulated second of the fault
-    seconds: float = 0.0  # simulated seconds replayed
-    steps: int = 0
-    step_median: float | None = None
-    step_times: list[float] = field(default_factory=list)  # simulated seconds between steps
-
-    def alarms(self, rules: frozenset[str], down: bool) -> list[Seen]:
-        """Findings of `rules` that began (Down ones, or the others): false alarms on a healthy run."""
-        return [f for f in self.findings if f.rule in rules and (f.label == "down") == down and f.label != "info"]
-
-    def caught(self, rules: frozenset[str]) -> Seen | None:
-        """The first finding of `rules` after the fault."""
-        after = self.fault_at if self.fault_at is not None else 0.0
-        return next((f for f in self.findings if f.rule in rules and f.at >= after and f.label != "info"), None)
 
 
 def ready(root: str, actions: int) -> bool:
@@ -82,10 +47,10 @@ def ready(root: str, actions: int) -> bool:
         return False  # nothing readable yet (a buffered log not flushed once)
 
 
-class Replay:
+class Replay(Pauses, Faults):
     def __init__(self, make_sim: Callable[[str], Any], *, habits: Habits | None = None, fault: str | None = None,
                  fault_step: int | None = None, gpus: bool = True, seed: int = 0, after_fault_s: float = 3600.0,
-                 pace: Callable[[], Pace] | None = None) -> None:
+                 pace: Callable[[], Pace] | None = None, ranks: int = 1) -> None:
         self.pace = pace  # another way to learn the run's pace (a benchmark's baseline)
         self.make_sim = make_sim  # root → a simulator (a plug-in's `simulator(root, scenario, …)`)
         self.habits = habits or Habits()
@@ -97,6 +62,10 @@ class Replay:
         self.out = Outcome()
         self._scratch = tempfile.mkdtemp(prefix="runtop-replay-")
         self._buffers: dict[str, bytes] = {}
+        self.ranks = ranks  # the trainer's GPUs
+        self._appended: set[str] = set()  # every file the run wrote to
+        self._silenced: str | None = None  # a file the fault stopped (a hung node's log)
+        self._unjudged = False  # actions ran since the engine last judged
         self._written: set[str] = set()  # files appended to since the last touch
         self._step_times: list[float] = []
 
@@ -169,33 +138,29 @@ class Replay:
             _, news, step, saved = plan[i] if i < len(plan) else (at, frozenset(), last_step, False)
             if warm_up and step is not None and last_step is None:
                 gap, warm_up = gap + warm_up, 0.0  # the action that lands the first step waited for it
-            partial: list[str] = []
             if saved and self._median() and engine is not None:
-                # A save: what the framework shows while it writes (its directory, or the one it
-                # renames into place when whole), for 3-6 median steps, then the whole save.
                 self._wait(engine, self.t + gap, None)
-                partial = self._save_begins(sim, root, news)
-                self._judge(engine)
-                gap = self._median_gap(self.habits.save_steps)
-            self._wait(engine, self.t + gap, None)
-            for d in partial:
-                shutil.rmtree(os.path.join(root, d), ignore_errors=True)  # renamed into place: the action writes it whole
+                self._save(engine, sim, root, news, step or 0, at)  # 3-6 median steps, then the action writes it whole
+            else:
+                self._wait(engine, self.t + gap, None)
             act()
+            if self.fault == "script" and self.out.fault_at is None and sim.failing:
+                self.out.fault_at = self.t  # the scenario's failure began with this action
             self._touch(root, news)
             if engine is None and ready(root, i):
                 # runtop is started once the run has named its framework (a live run read
                 # generically is looked at again every few wall seconds, which a replay has not).
                 engine = self._engine(root, procs)
-            if engine is not None:
-                self._judge(engine)
+            self._unjudged = engine is not None  # judged once time moves on: actions of one instant, once
             if step is not None and step != last_step:
                 if last_step is not None:
                     self._step_times.append(self.t - stepped_at)
                 last_step, stepped_at = step, self.t
                 factor = self._next_factor(step)
+                self._fault_before(step)
                 if step % self.habits.eval_every == 0 and step and self._median():
-                    self._evaluate(engine, sim)
-                if engine is not None and self.fault_step is not None and step >= self.fault_step and self.fault in ("hang", "kill"):
+                    self._evaluate(engine, sim, step, at)
+                if engine is not None and self.fault is not None and self._stops(step):
                     return self._after(engine, procs, self.fault)  # what a buffer held is never written
         self._flush(root)
         self.out.fault_at = self.out.fault_at if self.out.fault_at is not None else (self.t if self.fault == "script" else None)
@@ -204,29 +169,12 @@ class Replay:
                 procs.end()  # the launcher tears down what is left
             else:
                 procs.hung = True
-            self._wait(engine, self.t + (self.after_fault_s if self.fault else 4 * TICK), TICK)
+            self._wait(engine, self.t + (self.after_fault_s if self.fault == "script" else 4 * TICK), TICK)  # a straggler ran to its end
             engine.close()
         return self._done()
 
-    def _save_begins(self, sim: Any, root: str, dirs: frozenset[str]) -> list[str]:
-        """The save's directories, made where the framework writes them while not whole (empty:
-        what a plug-in reads as a save not yet whole); the tops made elsewhere (renamed into place
-        when whole) are returned, to be taken away."""
-        tops = sorted(d for d in dirs if not any(d != o and d.startswith(o + os.sep) for o in dirs))
-        made = set()
-        for d in sorted(dirs):
-            top = next(t for t in tops if d == t or d.startswith(t + os.sep))
-            made.add(sim.saving_dir(top) + d[len(top):])
-        for d in sorted(made):
-            os.makedirs(os.path.join(root, d), exist_ok=True)
-        self._touch(root, frozenset(sim.saving_dir(t) for t in tops))
-        return [sim.saving_dir(t) for t in tops if sim.saving_dir(t) != t]
-
-    def _next_factor(self, step: int) -> float:
-        if self.fault == "straggler" and self.fault_step is not None and step >= self.fault_step:
-            if self.out.fault_at is None:
-                self.out.fault_at = self.t
-            return 3.0
+    def _tail(self) -> float:
+        """A step's time against the usual: a heavy tail's slow step 2-4x, else 0.85-1.2x."""
         return self.rng.uniform(2.0, 4.0) if self.rng.random() < self.habits.tail_p else self.rng.uniform(0.85, 1.2)
 
     def _median(self) -> float | None:
@@ -237,40 +185,17 @@ class Replay:
     def _median_gap(self, span: tuple[float, float]) -> float:
         return self.rng.uniform(*span) * (self._median() or 30.0)
 
-    def _evaluate(self, engine: Engine | None, sim: Any) -> None:
-        """An evaluation: a progress bar redrawn in the main log a few times, no step."""
-        length = self._median_gap(self.habits.eval_steps)
-        log = self._main_log
-        for k in range(1, 6):
-            self._wait(engine, self.t + length / 5, None)
-            if log:
-                sim._append(log, f"Evaluating: {k * 20}%|{'█' * (2 * k):<10}| {k * 20}/100 [00:{k:02d}<00:{5 - k:02d}]\n")
-                self._touch(sim.root)
-                if engine is not None:
-                    self._judge(engine)
-
-    # ---- faults -----------------------------------------------------------------------------
-    def _after(self, engine: Engine, procs: VirtualProcesses, fault: str) -> Outcome:
-        """The run stops right after its last write: hung (every process alive, GPUs idle with
-        their memory held) or killed (every process gone at once)."""
-        self.out.fault_at = self.t
-        if fault == "kill":
-            procs.end()
-        else:
-            procs.hung = True
-        self._wait(engine, self.t + self.after_fault_s, TICK, stop_at_down=True)
-        engine.close()
-        return self._done()
-
     # ---- time, files, judging ----------------------------------------------------------------
     def _engine(self, root: str, procs: VirtualProcesses) -> Engine:
-        gpu = VirtualGpus(procs, lambda: self.now) if self.gpus else None
+        gpu = VirtualGpus(procs, lambda: self.now, self.ranks) if self.gpus else None
         layout = discover(root)
         run = LiveRun(layout, poll=True, interval=RESCAN_S, processes=False, ckpt_every=0.0)
         engine = Engine(layout, interval=1e-3, poll=True, vllm_url=None, disks=False, gpus=self.gpus, gpu=gpu, run=run,
                         clock=lambda: self.now, proc_sampler=procs, process_period=1e-6, publishing=False)
         if self.pace is not None:
             engine.pace = self.pace()
+        for probe in engine.probes:
+            probe.inline()  # virtual processes and GPUs: no thread to wait for
         return engine
 
     def _wait(self, engine: Engine | None, until: float, tick: float | None, stop_at_down: bool = False) -> None:
@@ -280,8 +205,11 @@ class Replay:
             self.t = max(self.t, until)
             return
         if tick is None:
-            self.t = until - 1e-3
-            self._judge(engine)
+            if self._unjudged:
+                self._judge(engine)  # what the last instant's actions wrote, judged when they wrote it
+            if until - self.t >= SILENCE_S:
+                self.t = until - 1e-3
+                self._judge(engine)
             self.t = until
             return
         while self.t < until:
@@ -291,7 +219,9 @@ class Replay:
                 return
 
     def _judge(self, engine: Engine) -> None:
-        engine.step()
+        self._unjudged = False
+        if not engine.step():
+            engine.judge()  # nothing new read or probed: the simulated clock moved on all the same
         v = engine.verdict
         for f in v.new:
             self.out.findings.append(Seen(self.t, f.rule, f.label, f.message))
@@ -303,6 +233,9 @@ class Replay:
         def append(rel: str, text: str) -> None:
             if self._main_log is None and rel.endswith(".log"):
                 self._main_log = rel
+            self._appended.add(rel)
+            if rel == self._silenced:
+                return  # a hung node writes nothing more
             if not self.habits.buffered:
                 own(rel, text)
                 self._written.add(rel)

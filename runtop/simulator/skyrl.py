@@ -37,6 +37,7 @@ class SkyrlSimulator(SkyrlFailures, ScriptPlayer):
     # about half a minute away (player.ScriptPlayer.LEAD_IN_S).
     LEAD_IN_S = 1500.0
     TITLES = (("ray::skyrl_entrypoint", "trainer"), ("ray::AsyncVLLMInferenceEngine", "inference"))
+    said_save: int | None = None  # the save whose timer was started (the detection replay starts it as it begins)
 
     def __init__(
         self,
@@ -100,7 +101,7 @@ class SkyrlSimulator(SkyrlFailures, ScriptPlayer):
             if step % self.ckpt_interval == 0:
                 failing = step == self.fail_step and attempt == 1 and self.scenario != "healthy"
                 if failing and self.scenario == "sigbus-checkpoint":
-                    yield from self._sigbus_save(t, step)
+                    yield from self.fails(self._sigbus_save(t, step))
                     if not self.autoretry:
                         return
                     t += 120
@@ -109,12 +110,12 @@ class SkyrlSimulator(SkyrlFailures, ScriptPlayer):
                     step = self._last_complete() + 1
                     continue
                 if failing and self.scenario == "disk-full":
-                    yield from self._enospc_save(t, step)
+                    yield from self.fails(self._enospc_save(t, step))
                     return
                 yield from self._save(t, step)
                 t += 60
             if self.scenario == "disk-full" and step == self.fail_step - 1:
-                yield t, self._core_dump
+                yield from self.fails([(t, self._core_dump)])
             step += 1
         if last < self.max_steps:
             return
@@ -281,11 +282,24 @@ class SkyrlSimulator(SkyrlFailures, ScriptPlayer):
             with open(os.path.join(policy, ".metadata"), "wb") as f:
                 f.write(b"\0" * 2048)
 
+    def saving(self, t: float, step: int) -> None:
+        self.said_save = step
+        self.line(t, "INFO", "Started: 'save_checkpoints'")
+
+    def evaluating(self, t: float, k: int, of: int, step: int) -> None:
+        """The trainer's eval timer around `evaluate()`, whose tqdm bar counts the eval batches."""
+        if k == 1:
+            self.line(t, "INFO", "Started: 'eval'")
+        self.raw(f"\rEvaluation Progress: {100 * k // of:3d}%|{'█' * (10 * k // of):<10}| {k}/{of} [{k:02d}:00<{of - k:02d}:00, 60.00s/it]")
+        if k == of:
+            self.line(t, "INFO", f"Finished: 'eval', time cost: {60.0 * of:.2f}s")
+
     def _save(self, t: float, step: int) -> Iterator[Action]:
         base = os.path.join(self.ckpt_dir, f"global_step_{step}")
 
         def act() -> None:
-            self.line(t, "INFO", "Started: 'save_checkpoints'")
+            if self.said_save != step:
+                self.saving(t, step)
             self._policy_files(base, complete=True)
             for name, size in (("data.pt", 8 << 20), ("trainer_state.pt", 4096)):
                 with open(os.path.join(base, name), "wb") as f:

@@ -23,6 +23,10 @@ class VirtualProcesses:
         self._pids = itertools.count(40001)
         self._live: dict[str, tuple[int, float]] = {}  # title → (pid, create time)
         self.hung = False  # alive, holding memory, doing nothing (a collective that never returns)
+        # In a hang, the one trainer rank that stopped: its GPU sits idle while its peers' spin in
+        # the collective that waits for it (NCCL's kernels busy-wait); None: every GPU idle.
+        self.stuck: int | None = None
+        self._seen: set[str] = set()
 
     def start(self, roles: Iterable[str] | None = None) -> None:
         wanted = set(roles) if roles is not None else None
@@ -50,23 +54,31 @@ class VirtualProcesses:
     def sample(self, finished: bool = False) -> ProcessSnapshot:
         procs = [ProcInfo(pid, created, 1, title, role, "sleeping", 0.0 if self.hung else 97.0, 8 * GIB)
                  for title, role in self.titles if title in self._live for pid, created in [self._live[title]]]
-        return ProcessSnapshot(procs, taken_at=self.clock())
+        alive = {p.role for p in procs if p.role is not None}
+        self._seen |= alive
+        # As the process sampler says it: a role seen alive once that has no live process now.
+        return ProcessSnapshot(procs, missing=sorted(self._seen - alive), taken_at=self.clock())
 
 
 class VirtualGpus:
-    """One GPU per role that holds one: busy while its process lives, 0 % with its memory held
-    while the run hangs, empty once the process is gone."""
+    """One GPU per role that holds one (the trainer's `ranks` of them): busy while its process
+    lives, 0 % with its memory held while the run hangs (but for the stuck rank's peers, spinning
+    at 100 % in the collective), empty once the process is gone."""
 
-    def __init__(self, procs: VirtualProcesses, clock: Callable[[], float]) -> None:
-        self.procs, self.clock = procs, clock
+    def __init__(self, procs: VirtualProcesses, clock: Callable[[], float], ranks: int = 1) -> None:
+        self.procs, self.clock, self.ranks = procs, clock, ranks
 
     def read(self) -> GpuSnapshot:
         live = self.procs.pids()
         gpus = []
         roles = {role for _, role in self.procs.titles}
-        for i, role in enumerate(r for r in HOLDERS if r in roles):
+        held_by = [(role, rank) for role in HOLDERS if role in roles for rank in range(self.ranks if role == "trainer" else 1)]
+        for i, (role, rank) in enumerate(held_by):
             pids = live.get(role, [])
-            util = (0.0 if self.procs.hung else 93.0) if pids else 0.0
+            util = 93.0
+            if self.procs.hung:
+                util = 100.0 if self.procs.stuck is not None and role == "trainer" and rank != self.procs.stuck else 0.0
+            util = util if pids else 0.0
             held = 60 * GIB if pids else GIB // 2
             gpus.append(GpuReading(i, "simulated H100 80GB HBM3", util, held, 80 * GIB, 60.0, 500.0 if util else 90.0,
                                    tuple(GpuProcess(p, 60 * GIB) for p in pids)))

@@ -30,6 +30,8 @@ class Deadline(Generic[T]):
         self._thread: threading.Thread | None = None
         self._started = 0.0
         self._box: dict[str, object] = {}
+        self.inline = False  # called on the caller's thread: a source that answers at once (a simulated one)
+        self._answered = False
 
     @property
     def busy(self) -> bool:
@@ -49,6 +51,10 @@ class Deadline(Generic[T]):
                 box["error"] = e
 
         self._started = time.monotonic()
+        if self.inline:
+            target()
+            self._answered = True
+            return
         self._thread = threading.Thread(target=target, name=f"runtop-{self.what}", daemon=True)
         self._thread.start()
 
@@ -56,10 +62,11 @@ class Deadline(Generic[T]):
         """(done, value) after waiting up to `wait` s; raises the call's exception, or `Slow`
         once the call has run past its deadline."""
         t = self._thread
-        if t is None:
+        if self._answered:
+            self._answered = False
+        elif t is None:
             return False, None
-        t.join(wait)
-        if t.is_alive():
+        elif not self._joined(t, wait):
             ran = time.monotonic() - self._started
             if ran >= self.seconds:
                 raise Slow(f"{self.what} slow: gave up after {self.seconds:g} s (still waiting on it for {ran:.0f} s)")
@@ -68,6 +75,12 @@ class Deadline(Generic[T]):
         if "error" in self._box:
             raise self._box["error"]  # type: ignore[misc]
         return True, self._box.get("value")  # type: ignore[return-value]
+
+    @staticmethod
+    def _joined(t: threading.Thread, wait: float) -> bool:
+        """Whether the call's thread ended within `wait` seconds."""
+        t.join(wait)
+        return not t.is_alive()
 
     def call(self) -> T:
         """Start and wait: the value, the call's exception, or `Slow` after `seconds`."""

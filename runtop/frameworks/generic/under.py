@@ -5,8 +5,9 @@ not know: a death in words its framework never prints (slurmstepd's cancel, a wo
 `*** SIGABRT received`, an illegal memory access), an end in words of another version. Each
 record that holds such words is read by the plug-in alone first; where the plug-in said nothing
 of a death (no error, no fatal notice) or of an end, the generic reader's reading of that record
-is added. The plug-in's judgement always wins: a traceback it reads as one failed request stays
-one failed request. Records without such words go to the plug-in in one batch, as before.
+is added; likewise an evaluation or a save the run says it is in (parsers/pauses.py) that the
+plug-in does not read. The plug-in's judgement always wins: a traceback it reads as one failed
+request stays one failed request. Records without such words go to the plug-in in one batch, as before.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import re
 
 from runtop.discovery import JOB, Tracked
 from runtop.frameworks.base import Framework, Parse
-from runtop.parsers import ends
+from runtop.parsers import ends, pauses
 from runtop.parsers.crashes import error_notice, has_traceback
-from runtop.parsers.events import INFERENCE, BatchProgress, Event, MaxSteps, Notice, Phase, RoleFinished, VllmStats
+from runtop.parsers.events import INFERENCE, BatchProgress, CheckpointSave, Event, MaxSteps, Notice, Phase, RoleFinished, VllmStats
 from runtop.parsers.records import HeaderFn, Record
 from runtop.parsers.step_batches import StepBatch, StepColumns
 
@@ -39,6 +40,8 @@ END_WORDS = ("inish", "omplete", "ucceeded", "one", "exits successfully")
 STRONG_RE = re.compile(r"slurmstepd|srun: error|\*\*\* SIG[A-Z]{2,4} received|Fatal Python error|Traceback \(most recent", re.ASCII)
 
 
+# An evaluation's or a save's words come in a short line (a bar, a path): longer ones are not read for them.
+MAX_PAUSE_LINE = 600
 # A death that can hide under a record of another level, as plain words (found at memory speed).
 STRONG_WORDS = ("slurmstepd", "srun: error", "*** SIG", "Fatal Python error", "Traceback (most recent")
 
@@ -53,6 +56,8 @@ def worth_a_look(rec: Record) -> bool:
     msg = rec.message
     if len(msg) <= ends.MAX_END_LINE and any(w in msg for w in END_WORDS) and END_RE.search(msg):
         return True
+    if len(msg) <= MAX_PAUSE_LINE and pauses.says(msg):
+        return True  # an evaluation or a save said (parsers/pauses.py)
     if msg.startswith("{'train_runtime'"):
         return True
     if rec.level in ("ERROR", "CRITICAL"):
@@ -149,6 +154,8 @@ def beneath(rec: Record, role: str, said: list[Event]) -> list[Event]:
     if not any(isinstance(e, RoleFinished) for e in said) and not any(isinstance(e, Notice) for e in out):
         if ends.QUICK_RE.search(rec.message) and ends.says_ended(rec.message):
             out.append(RoleFinished(role, rec.time))
+    if len(rec.message) <= MAX_PAUSE_LINE and not any(isinstance(e, (Phase, CheckpointSave)) for e in said):
+        out.extend(pauses.pauses_in(rec.message, rec.time, role))  # a pause the plug-in does not read
     return out
 
 

@@ -61,6 +61,20 @@ class NemoRlSimulator(PacedRun):
                      f"  • policy_training: {train:.2f}s ({100 * train / total:.1f}%)", f"  • data_processing: 3.00s ({300 / total:.1f}%)")
         return act
 
+    def saving(self, t: float, step: int) -> None:
+        """What the GRPO loop prints as its save begins (then `tmp_step_N` is written)."""
+        self.log(f"Saving checkpoint for step {step}...")
+
+    def evaluating(self, t: float, k: int, of: int, step: int) -> None:
+        """`validate()`: its start, vLLM's stats while it generates, its results at the end."""
+        if k == 1:
+            self.log(f"▶ Starting validation at step {step}...")
+        if k < of:
+            self.log(f"{VLLM} INFO 08-21 14:{step % 60:02d}:{k * 10:02d} [loggers.py:118] Engine 000: Avg prompt throughput: 640.2 tokens/s, "
+                     "Avg generation throughput: 2011.7 tokens/s, Running: 64 reqs, Waiting: 0 reqs, GPU KV cache usage: 28.0%")
+        else:
+            self.log("", "📊 Validation Results:")
+
     def saving_dir(self, rel: str) -> str:
         head, name = os.path.split(rel)
         return os.path.join(head, f"tmp_{name}") if name.startswith("step_") else rel  # renamed when whole

@@ -1,7 +1,9 @@
 """A TRL GRPOTrainer run, simulated in the shapes of genuine consoles (see `parse.py`): the
 bar redrawn, one logged dict per step, `checkpoint-N` saves, the Trainer's summary at the
 end. Scenarios: `healthy`; `cuda-oom` (a plain traceback ending in torch.OutOfMemoryError,
-with a `tmp-checkpoint-N` left half-written by the save it interrupted)."""
+with a `tmp-checkpoint-N` left half-written by the save it interrupted); `nan-loss` (from
+`fail_step` on, the logged loss and grad norm are `nan`, printed bare as the Trainer prints them,
+and the run steps on, its end not written yet)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 from runtop.simulator.player import Action, PacedRun
 
-SCENARIOS = ("healthy", "cuda-oom")
+SCENARIOS = ("healthy", "cuda-oom", "nan-loss")
 RUN_NAME = "qwen2.5-0.5b-grpo"
 
 
@@ -40,12 +42,17 @@ class TrlSimulator(PacedRun):
         for step in range(1, self.max_steps + 1):
             t += 12 + self.rng.random() * 3
             if self.scenario == "cuda-oom" and step == self.fail_step:
-                yield t, self._oom(step)
+                yield from self.fails([(t, self._oom(step))])
                 return
             reward = min(0.95, reward + self.rng.uniform(-0.01, 0.04))
-            yield t, self._step(step, reward)
+            if self.scenario == "nan-loss" and step == self.fail_step:
+                yield from self.fails([(t, self._step(step, reward))])
+            else:
+                yield t, self._step(step, reward)
             if step % self.ckpt_interval == 0:
                 yield t + 1, self._save(step)
+        if self.scenario == "nan-loss":
+            return  # still stepping on NaN when looked at: its end not written yet
         yield t + 2, lambda: self.log(f"{{'train_runtime': {t:.1f}, 'train_samples_per_second': 0.9, 'train_steps_per_second': 0.08, "
                                       f"'train_loss': 0.0123, 'epoch': 1.0}}\n")
 
@@ -60,6 +67,8 @@ class TrlSimulator(PacedRun):
                  "completions/clipped_ratio": 0.02, "rewards/accuracy_reward/mean": round(reward, 4), "reward": round(reward, 4),
                  "reward_std": 0.32, "frac_reward_zero_std": 0.25, "kl": 0.0009, "entropy": round(0.52 - step / 200, 4),
                  "clip_ratio/region_mean": 0.0, "epoch": round(step / self.max_steps, 2)}
+            if self.scenario == "nan-loss" and step >= self.fail_step:
+                d.update(loss=float("nan"), grad_norm=float("nan"))
             self.log(self._bar(step) + "\n" + " " * 50 + "\n" + repr(d) + "\n")
         return act
 

@@ -20,6 +20,7 @@ CKPT = "checkpoints/gsm8k/qwen3-0.6b-grpo"
 
 class VerlSimulator(PacedRun):
     TITLES = (("ray::TaskRunner", "trainer"), ("ray::WorkerDict", "trainer"))
+    said_save: int | None = None  # the save whose start was printed (the detection replay prints it as it begins)
 
     SCENARIOS = SCENARIOS
     RUN_NAME = RUN_NAME
@@ -93,8 +94,22 @@ class VerlSimulator(PacedRun):
             if self.scenario != "async-save":  # async_save never writes the tracker (docs/formats.md)
                 with open(os.path.join(self.root, CKPT, "latest_checkpointed_iteration.txt"), "w") as f:
                     f.write(f"{step}")
-            self.log(f"{DRIVER} local_global_step_folder: {os.path.join(CKPT, f'global_step_{step}')}")
+            if self.said_save != step:
+                self.saving(0.0, step)
         return act
+
+    def saving(self, t: float, step: int) -> None:
+        """What `_save_checkpoint` prints before it writes anything."""
+        self.said_save = step
+        self.log(f"{DRIVER} local_global_step_folder: {os.path.join(CKPT, f'global_step_{step}')}")
+
+    def evaluating(self, t: float, k: int, of: int, step: int) -> None:
+        """`_validate`: each validation batch's meta info before it generates; the last one generated."""
+        if k < of:
+            self.log(f"{DRIVER} test_gen_batch meta info: {{'eos_token_id': 151645, 'pad_token_id': 151643, 'recompute_log_prob': False, "
+                     f"'do_sample': False, 'validate': True, 'global_steps': {step}}}")
+        else:
+            self.log(f"{DRIVER} validation generation end")
 
     def _worker_oom(self) -> None:
         self.log(
