@@ -26,10 +26,10 @@ from runtop import probe_ray, probe_slurm, probe_trainer, probe_vllm
 from runtop.actions import ActionError
 from runtop.alerting import Alerting
 from runtop.config import Thresholds
-from runtop.discovery import RunLayout
 from runtop.findings import Finding
 from runtop.forensics import Forensics, InThread
 from runtop.frameworks import get as get_framework
+from runtop.frameworks.layout import RunLayout
 from runtop.health import READING, HealthTracker, Verdict
 from runtop.history import PERIOD_S, HistoryKeeper
 from runtop.lifetimes import Lifetimes

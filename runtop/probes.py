@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol
 
-from runtop.discovery import RunLayout
+from runtop.frameworks.layout import RunLayout
 from runtop.probe import Probe
 from runtop.state import RunState
 from runtop.view import Slice, SystemView
