@@ -25,6 +25,7 @@ from runtop.action_error import ReadOnly as ReadOnly
 from runtop.advice import change_first
 from runtop.config import ActionsConfig
 from runtop.frameworks import get as get_framework
+from runtop.frameworks import process_roles
 from runtop.launch_command import check_command as check_command
 from runtop.launch_command import resolve_launch_cmd, resume_command
 from runtop.launcher import launcher_argv, launcher_redirect, record_pane, recorded_pane
@@ -112,7 +113,8 @@ class Context:
         """The run's disks as the engine last sampled them, else sampled now (a command that read
         the run once): a resume is checked against them."""
         if self._disk is None:
-            self._disk = self.state.disk if self.state.disk is not None else sample_run(self.run_root, self.state.framework, self.state.checkpoint_dir)
+            self._disk = self.state.disk if self.state.disk is not None else sample_run(
+                self.run_root, get_framework(self.state.framework).core_roots(self.run_root), self.state.checkpoint_dir)
         return self._disk
 
     def live_pids(self) -> list[int]:
@@ -197,8 +199,8 @@ def _inside(path: str, root: str) -> bool:
 
 # ---- the actions -----------------------------------------------------------------------
 def alive(ctx: Context) -> dict[str, list[int]]:
-    fw = get_framework(ctx.state.framework)
-    return {r: p for r, p in run_processes(ctx.run_root, ctx.log_paths, fw).items() if p and r != "ray"}
+    roles = process_roles(get_framework(ctx.state.framework))
+    return {r: p for r, p in run_processes(ctx.run_root, ctx.log_paths, roles).items() if p and r != "ray"}
 
 
 def launcher_lines(ctx: Context, lines: int = 60) -> list[str]:

@@ -29,6 +29,7 @@ from runtop.config import Thresholds
 from runtop.findings import Finding
 from runtop.forensics import Forensics, InThread
 from runtop.frameworks import get as get_framework
+from runtop.frameworks import process_roles
 from runtop.frameworks.layout import RunLayout
 from runtop.health import READING, HealthTracker, Verdict
 from runtop.history import PERIOD_S, HistoryKeeper
@@ -42,7 +43,7 @@ from runtop.publish import Publisher
 from runtop.queues import drain
 from runtop.rules import Facts
 from runtop.rules_hang import GpuIdleTracker
-from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
+from runtop.sources.disk import DiskSampler, DiskSnapshot, run_paths
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot, ProcessSource
 from runtop.sources.ray_state import RayClient
@@ -70,6 +71,16 @@ PROBES: tuple[Factory, ...] = (
     probe_slurm.make,
     probe_ray.make,
 )
+
+
+def _process_sampler(layout: RunLayout) -> ProcessSampler:
+    """The run's processes, known by its plug-in's titles, driver and roles."""
+    return ProcessSampler(layout.root, [t.path for t in layout.logs], process_roles(get_framework(layout.framework)))
+
+
+def _disk_sampler(layout: RunLayout) -> DiskSampler:
+    """The run's disks, and its core dumps where its plug-in says they land."""
+    return DiskSampler(run_paths(layout.root, None), get_framework(layout.framework).core_roots(layout.root))
 
 
 class Engine:
@@ -125,8 +136,8 @@ class Engine:
         self.verdict: Verdict = self._judge()
         self._judged_reads = False  # no verdict yet judges what was read
         # Samplers can be handed in (tests, snapshots): anything with the same `sample` works.
-        self._procs = proc_sampler or ProcessSampler(layout.root, [t.path for t in layout.logs], get_framework(layout.framework))
-        self._disks = disk_sampler or DiskSampler(run_paths(layout.root, None), core_roots(layout.framework, layout.root))
+        self._procs = proc_sampler or _process_sampler(layout)
+        self._disks = disk_sampler or _disk_sampler(layout)
         self._own_samplers = (proc_sampler is None, disk_sampler is None)
         self._gpu = gpu
         self.probes: list[Probe] = []
@@ -173,9 +184,9 @@ class Engine:
         disks are sampled as that framework's (its roles, its core dump dirs)."""
         self.layout = layout
         if self._own_samplers[0]:
-            self._procs = ProcessSampler(layout.root, [t.path for t in layout.logs], get_framework(layout.framework))
+            self._procs = _process_sampler(layout)
         if self._own_samplers[1]:
-            self._disks = DiskSampler(run_paths(layout.root, None), core_roots(layout.framework, layout.root))
+            self._disks = _disk_sampler(layout)
 
     # ---- probes (worker thread) -------------------------------------------
     def _sample_procs(self) -> ProcessSnapshot:

@@ -8,6 +8,7 @@ from typing import Any
 from runtop.config import Thresholds
 from runtop.discovery import discover, with_ckpt_dir, with_metrics
 from runtop.frameworks import get as get_framework
+from runtop.frameworks import process_roles
 from runtop.health import Verdict
 from runtop.sources.deadline import Slow, call_with_deadline
 from runtop.sources.processes import scan_run
@@ -101,7 +102,7 @@ def look_at_processes(reader: RunReader) -> None:
     s = reader.state
     try:
         s.processes, s.process_denied = call_with_deadline(
-            "process scan", lambda: scan_run(reader.layout.root, [t.path for t in reader.layout.logs], get_framework(reader.layout.framework)),
+            "process scan", lambda: scan_run(reader.layout.root, [t.path for t in reader.layout.logs], process_roles(get_framework(reader.layout.framework))),
             PROCESS_SCAN_S,
         )
     except Slow as e:

@@ -13,6 +13,7 @@ import pytest
 
 from runtop.config import Thresholds
 from runtop.discovery import DiscoveryError, discover, with_ckpt_dir
+from runtop.frameworks import process_roles
 from runtop.health import judge
 from runtop.report import to_markdown
 from runtop.report_json import to_json
@@ -183,15 +184,15 @@ def test_skyrl_processes_are_found_from_the_driver_writing_the_log(skyrl_run, tm
         assert settle(lambda: all(pids_titled(driver.pid, t) for t in titles))
         trainer = pids_titled(driver.pid, titles[0]) | pids_titled(driver.pid, titles[1])
         want = {"launcher": [driver.pid], "trainer": sorted(trainer), "inference": sorted(pids_titled(driver.pid, titles[2]))}
-        settle(lambda: run_processes(root, [log]) == want)
-        assert run_processes(root, [log]) == want
+        settle(lambda: run_processes(root, [log], roles=process_roles()) == want)
+        assert run_processes(root, [log], roles=process_roles()) == want
         under = tree(driver.pid)[1:]
         shapes.loose += [p.pid for p in under]
         driver.kill()
         driver.wait()
         # Its raylet and actors, orphaned, are no run's (Ray tears them down a moment later).
         assert any(p.is_running() for p in under)
-        assert run_processes(root, [log]) == {}
+        assert run_processes(root, [log], roles=process_roles()) == {}
     finally:
         shapes.stop()
 
