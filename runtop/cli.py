@@ -100,7 +100,8 @@ ONE_RUN_COMMANDS = ("actions", "send", "forensics", "follow")
 
 
 def _several_runs(path: str) -> str | None:
-    from runtop.cli_fleet import fleet_of, run_names
+    from runtop.cli_fleet import fleet_of
+    from runtop.fleet import run_names
 
     runs = fleet_of(path)
     return f"{path} holds {len(runs)} runs ({run_names(runs)}): give one run's directory" if runs is not None else None

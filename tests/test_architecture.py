@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("outputs", ("report", "report_json", "checkin", "notify", "delivery", "alerting", "forensics", "terminal_notify")),
     ("actions", ("actions", "action_context", "actions_slurm", "launcher", "launch_command", "dispatch")),
     ("engine", ("engine", "live", "publish", "view", "snapshot", "history", "probes", "probe_*")),
-    ("faces", ("fleet", "compare", "exporter", "mcp_http", "mcp_logs", "mcp_runs", "mcp_server", "mcp_tools", "serve_door", "serve_session", "simulator")),
+    ("faces", ("fleet", "compare", "exporter", "mcp_http", "mcp_logs", "mcp_runs", "mcp_server", "mcp_tools", "serve_door", "serve_session", "serve_token", "simulator")),
     ("widgets", ("widgets",)),
     ("tui", ("tui",)),
     ("cli", ("cli", "cli_actions", "cli_args", "cli_common", "cli_compare", "cli_fleet", "cli_live", "cli_serve", "cli_watch", "__main__")),
@@ -73,12 +73,12 @@ KNOWN = {("runtop.parsers.metrics_generic", "runtop.columns")}
 # arrows go, never raise them.
 CEILING = {
     "circles at import time": 0,
-    "circles at module level (with TYPE_CHECKING imports)": 1,
-    "modules in those circles": 2,
-    "circles with lazy imports": 2,
-    "modules in those circles (lazy)": 6,
-    "arrows running back up": 22,
-    "layer pairs running back up": 6,
+    "circles at module level (with TYPE_CHECKING imports)": 0,
+    "modules in those circles": 0,
+    "circles with lazy imports": 1,
+    "modules in those circles (lazy)": 3,
+    "arrows running back up": 18,
+    "layer pairs running back up": 5,
 }
 
 
