@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from runtop.action_error import ActionError
 from runtop.config import ActionsConfig
 from runtop.frameworks import get as get_framework
+from runtop.health import Verdict
 from runtop.launcher import launcher_argv, launcher_redirect, record_pane, recorded_pane
 from runtop.sources.disk import DiskSnapshot, sample_run
 from runtop.sources.processes import ancestor_pids
@@ -38,6 +39,7 @@ class Context:
     _pane_error: str | None = None
     pane_proof: str = ""
     ignored: str | None = None  # a record in the run dir runtop did not believe, and why
+    verdict: Verdict | None = None  # the engine's verdict on `state`: what a check-in writes
 
     @classmethod
     def for_run(
@@ -52,6 +54,7 @@ class Context:
         read_only: bool = False,
         target: str | None = None,
         records: bool = True,
+        verdict: Verdict | None = None,
     ) -> Context:
         """The context for a run, from `[actions]` and the command line (given values win)."""
         cfg = cfg or ActionsConfig()
@@ -70,6 +73,7 @@ class Context:
             log_paths=[f.path for f in state.files.values() if f.kind == "log"],
             target=target or cfg.tmux_target,
             records=records,
+            verdict=verdict,
         )
 
     def disk(self) -> DiskSnapshot:

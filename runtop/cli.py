@@ -14,7 +14,6 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from runtop.cli_args import build_parser
 from runtop.cli_common import _err as _err  # what every command module shares, re-exported
@@ -29,9 +28,6 @@ from runtop.exit_codes import EXIT_INTERRUPTED
 from runtop.exit_codes import EXIT_OK as EXIT_OK
 from runtop.exit_codes import EXIT_READ_ONLY as EXIT_READ_ONLY
 from runtop.exit_codes import EXIT_USAGE as EXIT_USAGE
-
-if TYPE_CHECKING:  # imported where used: `runtop --help` stays fast
-    pass
 from runtop.parsers.hygiene import shown
 
 COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send", "notify", "forensics", "export", "serve", "mcp", "compare")

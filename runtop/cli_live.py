@@ -65,7 +65,7 @@ def cmd_notify(args: argparse.Namespace) -> int:
 
 
 def cmd_follow(args: argparse.Namespace) -> int:
-    from runtop.live import follow
+    from runtop.cli_follow import follow
 
     layout = layout_of(args)
     return follow(layout, interval=args.interval, poll=args.poll)
@@ -187,15 +187,15 @@ def cmd_tui(args: argparse.Namespace) -> int:
     args.path = runs[0]  # the one run named (perhaps only in --runs FILE)
     layout = layout_of(args)
     if not _use_tui(args):
-        from runtop.live import follow
+        from runtop.cli_follow import follow
 
         return follow(layout, interval=args.interval, poll=args.poll)
     return _run_tui(layout, args)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from runtop.cli_follow import follow
     from runtop.frameworks import get as get_framework
-    from runtop.live import follow
 
     fw = get_framework(args.framework)
     if args.scenario not in fw.scenarios:
