@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtop.parsers.events import VllmStats
-from runtop.probe import Unavailable
 from runtop.probes import EndpointProbe, ProbeRun
+from runtop.sources.deadline import Unavailable
 from runtop.sources.vllm_metrics import DEFAULT_URL, fetch
 from runtop.view import Slice
 

@@ -45,7 +45,7 @@ class SystemProbe:
 
     def sample(self, run: ProbeRun) -> object:
         """One reading (the probe's thread: no lock is held, the state may be mid-write, so
-        read only what a torn read cannot harm). Raise `runtop.probe.Unavailable` when the
+        read only what a torn read cannot harm). Raise `runtop.sources.deadline.Unavailable` when the
         source is simply not there."""
         raise NotImplementedError
 

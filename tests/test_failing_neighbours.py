@@ -75,7 +75,7 @@ def test_a_dripping_metrics_endpoint_gives_up_on_its_total_deadline(drip_server)
 
 def test_a_dripping_trainer_endpoint_is_given_up_too(drip_server):
     """The trainer's /metrics shares vLLM's bounded scrape (`sources.prometheus_text`)."""
-    from runtop.probe import Unavailable
+    from runtop.sources.deadline import Unavailable
     from runtop.sources.trainer_metrics import fetch as fetch_trainer
 
     t0 = time.monotonic()
