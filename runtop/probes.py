@@ -53,6 +53,9 @@ class SystemProbe:
         """Put a reading where the rules and the panes read it (the engine's thread, under its
         lock). The view's `SystemView.store` counts it and keeps the errors either way."""
 
+    def forget(self, state: RunState, system: SystemView) -> None:
+        """A call failed (the engine's thread, under its lock): drop what would read as live."""
+
     def runner(self, run: ProbeRun, interval: float) -> Probe:
         return Probe(self.name, self.period(interval), lambda: self.sample(run), idle_period=self.idle_period(interval), deadline=self.deadline)
 
