@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from runtop import probe_ray, probe_slurm, probe_trainer, probe_vllm
-from runtop.actions import ActionError
+from runtop.action_error import ActionError
 from runtop.alerting import Alerting
 from runtop.config import Thresholds
 from runtop.findings import Finding
