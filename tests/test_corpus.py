@@ -35,6 +35,7 @@ def test_corpus_case(case, tmp_path):
     assert got.ok, "\n".join([got.first_line, *got.problems])
 
 
+@pytest.mark.slow  # the held-out part: how runtop reads shapes it was not tuned on (CI runs it)
 @pytest.mark.parametrize("case", HELD_OUT)
 def test_held_out_case(case, tmp_path):
     got = judge(cases_by_name(holdout=True)[case], tmp_path)
