@@ -29,6 +29,18 @@ class Problem(str, Enum):
     UNTRACKED = "untracked"  # whole, but the file the framework's auto-resume reads does not name it
 
 
+@dataclass
+class Checkpoint:
+    """One save of the run, as its files were listed and judged (the state keeps them by step)."""
+
+    step: int
+    path: str
+    complete: bool
+    reason: str  # for people
+    bytes: int
+    problem: Problem | None = None  # for rules and actions
+
+
 @dataclass(frozen=True, slots=True)
 class CheckpointVerdict:
     complete: bool

@@ -14,7 +14,6 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from runtop.cli_args import build_parser
 from runtop.cli_common import _err as _err  # what every command module shares, re-exported
@@ -29,9 +28,6 @@ from runtop.exit_codes import EXIT_INTERRUPTED
 from runtop.exit_codes import EXIT_OK as EXIT_OK
 from runtop.exit_codes import EXIT_READ_ONLY as EXIT_READ_ONLY
 from runtop.exit_codes import EXIT_USAGE as EXIT_USAGE
-
-if TYPE_CHECKING:  # imported where used: `runtop --help` stays fast
-    pass
 from runtop.parsers.hygiene import shown
 
 COMMANDS = ("status", "demo", "follow", "tui", "check", "watch", "actions", "send", "notify", "forensics", "export", "serve", "mcp", "compare")
@@ -100,7 +96,8 @@ ONE_RUN_COMMANDS = ("actions", "send", "forensics", "follow")
 
 
 def _several_runs(path: str) -> str | None:
-    from runtop.cli_fleet import fleet_of, run_names
+    from runtop.cli_fleet import fleet_of
+    from runtop.fleet import run_names
 
     runs = fleet_of(path)
     return f"{path} holds {len(runs)} runs ({run_names(runs)}): give one run's directory" if runs is not None else None

@@ -7,17 +7,23 @@ import argparse
 import sys
 
 from runtop.actions import Context
-from runtop.cli_common import _err, files, print
+from runtop.cli_common import _err, _thresholds, files, print
 from runtop.exit_codes import EXIT_OK, EXIT_READ_ONLY, EXIT_USAGE
 
 
-def _action_context(args: argparse.Namespace) -> Context:
+def _action_context(args: argparse.Namespace, *, judged: bool = False) -> Context:
+    """The run's context for planning; `judged`: read and judged by the engine, as a check-in
+    sent from here writes its verdict."""
     from runtop.actions import Context
     from runtop.config import load_actions
-    from runtop.snapshot import read_run
+    from runtop.snapshot import read_and_judge, read_run
     from runtop.sources.slurm import read_job
 
-    state = read_run(args.path, **files(args))
+    verdict = None
+    if judged:
+        state, verdict = read_and_judge(args.path, cfg=_thresholds(args), **files(args))
+    else:
+        state = read_run(args.path, **files(args))
     # A run in a SLURM job resumes by sbatch and stops by scancel: its job is read first.
     state.slurm = read_job(state.path, args.slurm_job, [p for ps in (state.processes or {}).values() for p in ps])
     return Context.for_run(
@@ -28,6 +34,7 @@ def _action_context(args: argparse.Namespace) -> Context:
         target=args.tmux_target,
         launch_cmd=args.launch_cmd,
         read_only=args.read_only,
+        verdict=verdict,
     )
 
 
@@ -56,7 +63,7 @@ def cmd_send(args: argparse.Namespace) -> int:
     from runtop.actions import ActionError, ReadOnly, plan
     from runtop.dispatch import dispatch
 
-    ctx = _action_context(args)
+    ctx = _action_context(args, judged=args.action == "checkin")
     try:
         p = plan(args.action, ctx)
         if p.disabled:

@@ -13,6 +13,7 @@ from runtop.parsers.hygiene import public
 
 if TYPE_CHECKING:  # imported where used: `runtop --help` stays fast
     from runtop.config import Thresholds
+    from runtop.frameworks.layout import RunLayout
 
 
 def files(args: argparse.Namespace) -> dict[str, Any]:
@@ -38,8 +39,14 @@ def _err(msg: str, hint: str | None = None) -> None:
 
 
 def _thresholds(args: argparse.Namespace) -> Thresholds:
-    from runtop.config import in_simulated_time, load
+    from runtop.config import load_judging
 
-    cfg = load(getattr(args, "config", None))
-    speed = getattr(args, "simulated_speed", None)
-    return in_simulated_time(cfg, speed) if speed else cfg
+    return load_judging(getattr(args, "config", None), getattr(args, "simulated_speed", None))
+
+
+def layout_of(args: argparse.Namespace) -> RunLayout:
+    """The run at `args.path`, with `--ckpt-dir` and `--metrics` applied."""
+    from runtop.discovery import discover, with_ckpt_dir, with_metrics
+
+    f = files(args)
+    return with_metrics(with_ckpt_dir(discover(args.path, f["framework"]), f["ckpt_dir"]), f["metrics"], f["metrics_map"])

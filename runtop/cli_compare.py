@@ -15,10 +15,10 @@ import sys
 from collections.abc import Sequence
 
 from runtop.cli_common import _err, print
-from runtop.cli_fleet import run_name
 from runtop.compare import ARROW, FLAT, RunSeries, common_metrics, label, metrics_of, series_of
 from runtop.discovery import DiscoveryError, discover
 from runtop.exit_codes import EXIT_CANNOT_READ, EXIT_OK, EXIT_USAGE
+from runtop.fleet import run_name
 
 
 def runs_named(paths: Sequence[str]) -> list[str] | str:

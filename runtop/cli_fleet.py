@@ -19,7 +19,7 @@ from runtop.cli_common import _err, _thresholds, print
 from runtop.config import Thresholds
 from runtop.discovery import DiscoveryError
 from runtop.exit_codes import CHECK_EXIT, EXIT_CANNOT_READ, EXIT_USAGE
-from runtop.fleet import TROUBLE, runs_of
+from runtop.fleet import TROUBLE, run_name, run_names, runs_of
 from runtop.parsers.hygiene import shown
 
 
@@ -48,16 +48,6 @@ def one_run_option(args: argparse.Namespace, runs: list[str], where: str) -> str
     if not given:
         return None
     return f"{given[0]} is for one run, and {where} holds {len(runs)} runs ({run_names(runs)}): give one run's directory with {given[0]}"
-
-
-def run_name(run: str) -> str:
-    """A run as a row names it: its directory's name, on one line (`evil\\nHealthy`: a newline
-    in a run dir's name once forged a row of `status --all`)."""
-    return shown(os.path.basename(run.rstrip(os.sep)) or run)
-
-
-def run_names(runs: list[str], most: int = 4) -> str:
-    return ", ".join(run_name(r) for r in runs[:most]) + (", …" if len(runs) > most else "")
 
 
 def judge_all(args: argparse.Namespace) -> list[tuple[str, str, object, object]] | int:

@@ -9,25 +9,15 @@ import os
 import signal
 import sys
 import time
-from typing import TYPE_CHECKING
 
-from runtop.cli_common import _err, _thresholds, files, print
-from runtop.cli_fleet import run_name
-from runtop.cli_serve import SERVED_DRIVER
+from runtop.cli_common import _err, _thresholds, files, layout_of, print
 from runtop.config import NotifyConfig
-from runtop.discovery import DiscoveryError, RunLayout, discover, with_ckpt_dir, with_metrics
+from runtop.discovery import DiscoveryError, RunLayout, discover
 from runtop.exit_codes import EXIT_CANNOT_READ, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
+from runtop.fleet import run_name
+from runtop.serve_session import SERVED_DRIVER
 from runtop.sources.deadline import END_GRACE_S, Watchdog, stop_now
 from runtop.sources.gpu import GpuProbe
-
-if TYPE_CHECKING:  # imported where used: every command imports this module
-    pass
-
-
-def layout_of(args: argparse.Namespace) -> RunLayout:
-    """The run at `args.path`, with `--ckpt-dir` and `--metrics` applied."""
-    f = files(args)
-    return with_metrics(with_ckpt_dir(discover(args.path, f["framework"]), f["ckpt_dir"]), f["metrics"], f["metrics_map"])
 
 
 def notify_config(args: argparse.Namespace) -> NotifyConfig:
@@ -75,7 +65,7 @@ def cmd_notify(args: argparse.Namespace) -> int:
 
 
 def cmd_follow(args: argparse.Namespace) -> int:
-    from runtop.live import follow
+    from runtop.cli_follow import follow
 
     layout = layout_of(args)
     return follow(layout, interval=args.interval, poll=args.poll)
@@ -197,15 +187,15 @@ def cmd_tui(args: argparse.Namespace) -> int:
     args.path = runs[0]  # the one run named (perhaps only in --runs FILE)
     layout = layout_of(args)
     if not _use_tui(args):
-        from runtop.live import follow
+        from runtop.cli_follow import follow
 
         return follow(layout, interval=args.interval, poll=args.poll)
     return _run_tui(layout, args)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from runtop.cli_follow import follow
     from runtop.frameworks import get as get_framework
-    from runtop.live import follow
 
     fw = get_framework(args.framework)
     if args.scenario not in fw.scenarios:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import os
 import secrets
@@ -24,25 +23,13 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
-from runtop.cli_common import _err
+from runtop.cli_common import _err, layout_of
 from runtop.exit_codes import EXIT_USAGE
+from runtop.serve_session import SERVED_DRIVER
+from runtop.serve_token import loopback, remove_token, write_token
 
 if TYPE_CHECKING:
     from runtop.serve_door import Door
-
-
-# The TUI's driver in a session: Textual's web driver, leaving when serve is gone (tui/served.py).
-SERVED_DRIVER = "runtop.tui.served:ServedDriver"
-
-
-def loopback(host: str) -> bool:
-    """An address only this machine reaches (a name too: `localhost`)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def say(line: str) -> None:
@@ -82,34 +69,7 @@ def session_env() -> dict[str, str]:
     return env
 
 
-def write_token(path: str, token: str) -> tuple[int, int] | str:
-    """Create `path` for the token alone: 0600, exclusively (never through a link or over a
-    file someone left there). (device, inode) of the file, or why not."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        return f"--token-file {path} exists: each start makes a new token; remove it first"
-    except OSError as e:
-        return f"--token-file {path}: {e.strerror or e}"
-    try:
-        os.write(fd, (token + "\n").encode("ascii"))
-        st = os.fstat(fd)
-        return st.st_dev, st.st_ino
-    finally:
-        os.close(fd)
-
-
-def remove_token(path: str, ident: tuple[int, int]) -> None:
-    """The token dies with this serve: its file goes, if it is still the one written."""
-    with contextlib.suppress(OSError):
-        st = os.lstat(path)
-        if (st.st_dev, st.st_ino) == ident:
-            os.unlink(path)
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
-    from runtop.cli_live import layout_of
-
     layout_of(args)  # a path runtop cannot read (or a --ckpt-dir, --metrics) fails here, in one line, not in the browser
     if not loopback(args.host):
         if args.allow_actions:

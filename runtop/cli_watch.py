@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from runtop.cli_common import _err, _thresholds, print
-from runtop.cli_fleet import run_name
-from runtop.cli_live import duration_watchdog, layout_of, names_of, notify_config
+from runtop.cli_common import _err, _thresholds, layout_of, print
+from runtop.cli_live import duration_watchdog, names_of, notify_config
 from runtop.config import NotifyConfig, Thresholds
 from runtop.discovery import discover
 from runtop.exit_codes import EXIT_OK, EXIT_USAGE
+from runtop.fleet import run_name
 from runtop.parsers.hygiene import shown
 
 if TYPE_CHECKING:

@@ -158,6 +158,13 @@ def load(path: str | None = None) -> Thresholds:
     return t
 
 
+def load_judging(path: str | None, simulated_speed: float | None = None) -> Thresholds:
+    """`[health]` as a command judges with it: of `path` (`--config`), in a simulated run's own
+    time where it runs `simulated_speed` times faster (`runtop demo`)."""
+    cfg = load(path)
+    return in_simulated_time(cfg, simulated_speed) if simulated_speed else cfg
+
+
 @dataclass(frozen=True)
 class ActionsConfig:
     """`[actions]`: what runtop may send to the run's tmux Launcher window."""

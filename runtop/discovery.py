@@ -1,119 +1,32 @@
 """Find what to read: which framework and layout generation a path holds, and its files.
 
 Each framework plug-in (`runtop.frameworks`) recognises its own run directories, log
-directories and files; this module asks them in turn and owns what is common: the
-path checks, the layout types, and the one-line `DiscoveryError` naming what was
-expected (from every plug-in's `expects`).
+directories and files; this module asks them in turn and owns what is common: which
+plug-in claims a path, the files every run has beside its own (a SLURM job's output, a vLLM
+server's log, `--metrics`), and the one-line `DiscoveryError` naming what was expected (from
+every plug-in's `expects`). The layout types are `runtop.frameworks.layout`'s, below the plug-ins.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from runtop.sources.regular import open_binary
-
-if TYPE_CHECKING:
-    from runtop.frameworks.base import Framework
-
-_STEP_DIR_RE = re.compile(r"step_(\d{1,12})\Z", re.ASCII)
-
-
-class DiscoveryError(Exception):
-    """A path runtop cannot read: a short one-line reason (`str(e)`), and perhaps a `hint`
-    line of what runtop reads instead (the command line prints it below the reason; a row of
-    the runs table shows only the reason)."""
-
-    def __init__(self, reason: str, hint: str | None = None) -> None:
-        super().__init__(reason)
-        self.hint = hint
-
-
-@dataclass(frozen=True)
-class Tracked:
-    path: str
-    role: str
-    kind: str  # "log", "metrics", "rollouts", "config"
-    step: int | None = None
-
-
-@dataclass
-class RunLayout:
-    root: str
-    framework: str
-    layout: str
-    notes: list[str] = field(default_factory=list)
-    attempt: int | None = None
-    attempt_dir: str | None = None
-    earlier_attempts: list[str] = field(default_factory=list)
-    logs: list[Tracked] = field(default_factory=list)
-    metrics: list[Tracked] = field(default_factory=list)
-    rollouts: list[Tracked] = field(default_factory=list)
-    configs: list[Tracked] = field(default_factory=list)
-    # (trainer checkpoints root, orchestrator checkpoints root or None)
-    checkpoint_roots: list[tuple[str, str | None]] = field(default_factory=list)
-    single_file: bool = False
-    # SkyRL: the checkpoint dir given with --ckpt-dir (else the log names it).
-    ckpt_dir: str | None = None
-    # `--metrics FILE`'s keys → runtop's metric names (`[metrics]` in the config).
-    metrics_map: dict[str, str] = field(default_factory=dict)
-    # Why runtop reads it as this framework: the signs it saw, or why it was not recognised.
-    detection: str = ""
-    # The path the user named (a run dir or one log): looked at again while undecided.
-    given: str = ""
-
-    def files(self) -> list[Tracked]:
-        return [*self.configs, *self.metrics, *self.logs, *self.rollouts]
-
-
-def _isdir(*parts: str) -> bool:
-    return os.path.isdir(os.path.join(*parts))
-
-
-def _isfile(*parts: str) -> bool:
-    return os.path.isfile(os.path.join(*parts))
-
-
-def _step_of(path: str) -> int | None:
-    for part in reversed(path.split(os.sep)):
-        m = _STEP_DIR_RE.match(part)
-        if m:
-            return int(m.group(1))
-    return None
-
-
-def sniff(path: str, n: int = 65536) -> str:
-    """The head (and tail, for a large file) of `path` as text, to tell who wrote it."""
-    try:
-        with open_binary(path) as f:  # a FIFO named like a log would block the open for ever
-            head = f.read(n)
-            size = os.fstat(f.fileno()).st_size
-            if size > 2 * n:
-                f.seek(size - n)
-                head += b"\n" + f.read(n)
-    except OSError as e:
-        raise DiscoveryError(f"cannot read {path}: {e.strerror or e}") from None
-    return head.decode("utf-8", "replace")
-
-
-def resolve(path: str, root: str, *, want_dir: bool = True) -> str | None:
-    """A path a log names, as it exists here: absolute, or relative to the run dir or
-    its parent (where the launch script ran). None when it is not on this machine."""
-    path = os.path.expanduser(path)
-    candidates = [path] if os.path.isabs(path) else [os.path.join(root, path), os.path.join(os.path.dirname(root), path)]
-    for c in candidates:
-        if os.path.isdir(c) if want_dir else os.path.isfile(c):
-            return os.path.abspath(c)
-    return None
+from runtop.frameworks import REGISTRY, all_frameworks, get
+from runtop.frameworks.base import Framework
+from runtop.frameworks.evidence import best
+from runtop.frameworks.generic import GENERIC, text_logs
+from runtop.frameworks.layout import JOB as JOB
+from runtop.frameworks.layout import DiscoveryError as DiscoveryError
+from runtop.frameworks.layout import RunLayout as RunLayout
+from runtop.frameworks.layout import Tracked as Tracked
+from runtop.frameworks.layout import resolve as resolve
+from runtop.frameworks.layout import sniff
 
 
 def expected() -> str:
     """The hint under a path runtop cannot read, one short line: the plug-ins by name (their
     descriptions of their files, each its `expects`, made a line of 450 characters)."""
-    from runtop.frameworks import all_frameworks
-
     names = ", ".join(fw.name for fw in all_frameworks() if fw.expects)
     return f"give a run dir or a driver log ({names}), a directory of runs, or any text log"
 
@@ -130,24 +43,16 @@ def _is_text(text: str) -> bool:
 def detect(text: str) -> tuple[Framework | None, str, int]:
     """The framework whose evidence in `text` (a log's head and tail) is strongest, why, and its
     points; (None, why, 0) when no plug-in's evidence decides (docs/reading.md, "Detection")."""
-    from runtop.frameworks import all_frameworks
-    from runtop.frameworks.evidence import best
-
     scores = [fw.claims(text) for fw in all_frameworks()]
     chosen = best(scores)
     if chosen is None:
         weak = max(scores, key=lambda s: s.points)
         seen = f" (only weak signs: {weak.reason()})" if weak.points else ""
         return None, f"framework not recognised: read generically{seen}", 0
-    from runtop.frameworks import get
-
     return get(chosen.framework), chosen.reason(), chosen.points
 
 
 def _single_file(path: str, forced: Framework | None = None) -> RunLayout:
-    from runtop.frameworks import all_frameworks
-    from runtop.frameworks.generic import GENERIC
-
     text = sniff(path)
     if not text.strip():
         raise DiscoveryError(f"{path} is empty", expected())
@@ -172,10 +77,6 @@ def discover(path: str, framework: str | None = None, *, generic: bool = True) -
     """The layout of `path`, or `DiscoveryError` with a one-line reason. `framework` names the
     plug-in to read it with (`--framework`); `generic=False` refuses what only the generic
     reader would read (the runs table looking for runs among directories)."""
-    from runtop.frameworks import REGISTRY
-    from runtop.frameworks import get as get_framework
-    from runtop.frameworks.generic import GENERIC
-
     forced = None
     if framework is not None:
         forced = REGISTRY.get(framework)
@@ -186,7 +87,7 @@ def discover(path: str, framework: str | None = None, *, generic: bool = True) -
     path = os.path.abspath(path)
     if os.path.isfile(path):
         lay = _single_file(path, forced)
-        if not generic and get_framework(lay.framework) is GENERIC:
+        if not generic and get(lay.framework) is GENERIC:
             raise DiscoveryError(f"no framework's signs in {path}")
         lay.given = path
         return lay
@@ -224,9 +125,6 @@ def redetect(layout: RunLayout) -> RunLayout | None:
 
 
 def _in_dir(path: str, entries: list[str], forced: Framework | None, generic: bool) -> RunLayout:
-    from runtop.frameworks import all_frameworks
-    from runtop.frameworks.generic import GENERIC, text_logs
-
     frameworks = [forced] if forced is not None else all_frameworks()
     for fw in frameworks:
         if fw.looks_like_run(path):
@@ -259,7 +157,6 @@ def _in_dir(path: str, entries: list[str], forced: Framework | None, generic: bo
         if named is not None:
             claimed.setdefault(named.name, []).append((log, why, points))
     order = sorted(claimed, key=lambda name: (-max(p for _, _, p in claimed[name]), -len(claimed[name])))
-    from runtop.frameworks import get
 
     for name in order:
         plug = forced if forced is not None else get(name)
@@ -336,7 +233,6 @@ INFERENCE = "inference"
 # newest prime-rl's `launcher/logs/`): slurmstepd's and srun's last words are read as evidence
 # of how the run ended, whatever the framework, with or without SLURM's clients here.
 JOB_LOG_RE = re.compile(r"(?:job_|slurm-)\d{1,12}(?:_\d+)?\.(?:log|out|err)\Z", re.ASCII)
-JOB = "job"  # the role of a SLURM job's output file
 
 
 def with_job_logs(layout: RunLayout) -> RunLayout:
@@ -357,8 +253,6 @@ def with_job_logs(layout: RunLayout) -> RunLayout:
 def with_ckpt_dir(layout: RunLayout, ckpt_dir: str | None) -> RunLayout:
     """Apply `--ckpt-dir`: a checkpoint dir the run dir does not lead to (SkyRL's), checked
     now so a typo fails at once."""
-    from runtop.frameworks import all_frameworks, get
-
     if ckpt_dir is None:
         return layout
     if not get(layout.framework).takes_ckpt_dir:
@@ -388,8 +282,6 @@ def with_metrics(layout: RunLayout, paths: list[str] | None, mapping: dict[str, 
 
 def rescan(layout: RunLayout) -> RunLayout:
     """The same run listed again: new attempts, env logs, rollout steps, configs."""
-    from runtop.frameworks import get
-
     fresh = get(layout.framework).rescan(layout)
     fresh.detection = fresh.detection or layout.detection
     return fresh if fresh.single_file else with_job_logs(fresh)

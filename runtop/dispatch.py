@@ -79,7 +79,9 @@ def dispatch(p: Plan, ctx: Context, *, confirmation: str | None, progress: Calla
                 from runtop.checkin import append_checkin
                 from runtop.report import to_markdown
 
-                append_checkin(step.arg, to_markdown(ctx.state))
+                if ctx.verdict is None:
+                    raise ActionError("checkin: no verdict on this run to write (a check-in is the engine's verdict)")
+                append_checkin(step.arg, to_markdown(ctx.state, ctx.verdict))
         outcome = "ok"
         return f"{p.name}: done"
     except (TmuxError, OSError, OutputError) as e:

@@ -5,13 +5,12 @@ and `watch` (`snapshot.RunJudge` drives one over a reader read to the end), so t
 facts give the same verdict everywhere: the NVML probe that says "vLLM is alive but holds
 no GPU memory" speaks to `runtop check` too.
 
-Everything here does I/O and runs off the UI loop. Each probe has its own period
-(a TTL), so more panes never mean more syscalls, and its own error: a probe that
-fails shows why in its pane while the others carry on. The state is written only
-on the engine's thread, under `lock`; the screen never takes that lock. After each
-bounded slice of reading the engine publishes a frozen, versioned `View`
-(`runtop.publish`), and the app renders the newest one: a pane never sees a
-half-applied poll, and a key never waits on the disk.
+Everything here does I/O and runs off the UI loop. Each probe has its own period (a TTL), so
+more panes never mean more syscalls, and its own error: a probe that fails shows why in its
+pane while the others carry on. The state is written only on the engine's thread, under `lock`;
+the screen never takes that lock. After each bounded slice of reading the engine publishes a
+frozen, versioned `View` (`runtop.publish`), and the app renders the newest one: a pane never
+sees a half-applied poll, and a key never waits on the disk.
 """
 
 from __future__ import annotations
@@ -23,13 +22,14 @@ import time
 from collections.abc import Callable, Sequence
 
 from runtop import probe_ray, probe_slurm, probe_trainer, probe_vllm
-from runtop.actions import ActionError
+from runtop.action_error import ActionError
 from runtop.alerting import Alerting
 from runtop.config import Thresholds
-from runtop.discovery import RunLayout
 from runtop.findings import Finding
 from runtop.forensics import Forensics, InThread
 from runtop.frameworks import get as get_framework
+from runtop.frameworks import process_roles
+from runtop.frameworks.layout import RunLayout
 from runtop.health import READING, HealthTracker, Verdict
 from runtop.history import PERIOD_S, HistoryKeeper
 from runtop.lifetimes import Lifetimes
@@ -42,7 +42,7 @@ from runtop.publish import Publisher
 from runtop.queues import drain
 from runtop.rules import Facts
 from runtop.rules_hang import GpuIdleTracker
-from runtop.sources.disk import DiskSampler, DiskSnapshot, core_roots, run_paths
+from runtop.sources.disk import DiskSampler, DiskSnapshot, run_paths
 from runtop.sources.gpu import GpuProbe, GpuSnapshot, NvmlProbe
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot, ProcessSource
 from runtop.sources.ray_state import RayClient
@@ -70,6 +70,13 @@ PROBES: tuple[Factory, ...] = (
     probe_slurm.make,
     probe_ray.make,
 )
+
+
+def _samplers(layout: RunLayout) -> tuple[ProcessSampler, DiskSampler]:
+    """The run's processes and disks as its plug-in knows them (its processes' titles, driver and
+    roles; where its core dumps land)."""
+    fw = get_framework(layout.framework)
+    return ProcessSampler(layout.root, [t.path for t in layout.logs], process_roles(fw)), DiskSampler(run_paths(layout.root, None), fw.core_roots(layout.root))
 
 
 class Engine:
@@ -125,8 +132,8 @@ class Engine:
         self.verdict: Verdict = self._judge()
         self._judged_reads = False  # no verdict yet judges what was read
         # Samplers can be handed in (tests, snapshots): anything with the same `sample` works.
-        self._procs = proc_sampler or ProcessSampler(layout.root, [t.path for t in layout.logs], get_framework(layout.framework))
-        self._disks = disk_sampler or DiskSampler(run_paths(layout.root, None), core_roots(layout.framework, layout.root))
+        procs, disks_ = _samplers(layout)
+        self._procs, self._disks = proc_sampler or procs, disk_sampler or disks_
         self._own_samplers = (proc_sampler is None, disk_sampler is None)
         self._gpu = gpu
         self.probes: list[Probe] = []
@@ -144,19 +151,14 @@ class Engine:
             self.probes.append(Probe("disk", max(interval, 5.0), self._sample_disks))
         if gpus:  # off for a fleet's runs: one machine's GPUs are not twenty runs' news
             self.probes.append(Probe("gpu", interval, self._sample_gpu))
-        idle = max(30.0, interval)  # a source not there is asked again this often
-        # The Launcher pane (tmux capture-pane): launcher-only lines such as
-        # `Trainer failed with exit code 1` reach the Logs pane this way.
-        # The probes on the seam (the trainer's /metrics, the SLURM job, the Ray cluster's state
-        # API): `probes`, else every one `PROBES` makes of this engine's options.
+        # The probes on the seam (`runtop.probes`): `probes`, else every one `PROBES` makes of this engine's options.
         if probes is None:
-            options = {"vllm_url": vllm_url, "ray_address": ray_address, "ray": ray, "slurm_job": slurm_job, "slurm": slurm,
-                       "slurm_period": slurm_period}
+            options = {"vllm_url": vllm_url, "ray_address": ray_address, "ray": ray, "slurm_job": slurm_job, "slurm": slurm, "slurm_period": slurm_period}
             probes = [p for make in PROBES if (p := make(options)) is not None]
         self.seam: dict[str, SystemProbe] = {p.name: p for p in probes}
         self.probes += [p.runner(self, interval) for p in probes]
-        if launcher is not None:
-            self.probes.append(Probe("launcher", max(interval, 5.0), launcher, idle_period=idle, unavailable=(TmuxError, ActionError)))
+        if launcher is not None:  # the Launcher pane (tmux): `Trainer failed with exit code 1` reaches the Logs pane so
+            self.probes.append(Probe("launcher", max(interval, 5.0), launcher, idle_period=max(30.0, interval), unavailable=(TmuxError, ActionError)))
         self.published: View | None = self._publish() if self.publishing else None
 
     @property
@@ -169,13 +171,11 @@ class Engine:
         return self.verdict if self._judged_reads else READING
 
     def _relayout(self, layout: RunLayout) -> None:
-        """The run, first read generically, is now claimed by a plug-in: its processes and
-        disks are sampled as that framework's (its roles, its core dump dirs)."""
+        """The run, first read generically, is now claimed by a plug-in: its processes and disks are sampled as its own."""
         self.layout = layout
-        if self._own_samplers[0]:
-            self._procs = ProcessSampler(layout.root, [t.path for t in layout.logs], get_framework(layout.framework))
-        if self._own_samplers[1]:
-            self._disks = DiskSampler(run_paths(layout.root, None), core_roots(layout.framework, layout.root))
+        procs, disks = _samplers(layout)
+        self._procs = procs if self._own_samplers[0] else self._procs
+        self._disks = disks if self._own_samplers[1] else self._disks
 
     # ---- probes (worker thread) -------------------------------------------
     def _sample_procs(self) -> ProcessSnapshot:
@@ -292,8 +292,7 @@ class Engine:
         """Save hang forensics in a thread (py-spy takes seconds); False if one is running."""
         with self.lock:
             view = self._publish()  # a frozen copy: the collection reads it while the engine reads on
-        sys_ = view.system
-        return self.forensics.start(view.state, verdict or view.verdict, sys_.procs, sys_.gpu, sys_.disk, view.now)
+        return self.forensics.start(view.state, verdict or view.verdict, view.system.procs, view.system.gpu, view.system.disk, view.now)
 
     @property
     def last_forensics(self) -> Forensics | None:
@@ -345,8 +344,11 @@ class Engine:
         if name == "disk" and error is None:
             self.state.disk = value  # what the next step is checked against: a resume onto a full disk fails again
         seam = self.seam.get(name)
-        if seam is not None and error is None:
-            seam.store(value, self.state, self.system)
+        if seam is not None:
+            if error is None:
+                seam.store(value, self.state, self.system)
+            else:
+                seam.forget(self.state, self.system)
         if name == "launcher":
             if error is None:
                 self.processes_over_time.launcher_screen = list(value)  # type: ignore[call-overload]

@@ -302,3 +302,13 @@ class Fleet:
         for engine in self.engines.values():
             if engine is not None:
                 engine.close()
+
+
+def run_name(run: str) -> str:
+    """A run as a row names it: its directory's name, on one line (`evil\\nHealthy`: a newline
+    in a run dir's name once forged a row of `status --all`)."""
+    return shown(os.path.basename(run.rstrip(os.sep)) or run)
+
+
+def run_names(runs: list[str], most: int = 4) -> str:
+    return ", ".join(run_name(r) for r in runs[:most]) + (", …" if len(runs) > most else "")

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import TYPE_CHECKING
 
+from runtop.action_context import Context
 from runtop.action_error import ActionError
 from runtop.frameworks import get as get_framework
 from runtop.launcher import launcher_argv, launcher_redirect, recorded_pane
 from runtop.state import RunState
-
-if TYPE_CHECKING:
-    from runtop.actions import Context
 
 # Plain words, flags, `key=value`, paths and quotes; a redirect may end the line (`&> logs/x.log`).
 # ASCII only: no NEL, NBSP, ideographic space or look-alike digits in what is typed.

@@ -13,21 +13,20 @@ from __future__ import annotations
 
 import os
 import queue
-import sys
 import threading
 import time
-from typing import IO, Any
+from typing import Any
 
-from runtop.config import Thresholds
 from runtop.discovery import UNDECIDED, RunLayout, redetect
+from runtop.frameworks import get as get_framework
+from runtop.frameworks import process_roles
 from runtop.log_tail import LogTail
-from runtop.parsers.hygiene import public
 from runtop.queues import drain
-from runtop.snapshot import look_at_processes
+from runtop.sources.deadline import Slow, call_with_deadline
+from runtop.sources.processes import scan_run
 from runtop.sources.run_reader import RunReader
 from runtop.sources.watch import ChangeWaiter
 from runtop.state import RunState
-from runtop.units import words
 
 TAIL_BYTES = 1 << 20
 BACKFILL_CHUNK = 8 << 20
@@ -204,73 +203,6 @@ class LiveRun:
         self.waiter.close()
 
 
-def _summary_line(state: RunState, verdict: str, reason: str | None = None) -> str:
-    rows = state.rows()
-    reward = next((r.value("reward") for r in reversed(rows) if r.value("reward") is not None), None)
-    parts = [
-        time.strftime("%H:%M:%S"),
-        state.step_text(),
-        verdict if reason is None else f"{verdict}: {words(reason, 120)}",
-    ]
-    if reward is not None:
-        parts.append(f"reward {reward:.4f}")
-    phase = state.current_phase()
-    if phase:
-        parts.append(phase)
-    elif state.batch:
-        parts.append(f"batch {state.batch.done}/{state.batch.total or '?'}")
-    if state.errors:
-        e = state.errors[-1]
-        parts.append(f"last error {e.kind} at {e.time or '?'}")
-    return " | ".join(parts)
-
-
-QUIET_RECHECK = 5  # intervals between two judgments of a run that wrote nothing
-
-
-def follow(
-    layout: RunLayout, *, interval: float = 2.0, poll: bool = False, deadline: float | None = None, out: IO[str] | None = None,
-    cfg: Thresholds | None = None,
-) -> int:
-    """Print a rolling status until Ctrl-C (`runtop follow`, and the TUI's stand-in off a terminal).
-
-    A run that writes nothing is judged again all the same, every few intervals: silence
-    is what a stall is, and a status that waits for news never calls one."""
-    from runtop.health import judge
-    from runtop.report import to_markdown
-
-    out = out or sys.stdout
-    tty = out.isatty()
-    live = LiveRun(layout, poll=poll, interval=interval)
-    last_print = float("-inf")
-    dirty = True
-    try:
-        while deadline is None or time.monotonic() < deadline:
-            dirty |= live.step()
-            now = time.monotonic()
-            quiet_recheck = now - last_print >= QUIET_RECHECK * interval
-            if (dirty or quiet_recheck) and now - last_print >= interval:
-                verdict = judge(live.state, cfg=cfg)
-                if tty:
-                    bf = live.backfill_progress()
-                    footer = f"following {layout.root} ({live.waiter.mode})"
-                    if bf < 1.0:
-                        footer += f" — reading history {bf:.0%}"
-                    out.write("\x1b[H\x1b[2J" + to_markdown(live.state, verdict) + "\n" + footer + " — Ctrl-C to quit\n")
-                else:
-                    # A run not Healthy says why on its line ("Down" alone named nothing).
-                    why = verdict.reasons[0] if verdict.reasons and verdict.verdict in ("Down", "Degraded") else None
-                    out.write(public(_summary_line(live.state, verdict.verdict, why)) + "\n")
-                out.flush()
-                last_print, dirty = now, False
-            live.wait(interval if deadline is None else max(0.05, min(interval, deadline - time.monotonic())))
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        live.close()
-    return 0
-
-
 class OnceRun:
     """A run read by the caller (headless commands), in the shape the engine steps."""
 
@@ -293,3 +225,20 @@ class OnceRun:
 
     def close(self) -> None:
         pass
+
+
+# A process scan can hang on /proc of a process in D state (NFS): past this, judge without it.
+PROCESS_SCAN_S = 10.0
+
+
+def look_at_processes(reader: RunReader) -> None:
+    s = reader.state
+    try:
+        s.processes, s.process_denied = call_with_deadline(
+            "process scan", lambda: scan_run(reader.layout.root, [t.path for t in reader.layout.logs], process_roles(get_framework(reader.layout.framework))),
+            PROCESS_SCAN_S,
+        )
+    except Slow as e:
+        s.processes, s.process_denied = None, {}
+        if str(e) not in s.notes:
+            s.notes.append(str(e))

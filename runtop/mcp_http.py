@@ -25,7 +25,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 def parse_address(text: str) -> tuple[str, int] | str:
     """(host, port) of `127.0.0.1:PORT` (`[::1]:PORT`, `localhost:PORT`), or why not."""
-    from runtop.cli_serve import loopback
+    from runtop.serve_token import loopback
 
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) <= 65535:
@@ -90,8 +90,8 @@ def serve_http(server: Any, address: str, token_file: str | None, what: str) -> 
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from runtop.cli_serve import remove_token, write_token
     from runtop.exit_codes import EXIT_OK, EXIT_USAGE
+    from runtop.serve_token import remove_token, write_token
 
     parsed = parse_address(address)
     if isinstance(parsed, str):

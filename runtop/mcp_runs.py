@@ -144,7 +144,7 @@ class Served:
 
 def unique_names(paths: list[str]) -> list[str]:
     """Each run's directory name; where two runs share one, their paths name them."""
-    from runtop.cli_fleet import run_name
+    from runtop.fleet import run_name
 
     names = [run_name(p) for p in paths]
     return [n if names.count(n) == 1 else os.path.abspath(p) for n, p in zip(names, paths)]

@@ -75,8 +75,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def serve_runs(args: argparse.Namespace) -> list[Served]:
     """An engine per run named (a directory of runs is every run in it, as `watch DIR`), started."""
-    from runtop.cli_common import _thresholds
-    from runtop.config import load
+    from runtop.config import load, load_judging
     from runtop.discovery import discover, with_ckpt_dir, with_metrics
     from runtop.engine import Engine
     from runtop.fleet import FLEET_PROCESS_S, runs_of
@@ -91,7 +90,7 @@ def serve_runs(args: argparse.Namespace) -> list[Served]:
                 from runtop.discovery import DiscoveryError
 
                 raise DiscoveryError(f"{flag} is for one run, and runtop mcp was given {len(paths)} runs: give one run with {flag}")
-    cfg = _thresholds(args)
+    cfg = load_judging(getattr(args, "config", None), getattr(args, "simulated_speed", None))
     actions = ActionSettings(read_only=args.read_only, config=args.config, tmux_socket=args.tmux_socket, tmux_session=args.tmux_session,
                              tmux_target=args.tmux_target, launch_cmd=args.launch_cmd)
     out: list[Served] = []

@@ -241,7 +241,7 @@ def propose_action(run: Served, action: str) -> dict[str, Any]:
     view = probed(run, "process")  # which processes live decides the plan (a resume into a live launcher is refused)
     # records=False: a proposal writes nothing in the run dir (the pane is recorded when a person acts).
     ctx = Context.for_run(view.state, cfg=cfg, socket=settings.tmux_socket, session=settings.tmux_session,
-                          target=settings.tmux_target, launch_cmd=settings.launch_cmd, records=False)
+                          target=settings.tmux_target, launch_cmd=settings.launch_cmd, records=False, verdict=view.verdict)
     try:
         p = plan(action, ctx)
     except ReadOnly as e:

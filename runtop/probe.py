@@ -6,12 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from runtop.sources.deadline import Deadline, Slow
-
-
-class Unavailable(Exception):
-    """A source that is simply not there (nothing on the port, no tmux server): said plainly,
-    and asked again only every `idle_period`, not on every tick."""
+from runtop.sources.deadline import Deadline, Slow, Unavailable
 
 
 class Probe:

@@ -33,6 +33,7 @@ class SlurmProbe(SystemProbe):
 
     def store(self, reading: object, state: RunState, system: SystemView) -> None:
         state.slurm = reading if isinstance(reading, SlurmSnapshot) else None  # the job belongs in the status JSON and the check-in, beside the run
+        system.slurm = state.slurm
 
 
 def make(options: Mapping[str, Any]) -> SlurmProbe:

@@ -10,7 +10,8 @@ from typing import Any
 from runtop.probes import EndpointProbe, ProbeRun
 from runtop.sources.trainer_metrics import TrainerLive
 from runtop.sources.trainer_metrics import fetch as fetch_trainer
-from runtop.view import Slice
+from runtop.state import RunState
+from runtop.view import Slice, SystemView
 
 
 class TrainerProbe(EndpointProbe):
@@ -20,6 +21,12 @@ class TrainerProbe(EndpointProbe):
     def sample(self, run: ProbeRun) -> TrainerLive | None:
         port = run.state.endpoints.get("trainer")
         return fetch_trainer(f"http://127.0.0.1:{port}/metrics", timeout=self.timeout) if port else None
+
+    def store(self, reading: object, state: RunState, system: SystemView) -> None:
+        system.trainer = reading if isinstance(reading, TrainerLive) else None
+
+    def forget(self, state: RunState, system: SystemView) -> None:
+        system.trainer = None  # stale numbers would read as live
 
 
 def make(options: Mapping[str, Any]) -> TrainerProbe:

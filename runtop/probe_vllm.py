@@ -9,10 +9,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtop.parsers.events import VllmStats
-from runtop.probe import Unavailable
 from runtop.probes import EndpointProbe, ProbeRun
+from runtop.sources.deadline import Unavailable
 from runtop.sources.vllm_metrics import DEFAULT_URL, fetch
-from runtop.view import Slice
+from runtop.state import RunState
+from runtop.view import Slice, SystemView
 
 
 class VllmProbe(EndpointProbe):
@@ -31,6 +32,12 @@ class VllmProbe(EndpointProbe):
         if stats is None:
             raise Unavailable(error)
         return stats
+
+    def store(self, reading: object, state: RunState, system: SystemView) -> None:
+        system.vllm_http = reading if isinstance(reading, VllmStats) else None
+
+    def forget(self, state: RunState, system: SystemView) -> None:
+        system.vllm_http = None  # stale numbers would read as live
 
 
 def make(options: Mapping[str, Any]) -> VllmProbe | None:

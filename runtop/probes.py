@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol
 
-from runtop.discovery import RunLayout
+from runtop.frameworks.layout import RunLayout
 from runtop.probe import Probe
 from runtop.state import RunState
 from runtop.view import Slice, SystemView
@@ -45,13 +45,16 @@ class SystemProbe:
 
     def sample(self, run: ProbeRun) -> object:
         """One reading (the probe's thread: no lock is held, the state may be mid-write, so
-        read only what a torn read cannot harm). Raise `runtop.probe.Unavailable` when the
+        read only what a torn read cannot harm). Raise `runtop.sources.deadline.Unavailable` when the
         source is simply not there."""
         raise NotImplementedError
 
     def store(self, reading: object, state: RunState, system: SystemView) -> None:
         """Put a reading where the rules and the panes read it (the engine's thread, under its
         lock). The view's `SystemView.store` counts it and keeps the errors either way."""
+
+    def forget(self, state: RunState, system: SystemView) -> None:
+        """A call failed (the engine's thread, under its lock): drop what would read as live."""
 
     def runner(self, run: ProbeRun, interval: float) -> Probe:
         return Probe(self.name, self.period(interval), lambda: self.sample(run), idle_period=self.idle_period(interval), deadline=self.deadline)

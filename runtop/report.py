@@ -16,7 +16,7 @@ from collections.abc import Callable
 from runtop.advice import advise
 from runtop.columns import STEP_COLUMNS
 from runtop.frameworks import get as get_framework
-from runtop.health import Verdict, judge
+from runtop.health import Verdict
 from runtop.parsers.hygiene import public, shown
 from runtop.parsers.numbers import finite
 from runtop.state import RunState
@@ -113,8 +113,10 @@ def _env_lines(state: RunState) -> list[str]:
     return out
 
 
-def to_markdown(state: RunState, verdict: Verdict | None = None, now: _dt.datetime | None = None) -> str:
-    v = verdict or judge(state)
+def to_markdown(state: RunState, verdict: Verdict, now: _dt.datetime | None = None) -> str:
+    """The check-in of a run: its state, and the verdict the engine judged of it (`runtop.engine`:
+    every face takes its verdict from there)."""
+    v = verdict
     now = now or _dt.datetime.now(_dt.timezone.utc)
     rows = state.rows()
     out = [f"## {now:%Y-%m-%d %H:%M} UTC", ""]

@@ -16,7 +16,7 @@ from typing import IO, Any
 from runtop import __version__
 from runtop.advice import advise
 from runtop.columns import METRICS, ROLLOUT
-from runtop.health import Verdict, judge
+from runtop.health import Verdict
 from runtop.parsers.hygiene import public
 from runtop.state import RunState
 from runtop.state_parts import StepRow
@@ -130,8 +130,9 @@ def _ray(snap: Any) -> dict[str, Any] | None:
     }
 
 
-def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: bool = True) -> dict[str, Any]:
-    v = verdict or judge(state)
+def to_json(state: RunState, verdict: Verdict, *, include_steps: bool = True) -> dict[str, Any]:
+    """The status document of a run: its state, and the verdict the engine judged of it."""
+    v = verdict
     r = state.rollouts
     ckpt = state.last_complete_checkpoint()
     doc: dict[str, Any] = {
@@ -281,7 +282,7 @@ def to_json(state: RunState, verdict: Verdict | None = None, *, include_steps: b
     return redacted
 
 
-def write_json(state: RunState, fp: IO[str], verdict: Verdict | None = None) -> None:
+def write_json(state: RunState, fp: IO[str], verdict: Verdict) -> None:
     """`to_json`, written with the `steps` list streamed one row at a time.
 
     A long run has tens of thousands of steps; building them all as dicts next to

@@ -30,8 +30,8 @@ from typing import Any
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
-from runtop.cli_serve import loopback
 from runtop.serve_session import Screen, Session
+from runtop.serve_token import loopback
 
 TRY_AGAIN_LATER = 1013  # RFC 6455's registry: the server is overloaded, try again later
 MAX_CLIENT_MESSAGE = 64 << 10  # a key press or a resize is a few bytes; a paste, some KB

@@ -18,6 +18,9 @@ import signal
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+# The TUI's driver in a session: Textual's web driver, leaving when serve is gone (tui/served.py).
+SERVED_DRIVER = "runtop.tui.served:ServedDriver"
+
 GRACE_S = 3.0  # from the quit to SIGKILL
 START_S = 60.0  # the most a TUI may take to say it is up (a cold start on a busy box: seconds)
 MAX_PACKET = 16 << 20  # one screen packet; a 500×200 full repaint is well under 1 MB

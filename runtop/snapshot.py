@@ -7,10 +7,9 @@ from typing import Any
 
 from runtop.config import Thresholds
 from runtop.discovery import discover, with_ckpt_dir, with_metrics
-from runtop.frameworks import get as get_framework
+from runtop.engine import Engine
 from runtop.health import Verdict
-from runtop.sources.deadline import Slow, call_with_deadline
-from runtop.sources.processes import scan_run
+from runtop.live import OnceRun, look_at_processes
 from runtop.sources.run_reader import RunReader
 from runtop.state import RunState
 
@@ -45,9 +44,6 @@ class RunJudge:
 
     def __init__(self, reader: RunReader, cfg: Thresholds | None = None, *, disks: bool = True, processes: bool = True,
                  **probes: Any) -> None:
-        from runtop.engine import Engine
-        from runtop.live import OnceRun
-
         self.reader = reader
         # No vLLM `/metrics` probe here: no rule reads it, and a check must not wait on a port.
         probes.setdefault("vllm_url", None)
@@ -91,23 +87,6 @@ def read_all(reader: RunReader) -> None:
         # (a file vanished, or stopped growing short of its size) ends the reading early.
         if reader.done() or (not read and reader.progress()[0] == before):
             break  # done, or nothing more could be read: report what we have
-
-
-# A process scan can hang on /proc of a process in D state (NFS): past this, judge without it.
-PROCESS_SCAN_S = 10.0
-
-
-def look_at_processes(reader: RunReader) -> None:
-    s = reader.state
-    try:
-        s.processes, s.process_denied = call_with_deadline(
-            "process scan", lambda: scan_run(reader.layout.root, [t.path for t in reader.layout.logs], get_framework(reader.layout.framework)),
-            PROCESS_SCAN_S,
-        )
-    except Slow as e:
-        s.processes, s.process_denied = None, {}
-        if str(e) not in s.notes:
-            s.notes.append(str(e))
 
 
 def _read(path: str, *, processes: bool, ckpt_dir: str | None, metrics: list[str] | None = None,

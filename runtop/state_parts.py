@@ -8,7 +8,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from runtop.columns import ROLLOUT_OWNED
-from runtop.parsers.checkpoints import Problem
+from runtop.parsers.checkpoints import Checkpoint as Checkpoint  # re-exported: a part of the state, judged from a listing
 
 # Which source of a step's number wins when two give it: structured rows (prime-rl's
 # metrics.jsonl, SkyRL's full-precision status dict) over scraped log lines, and those
@@ -82,16 +82,6 @@ class Attempt:
     number: int
     reason: str
     resumed_from: int | None = None
-
-
-@dataclass
-class Checkpoint:
-    step: int
-    path: str
-    complete: bool
-    reason: str  # for people
-    bytes: int
-    problem: Problem | None = None  # for rules and actions
 
 
 @dataclass

@@ -68,28 +68,20 @@ class SystemView:
     history: Histories = field(default_factory=Histories)
 
     def store(self, name: str, value: object, error: str | None) -> None:
-        """A probe's answer (the engine's thread): its reading, or why it has none."""
+        """A probe's answer (the engine's thread): counted, and why it has none kept. The readings
+        of the engine's own probes (processes, disks, GPUs) land here by name; a probe on the seam
+        puts its own where it belongs (`runtop.probes.SystemProbe.store`)."""
         self.readings[name] = self.readings.get(name, 0) + 1  # a reading, or an error, is news for its pane
         if error is not None:
             self.errors[name] = error
-            if name == "vllm":
-                self.vllm_http = None  # stale numbers would read as live
-            if name == "trainer":
-                self.trainer = None
             return
         self.errors.pop(name, None)
-        if name == "process":
-            self.procs = value  # type: ignore[assignment]
-        elif name == "disk":
-            self.disk = value  # type: ignore[assignment]
-        elif name == "gpu":
-            self.gpu = value  # type: ignore[assignment]
-        elif name == "vllm":
-            self.vllm_http = value  # type: ignore[assignment]
-        elif name == "slurm":
-            self.slurm = value  # type: ignore[assignment]
-        elif name == "trainer":
-            self.trainer = value  # type: ignore[assignment]
+        if name in _ENGINES_OWN:
+            setattr(self, _ENGINES_OWN[name], value)
+
+
+# The engine's own probes (`runtop.engine`), and the field each reading lands in.
+_ENGINES_OWN = {"process": "procs", "disk": "disk", "gpu": "gpu"}
 
 
 

@@ -5,11 +5,17 @@ import functools
 import importlib
 import inspect
 import os
+import sys
 import time
 
 import pytest
 
 from runtop.simulator.primerl import Simulator
+
+# pytest keeps each test module's rewritten code (and Python each module's bytecode) only where
+# bytecode may be written: where the environment forbids it (PYTHONDONTWRITEBYTECODE), every run
+# rewrites every test module again, half the CPU of collecting the inner loop.
+sys.dont_write_bytecode = False
 
 # Pictures and times must not depend on the zone of the machine running the tests (a time
 # runtop takes from the wall clock is shown in local time).

@@ -12,6 +12,7 @@ import pytest
 
 from runtop.actions import ActionError, plan
 from runtop.dispatch import dispatch
+from runtop.frameworks import process_roles
 from tests.test_actions import LAUNCH, audit_lines, context, launched, received, stop_run, tmux, wait_for
 
 pytestmark = pytest.mark.skipif(__import__("shutil").which("tmux") is None, reason="tmux is not installed")
@@ -129,8 +130,8 @@ def test_each_runs_process_pane_holds_its_own_processes_only(two_runs):
     from runtop.sources.processes import ProcessSampler
 
     a, b, sock = two_runs
-    assert ProcessSampler(str(b)).sample().procs == [], "no tmux server, shell or process of A in B's pane"
-    mine_a = ProcessSampler(str(a)).sample()
+    assert ProcessSampler(str(b), roles=process_roles()).sample().procs == [], "no tmux server, shell or process of A in B's pane"
+    mine_a = ProcessSampler(str(a), roles=process_roles()).sample()
     assert {"launcher", "trainer", "orchestrator", "inference"} <= set(mine_a.roles())
     assert all("tmux" not in p.title and not p.title.startswith("bash") for p in mine_a.procs)
     # B died of its partial save's cause long ago: its processes are none, whatever A does.

@@ -14,6 +14,7 @@ import pytest
 
 from runtop.actions import ActionError, Context, check_command, plan, plans
 from runtop.dispatch import dispatch
+from runtop.frameworks import process_roles
 from runtop.simulator.primerl import Simulator
 from runtop.snapshot import read_run
 from runtop.sources.processes import run_processes
@@ -53,7 +54,7 @@ def start_run(sock: str, session: str, root, tmp_path) -> None:
     tmux(sock, "new-window", "-d", "-t", session, "-n", "Logs")
     assert wait_for(lambda: "$" in tmux(sock, "capture-pane", "-p", "-t", f"{session}:Launcher")), "no prompt"
     tmux(sock, "send-keys", "-t", f"{session}:Launcher", LAUNCH, "Enter")
-    assert wait_for(lambda: {"launcher", "trainer", "orchestrator", "inference"} <= set(run_processes(str(root)))), "fake tree did not start"
+    assert wait_for(lambda: {"launcher", "trainer", "orchestrator", "inference"} <= set(run_processes(str(root), roles=process_roles()))), "fake tree did not start"
 
 
 @pytest.fixture
@@ -143,7 +144,7 @@ def test_stop_sends_c_c_and_waits_for_the_tree_to_exit(live_run):
     p = plan("stop", ctx)
     seen = []
     assert dispatch(p, ctx, confirmation="stop", progress=seen.append) == "stop: done"
-    assert run_processes(str(root)) == {}
+    assert run_processes(str(root), roles=process_roles()) == {}
     assert seen[-1] == "the run's processes are gone"
     assert [e["outcome"] for e in audit_lines(root)] == ["ok"]
 
@@ -182,7 +183,7 @@ def test_read_only_blocks_every_path(live_run):
         dispatch(p, ctx, confirmation=p.confirm)
     assert plans(ctx) == []
     time.sleep(0.5)
-    assert received(root) == "" and audit_lines(root) == [] and run_processes(str(root))
+    assert received(root) == "" and audit_lines(root) == [] and run_processes(str(root), roles=process_roles())
 
 
 def test_injection_never_reaches_the_pane(live_run):

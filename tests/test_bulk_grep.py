@@ -17,7 +17,7 @@ import runtop.sources.bulk_grep as bulk_grep
 from runtop.discovery import discover
 from runtop.parsers.skim import ALL_NOISE as BULK_NOISE
 from runtop.parsers.skim import skim
-from runtop.snapshot import read_all
+from runtop.snapshot import RunJudge, read_all
 from runtop.sources.run_reader import RunReader
 from runtop.sources.tailer import FileTailer
 from tests.test_skim import LINES
@@ -252,7 +252,7 @@ def test_a_run_read_through_grep_matches_one_read_in_python(tmp_path, monkeypatc
         monkeypatch.setattr(bulk_grep, "BULK_MIN", bulk_min)
         reader = RunReader(discover(str(tmp_path)))
         read_all(reader)
-        doc = to_json(reader.state)
+        doc = to_json(reader.state, RunJudge(reader, processes=False, disks=False, gpus=False).verdict())
         doc.pop("generated_at")
         return doc
 

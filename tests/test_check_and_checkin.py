@@ -184,3 +184,26 @@ def test_an_unreadable_log_never_leaves_a_run_healthy():
         assert cli.CHECK_EXIT["Degraded"] == 1
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_checkin_sent_as_an_action_writes_the_verdict_the_engine_judged(simulated):
+    """The TUI's `s`, `runtop send checkin` and the MCP proposal write the verdict one engine
+    judged with every probe's facts, not a second judgment of the state without them; with no
+    verdict at hand nothing is appended."""
+    from runtop.actions import ActionError, Context, plan
+    from runtop.dispatch import dispatch
+    from runtop.health import Verdict
+    from runtop.snapshot import read_and_judge
+
+    root = simulated("healthy", max_steps=4)
+    state, _ = read_and_judge(root, processes=False, disks=False, gpus=False)
+    seen = Verdict("Degraded", ["vLLM is alive but holds no GPU memory (what only the GPU probe saw)"])
+    ctx = Context.for_run(state, socket=f"runtop-none-{os.getpid()}", verdict=seen)
+    dispatch(plan("checkin", ctx), ctx, confirmation=None)
+    written = open(os.path.join(root, "STATUS.md")).read()
+    assert "**Health**: Degraded" in written and "holds no GPU memory (what only the GPU probe saw)" in written
+
+    blind = Context.for_run(state, socket=f"runtop-none-{os.getpid()}")
+    with pytest.raises(ActionError, match="no verdict"):
+        dispatch(plan("checkin", blind), blind, confirmation=None)
+    assert open(os.path.join(root, "STATUS.md")).read() == written

@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from runtop.frameworks import get
+from runtop.frameworks import get, process_roles
 from runtop.simulator.gpu import SimulatedGpuProbe
 from runtop.simulator.primerl import Simulator
 from runtop.simulator.skyrl import SkyrlSimulator
@@ -28,7 +28,7 @@ def test_the_inference_engine_dies_in_the_demo_while_the_trainer_waits(tmp_path)
     trainer and orchestrator wait on (a hang outlives the script); the GPUs say the same."""
     sim = Simulator(str(tmp_path / "run"), scenario="inference-death", max_steps=6)
     sim.start_processes()
-    sampler = ProcessSampler(sim.root, framework=get("prime-rl"))
+    sampler = ProcessSampler(sim.root, roles=process_roles(get("prime-rl")))
     try:
         snap = sample_until(sampler, lambda s: len(s.roles()) == 4)
         assert set(snap.roles()) == {"launcher", "inference", "orchestrator", "trainer"}
@@ -68,7 +68,7 @@ def test_the_skyrl_demo_relaunches_its_processes_with_the_retry(tmp_path):
     sim.ended = lambda *r: (ended.append("end"), real_end(*r))[1]  # count the crash
     sim.start_processes()
     try:
-        sampler = ProcessSampler(sim.root, framework=get("skyrl"))
+        sampler = ProcessSampler(sim.root, roles=process_roles(get("skyrl")))
         snap = sample_until(sampler, lambda s: "trainer" in s.roles())
         assert any(p.title.startswith("ray::skyrl_entrypoint") for p in snap.procs)
         sim.run()

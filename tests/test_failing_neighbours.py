@@ -15,6 +15,7 @@ import time
 import psutil
 import pytest
 
+from runtop.frameworks import process_roles
 from runtop.health import judge
 from runtop.sources.gpu import NvmlProbe
 from runtop.sources.processes import ProcessSampler
@@ -74,7 +75,7 @@ def test_a_dripping_metrics_endpoint_gives_up_on_its_total_deadline(drip_server)
 
 def test_a_dripping_trainer_endpoint_is_given_up_too(drip_server):
     """The trainer's /metrics shares vLLM's bounded scrape (`sources.prometheus_text`)."""
-    from runtop.probe import Unavailable
+    from runtop.sources.deadline import Unavailable
     from runtop.sources.trainer_metrics import fetch as fetch_trainer
 
     t0 = time.monotonic()
@@ -231,7 +232,7 @@ def test_another_users_processes_are_a_blind_spot_not_a_death(tmp_path, monkeypa
     run.mkdir(parents=True)
     launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, TITLED, *ROLES], cwd=run)
     try:
-        sampler = ProcessSampler(str(run))
+        sampler = ProcessSampler(str(run), roles=process_roles())
         sample_until(sampler, lambda s: {"inference", "orchestrator", "trainer"} <= set(s.roles()))
         real_cwd = psutil.Process.cwd
         kids = {c.pid for c in psutil.Process(launcher.pid).children(recursive=True)} | {launcher.pid}
@@ -242,7 +243,7 @@ def test_another_users_processes_are_a_blind_spot_not_a_death(tmp_path, monkeypa
             return real_cwd(self)
 
         monkeypatch.setattr(psutil.Process, "cwd", denied_cwd)
-        fresh = ProcessSampler(str(run))
+        fresh = ProcessSampler(str(run), roles=process_roles())
         snap = fresh.sample()
         assert snap.roles() == {}
         user = psutil.Process().username()

@@ -184,6 +184,7 @@ def seeds(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # 40 mutated run dirs through every command: CI runs it, the inner loop does not
 def test_mutated_run_dirs_never_kill_a_command(seeds, tmp_path):
     rng = random.Random(20261123)
     for i in range(40):

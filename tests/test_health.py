@@ -320,3 +320,16 @@ def test_a_warning_that_turns_critical_is_announced_once_more():
     worse = tracker.track([f("critical", 96)], 2.0)[1]
     still = tracker.track([f("critical", 97)], 3.0)[1]
     assert (len(first), len(again), len(worse), len(still)) == (1, 0, 1, 0)
+
+
+def test_the_same_stuck_run_a_few_minutes_in_is_degraded_at_once(tmp_path):
+    from runtop.parsers.events import RolloutFailed
+    from runtop.state import RunState
+
+    state = RunState()
+    for k in range(10):
+        state.apply(RolloutFailed("ProviderError", "upstream returned 503", f"10:0{k // 6}:{(k * 10) % 60:02d}"))
+    v = judge(state)
+    assert v.verdict == "Degraded" and "10 of the last 10 rollouts failed with ProviderError" in v.reasons[0]
+    state.apply(RolloutFailed("ProviderError", "upstream returned 503", "10:12:00"))
+    assert judge(state).verdict == "Down"  # past the stall time (10 min) with nothing moving

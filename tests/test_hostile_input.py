@@ -98,7 +98,11 @@ def hostile_copy(sample_run: str, tmp_path, rel: str, text: str) -> str:
     return root
 
 
-@pytest.mark.parametrize("name,rel,text", CASES, ids=[c[0] for c in CASES])
+# The first few in the inner loop, every one in CI (`slow`): each case runs every command.
+QUICK = 4
+
+
+@pytest.mark.parametrize("name,rel,text", [pytest.param(*c, id=c[0], marks=() if i < QUICK else pytest.mark.slow) for i, c in enumerate(CASES)])
 def test_one_hostile_line_kills_no_command_and_leaks_nothing(sample_run, tmp_path, name, rel, text):
     root = hostile_copy(sample_run, tmp_path, rel, text)
     code, md = run_cli("status", root)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from runtop.frameworks import process_roles
 from runtop.simulator.primerl import Simulator
 
 try:
@@ -216,7 +217,7 @@ async def test_propose_action_gives_the_plan_and_types_nothing_into_the_launcher
     assert bad.is_error and "unknown action" in bad.content[0].text
     time.sleep(1.0)
     assert received(root) == "" and launched(root) == [LAUNCH]  # nothing typed, nothing launched again
-    assert {"launcher", "trainer"} <= set(run_processes(str(root)))  # no C-c reached the run
+    assert {"launcher", "trainer"} <= set(run_processes(str(root), roles=process_roles()))  # no C-c reached the run
     assert tmux(sock, "capture-pane", "-p", "-t", "prime-rl:Launcher") == before
     assert not os.path.exists(os.path.join(root, ".runtop", "audit.log"))  # nothing dispatched
 

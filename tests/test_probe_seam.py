@@ -10,9 +10,9 @@ from typing import ClassVar
 from runtop import engine as engine_module
 from runtop.discovery import discover
 from runtop.engine import Engine
-from runtop.probe import Unavailable
 from runtop.probe_ray import RayProbe
 from runtop.probes import ProbeRun, SystemProbe
+from runtop.sources.deadline import Unavailable
 from runtop.sources.ray_state import RayClient
 from runtop.state import RunState
 from runtop.view import Slice, SystemView

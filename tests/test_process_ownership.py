@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runtop.frameworks import get
+from runtop.frameworks import get, process_roles
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot
 from tests.launch_shapes import Shapes, pids_running, pids_titled, settle
 from tests.test_processes import sample_until as sample_until_in
@@ -90,7 +90,7 @@ def test_prime_rl_uv_run_rl_from_the_checkout(shapes, tmp_path):
     (checkout / "examples" / "reverse_text" / "rl.toml").write_text(f'output_dir = "{run}"\n')
     launch = shapes.start(["uv", "run", "rl", "@", "examples/reverse_text/rl.toml"], checkout, tty=True)
     away = bystanders(shapes, run, logs[0])
-    sampler = ProcessSampler(str(run), [str(p) for p in logs], get("prime-rl"))
+    sampler = ProcessSampler(str(run), [str(p) for p in logs], process_roles(get("prime-rl")))
     t = up(launch.pid, "PRIME-RL::Launcher", "PRIME-RL::Inference", "PRIME-RL::Orchestrator", "PRIME-RL::Trainer")
     # torchrun, and the `uv run env … torchrun …` that starts it, are the trainer's too.
     snap = roles_become(sampler, {"launcher": t["PRIME-RL::Launcher"], "inference": t["PRIME-RL::Inference"],
@@ -119,7 +119,7 @@ def test_skyrl_bash_run_script_redirected_into_logs(shapes, tmp_path):
         launch = shapes.start(["bash", "examples/gsm8k/run_gsm8k.sh"], checkout, stdout=out)
     away = bystanders(shapes, checkout, log) | bystanders(shapes, checkout / "logs", log)
     # The run dir is the log's (what SkyRL's layout finds); its processes work a level above.
-    sampler = ProcessSampler(str(checkout / "logs"), [str(log)], get("skyrl"))
+    sampler = ProcessSampler(str(checkout / "logs"), [str(log)], process_roles(get("skyrl")))
     t = up(launch.pid, "ray::skyrl_entrypoint", "ray::FSDPPolicyWorkerBase", "ray::AsyncVLLMInferenceEngine")
     driver = pids_running(launch.pid, "skyrl_train.entrypoints.main_base")  # uv and the Python it runs
     assert len(driver) == 2
@@ -141,7 +141,7 @@ def test_verl_python_piped_into_tee(shapes, tmp_path):
                            "trainer.n_gpus_per_node=1 trainer.total_epochs=15 2>&1 | tee verl_demo.log"], checkout, tty=True)
     away = bystanders(shapes, checkout, log)
     neighbour = shapes.start([sys.executable, "-c", "import time; time.sleep(120)", "scripts/plot_verl_rewards.py"], checkout)
-    sampler = ProcessSampler(str(checkout), [str(log)], get("verl"))
+    sampler = ProcessSampler(str(checkout), [str(log)], process_roles(get("verl")))
     t = up(launch.pid, "ray::TaskRunner", "ray::WorkerDict", "ray::vLLMHttpServer")
     driver = pids_running(launch.pid, "verl.trainer.main_ppo") - {launch.pid}
     tee = pids_running(launch.pid, "tee verl_demo.log") - {launch.pid}
@@ -165,7 +165,7 @@ def test_trl_accelerate_launch_naming_its_output_dir(shapes, tmp_path):
     shapes.module("train_grpo.py", "import fakerl; print('{\\'loss\\': 0.0}', flush=True); fakerl.wait()", root=work)
     launch = shapes.start(["accelerate", "launch", "train_grpo.py", "--output_dir", "Qwen2-0.5B-GRPO"], work, tty=True)
     away = bystanders(shapes, run, log)
-    sampler = ProcessSampler(str(run), [str(log)], get("trl"))
+    sampler = ProcessSampler(str(run), [str(log)], process_roles(get("trl")))
     assert settle(lambda: len(pids_running(launch.pid, "train_grpo.py")) == 2)
     script = pids_running(launch.pid, "train_grpo.py") - {launch.pid}  # the script, accelerate's child
     snap = roles_become(sampler, {"trainer": {launch.pid} | script})
@@ -183,7 +183,7 @@ def test_trl_python_train_redirected_into_the_run_dir(shapes, tmp_path):
     with open(log, "w") as out:
         launch = shapes.start(["python3", "train.py"], work, stdout=out)
     away = bystanders(shapes, run, log)
-    sampler = ProcessSampler(str(run), [str(log)], get("trl"))
+    sampler = ProcessSampler(str(run), [str(log)], process_roles(get("trl")))
     snap = roles_become(sampler, {"trainer": {launch.pid}})
     none_claimed(snap, away)
 
@@ -205,7 +205,7 @@ def test_openrlhf_driver_on_a_cluster_started_apart(shapes, tmp_path):
     driver = shapes.start([*argv, "./checkpoint/llama3-8b-rlhf"], checkout, env={"FAKE_RAY_QUEUE": str(shapes.queue)}, tty=True)
     theirs = shapes.start([*argv, "./checkpoint/other-rlhf"], checkout, env={"FAKE_RAY_QUEUE": ""}, tty=True)
     away = bystanders(shapes, run, log)
-    sampler = ProcessSampler(str(run), [str(log)], get("openrlhf"))
+    sampler = ProcessSampler(str(run), [str(log)], process_roles(get("openrlhf")))
     t = up(raylet, "ray::ActorModelRayActor", "ray::LLMRayActor")
     actor, llm = t["ray::ActorModelRayActor"], t["ray::LLMRayActor"]
     theirs_up = up(theirs.pid, "ray::ActorModelRayActor", "ray::LLMRayActor")
@@ -235,7 +235,7 @@ def test_nemo_rl_uv_run_python_with_overrides(shapes, tmp_path):
     launch = shapes.start(["uv", "run", "python", "examples/run_grpo_math.py", "--config", "examples/configs/grpo_math_1B.yaml",
                            "logger.log_dir=logs/exp1", "checkpointing.checkpoint_dir=results/exp1"], checkout, tty=True)
     away = bystanders(shapes, run, log)
-    sampler = ProcessSampler(str(run), [str(log)], get("nemo-rl"))
+    sampler = ProcessSampler(str(run), [str(log)], process_roles(get("nemo-rl")))
     t = up(launch.pid, "ray::DTensorPolicyWorker", "ray::VllmGenerationWorker", "raylet")
     drivers = pids_running(launch.pid, "run_grpo_math.py")  # uv and the Python it runs
     assert launch.pid in drivers and len(drivers) == 2

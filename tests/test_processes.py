@@ -10,6 +10,7 @@ import time
 import psutil
 import pytest
 
+from runtop.frameworks import process_roles
 from runtop.sources.processes import ProcessSampler, ProcessSnapshot, run_processes
 
 TITLED = "import setproctitle, sys, time; setproctitle.setproctitle(sys.argv[1]); time.sleep(120)"
@@ -56,7 +57,7 @@ def fake_run(tmp_path):
     run = tmp_path / "outputs" / "my-run"
     run.mkdir(parents=True)
     launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, TITLED, *ROLES], cwd=run)
-    sampler = ProcessSampler(str(run))
+    sampler = ProcessSampler(str(run), roles=process_roles())
     try:
         snap = sample_until(sampler, lambda s: {"inference", "orchestrator", "trainer"} <= set(s.roles()))
         assert {"inference", "orchestrator", "trainer"} <= set(snap.roles()), "the fake tree never showed its roles"
@@ -85,7 +86,7 @@ def test_only_this_runs_tree_is_shown(fake_run, tmp_path):
     other.mkdir()
     stranger = spawn("PRIME-RL::Trainer", other)
     try:
-        theirs = ProcessSampler(str(other))
+        theirs = ProcessSampler(str(other), roles=process_roles())
         sample_until(theirs, lambda s: "trainer" in s.roles())
         assert stranger.pid not in {p.pid for p in sampler.sample().procs}
     finally:
@@ -102,7 +103,7 @@ def test_a_killed_role_turns_red_while_the_others_run(fake_run):
     assert "inference" in snap.missing or "inference" in snap.zombie_roles
     assert any(p.pid == vllm.pid and p.zombie for p in snap.procs) or vllm.pid not in {p.pid for p in snap.procs}
     assert "inference" not in snap.roles() and {"orchestrator", "trainer"} <= set(snap.roles())
-    assert "inference" not in run_processes(str(run))
+    assert "inference" not in run_processes(str(run), roles=process_roles())
 
 
 def test_a_reused_pid_is_a_new_process(tmp_path):
@@ -112,7 +113,7 @@ def test_a_reused_pid_is_a_new_process(tmp_path):
         pytest.skip("cannot choose the next PID here (writing ns_last_pid needs root)")
     run = tmp_path / "run"
     run.mkdir()
-    sampler = ProcessSampler(str(run))
+    sampler = ProcessSampler(str(run), roles=process_roles())
     first = spawn("PRIME-RL::Trainer", run)
     try:
         snap = sample_until(sampler, lambda s: "trainer" in s.roles())
@@ -157,10 +158,10 @@ def test_a_run_with_the_same_name_elsewhere_is_not_this_run(tmp_path):
     # Named by a relative path from its own cwd: proof that it is B's, not A's.
     by_argv = subprocess.Popen([sys.executable, "-c", ARGV_ONLY, "--output-dir", "outputs/my-run"], cwd=tmp_path / "xb")
     try:
-        sample_until(ProcessSampler(str(b)), lambda s: {"inference", "orchestrator", "trainer"} <= set(s.roles()))
-        mine = ProcessSampler(str(a)).sample()
+        sample_until(ProcessSampler(str(b), roles=process_roles()), lambda s: {"inference", "orchestrator", "trainer"} <= set(s.roles()))
+        mine = ProcessSampler(str(a), roles=process_roles()).sample()
         assert mine.procs == [] and mine.roles() == {}
-        pids_b = {p.pid for p in ProcessSampler(str(b)).sample().procs}
+        pids_b = {p.pid for p in ProcessSampler(str(b), roles=process_roles()).sample().procs}
         assert by_argv.pid in pids_b and theirs.pid in pids_b
     finally:
         kill_tree(theirs)
@@ -178,7 +179,7 @@ def test_a_tmux_server_or_shell_naming_the_run_is_not_the_run(tmp_path):
     try:
         time.sleep(0.2)
         child = psutil.Process(shell.pid).children()
-        snap = ProcessSampler(str(run)).sample()
+        snap = ProcessSampler(str(run), roles=process_roles()).sample()
         assert shell.pid not in {p.pid for p in snap.procs}
         assert not ({c.pid for c in child} & {p.pid for p in snap.procs})
     finally:

@@ -6,6 +6,7 @@ import json
 import os
 
 from runtop.discovery import discover
+from runtop.health import Verdict
 from runtop.report_json import to_json
 from runtop.sources.run_reader import RunReader
 
@@ -62,7 +63,7 @@ def test_metrics_rows_win_over_log_lines(tmp_path):
     s = poll(RunReader(discover(root)))
     assert s.steps[1].value("reward") == 0.5412
     # the reward came from metrics.jsonl, the step time (absent there) from the log line
-    assert to_json(s)["steps"][0]["origin"] == {"orchestrator": "log+metrics"}
+    assert to_json(s, Verdict("Healthy"))["steps"][0]["origin"] == {"orchestrator": "log+metrics"}
 
 
 def test_directories_created_after_start_are_found(tmp_path):

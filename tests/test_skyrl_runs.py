@@ -7,18 +7,15 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
-from runtop.config import Thresholds
 from runtop.discovery import DiscoveryError, discover, with_ckpt_dir
-from runtop.health import judge
+from runtop.frameworks import process_roles
 from runtop.report import to_markdown
 from runtop.report_json import to_json
-from runtop.rules import Facts
 from runtop.simulator.skyrl import RUN_NAME, SkyrlSimulator
-from runtop.snapshot import read_run
+from runtop.snapshot import read_and_judge, read_run
 from runtop.sources.run_reader import RunReader
 
 
@@ -66,14 +63,14 @@ def test_sigbus_in_a_save_leaves_a_broken_checkpoint_and_runtop_says_which_is_sa
     """docs/incidents.md#sigbus-save-core-dumps, attempt #1: SIGBUS in the Megatron save at step 4 leaves
     a 421 KB common.pt."""
     root = skyrl_run("sigbus-checkpoint", max_steps=6, autoretry=False)
-    state = read_run(root, processes=False)
+    state, verdict = read_and_judge(root, processes=False, disks=False, gpus=False)
     broken, good = state.checkpoints[4], state.checkpoints[2]
     assert not broken.complete and "common.pt" in broken.reason and broken.bytes < 1 << 20
     assert good.complete
     assert state.last_complete_checkpoint().step == 2
     kinds = [e.kind for e in state.errors]
     assert "SIGBUS" in kinds and "WorkerDied" in kinds
-    md = to_markdown(state)
+    md = to_markdown(state, verdict)
     assert "global_step_4 (421.0 KB) INCOMPLETE" in md and "last complete: global_step_2" in md
 
 
@@ -90,7 +87,7 @@ def test_autoretry_relaunch_keeps_the_lost_steps_apart(skyrl_run):
 
 def test_disk_full_save_is_down_with_no_space_left(skyrl_run):
     root = skyrl_run("disk-full", max_steps=6)
-    doc = to_json(read_run(root, processes=False))
+    doc = to_json(*read_and_judge(root, processes=False, disks=False, gpus=False))
     assert doc["health"]["verdict"] == "Down"
     assert any("No space left on device" in e["message"] for e in doc["errors"])
     assert [(c["step"], c["complete"]) for c in doc["checkpoints"]] == [(2, True), (4, False)]
@@ -183,15 +180,15 @@ def test_skyrl_processes_are_found_from_the_driver_writing_the_log(skyrl_run, tm
         assert settle(lambda: all(pids_titled(driver.pid, t) for t in titles))
         trainer = pids_titled(driver.pid, titles[0]) | pids_titled(driver.pid, titles[1])
         want = {"launcher": [driver.pid], "trainer": sorted(trainer), "inference": sorted(pids_titled(driver.pid, titles[2]))}
-        settle(lambda: run_processes(root, [log]) == want)
-        assert run_processes(root, [log]) == want
+        settle(lambda: run_processes(root, [log], roles=process_roles()) == want)
+        assert run_processes(root, [log], roles=process_roles()) == want
         under = tree(driver.pid)[1:]
         shapes.loose += [p.pid for p in under]
         driver.kill()
         driver.wait()
         # Its raylet and actors, orphaned, are no run's (Ray tears them down a moment later).
         assert any(p.is_running() for p in under)
-        assert run_processes(root, [log]) == {}
+        assert run_processes(root, [log], roles=process_roles()) == {}
     finally:
         shapes.stop()
 
@@ -203,8 +200,7 @@ def test_sigbus_during_save_is_named_whichever_order_ray_printed_it(skyrl_run, w
     genuine output adds"). The expert's reading: the worker died of SIGBUS during save_checkpoints;
     look at /dev/shm."""
     root = skyrl_run("sigbus-checkpoint", max_steps=6, autoretry=False, wrapper_first=wrapper_first)
-    state = read_run(root, processes=False)
-    v = judge(state, Facts(state, time.time(), Thresholds()))
+    state, v = read_and_judge(root, processes=False, disks=False, gpus=False)
     crash = next(a for a in v.alerts if a.rule == "crash")
     assert (crash.cause, crash.phase, crash.wrapper) == ("SIGBUS", "save_checkpoints", "ActorDiedError")
     assert crash.message.startswith("trainer died: SIGBUS during save_checkpoints")

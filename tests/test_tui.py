@@ -367,7 +367,7 @@ async def test_ctrl_c_quits_the_palette_holds_runtops_commands_and_help_lists_na
 
 def test_the_chart_marks_whole_steps_a_round_stride_apart():
     """The chart's x axis once had ticks at step 1.75."""
-    from runtop.tui.chart_screen import step_ticks
+    from runtop.widgets.render import step_ticks
 
     assert step_ticks(1, 4, 8) == [1, 2, 3, 4]
     assert step_ticks(1, 100, 8) == [1, 20, 40, 60, 80, 100]

@@ -201,6 +201,9 @@ def test_a_planted_record_is_ignored_quietly(tmp_path, planted):
     secret = tmp_path / "secret.json"
     secret.write_text(json.dumps({"host": socket.gethostname(), "alive_at": 1.0, "attempt": 1,
                                   "processes": [{"pid": 999_999, "create_time": 1.0, "role": "trainer", "title": "x"}]}))
+    # The demo was followed through the engine, which leaves its own record of the processes it
+    # saw (as the TUI does): the planted record takes its place.
+    path.unlink(missing_ok=True)
     if planted == "garbage":
         path.write_bytes(b"\x00\xff{not json")
     elif planted == "symlink":

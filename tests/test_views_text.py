@@ -8,9 +8,8 @@ import time
 
 import pytest
 
+from runtop.cli_follow import follow
 from runtop.discovery import discover
-from runtop.health import judge
-from runtop.live import follow
 from runtop.simulator.primerl import Simulator
 from runtop.snapshot import read_and_judge
 from runtop.units import words
@@ -35,8 +34,8 @@ def test_follow_says_why_a_run_is_down_cut_between_words(tmp_path):
     follow(discover(root), interval=0.2, deadline=time.monotonic() + 3, out=out)
     line = next(ln for ln in out.getvalue().splitlines() if "Down: " in ln or "Degraded: " in ln)
     reason = line.split(" | ")[2].split(": ", 1)[1]
-    state, _ = read_and_judge(root, processes=False, disks=False)
-    full = next(r for r in judge(state).reasons if r.startswith(reason[:20]))
+    _, verdict = read_and_judge(root, processes=False, disks=False)
+    full = next(r for r in verdict.reasons if r.startswith(reason[:20]))
     assert reason.endswith("…") and len(full) > 120, line
     shown = reason[:-1]
     assert full.startswith(shown) and full[len(shown)] in " ,;:(", (shown, full)  # cut where a word ends

@@ -26,9 +26,9 @@ from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from runtop.actions import REGISTRY as ACTIONS
-from runtop.discovery import RunLayout
 from runtop.engine import Engine
 from runtop.fleet import BACK
+from runtop.frameworks.layout import RunLayout
 from runtop.parsers.hygiene import mask, shown
 from runtop.terminal_notify import osc, tmux_message
 from runtop.tui.alerts_screen import AlertsScreen

@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 from runtop.tui.help_screen import HELP_BINDING, KeyedScreen
 from runtop.view import View
 from runtop.widgets.metric_sparklines import label, logged, series
+from runtop.widgets.render import step_ticks
 
 
 def chart_text(view: View, name: str, width: int, height: int) -> Text:
@@ -31,18 +32,6 @@ def chart_text(view: View, name: str, width: int, height: int) -> Text:
     plt.xlabel("step")
     plt.xticks(step_ticks(pts[0][0], pts[-1][0], max(2, width // 12)))
     return Text.from_ansi(plt.build())
-
-
-def step_ticks(first: int, last: int, most: int) -> list[int]:
-    """Whole steps to mark on the x axis, a round stride (1, 2, 5, 10, 20, 50, …) apart and
-    at most `most` of them (ticks at step 1.75)."""
-    span = max(1, last - first)
-    k, stride = 0, 1
-    while span // stride >= most:
-        k += 1
-        stride = (1, 2, 5)[k % 3] * 10 ** (k // 3)
-    start = -(-first // stride) * stride  # the first multiple of the stride
-    return sorted({first, *range(start, last + 1, stride)})
 
 
 class ChartScreen(KeyedScreen[str]):

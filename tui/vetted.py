@@ -91,7 +91,8 @@ class VettedActions(_Base):
     def _action_context(self) -> Context:
         from runtop.actions import Context
 
-        return Context.for_run(self.monitor.view().state, read_only=self.read_only, **self.action_options)
+        view = self.monitor.view()
+        return Context.for_run(view.state, read_only=self.read_only, verdict=view.verdict, **self.action_options)
 
     @work(thread=True, group="actions", exclusive=True)
     def _plan_action(self, name: str) -> None:

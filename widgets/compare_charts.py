@@ -10,8 +10,7 @@ from rich.text import Text
 
 from runtop.columns import BY_NAME
 from runtop.compare import ARROW, FLAT, UP, RunSeries, ema, label
-from runtop.tui.chart_screen import step_ticks
-from runtop.widgets.render import column_format
+from runtop.widgets.render import column_format, step_ticks
 
 # 256-colour indices, told apart on dark and light terminals: cyan, orange, magenta, green,
 # yellow, red, blue, grey; a ninth run reuses the first (a legend of nine is rare).

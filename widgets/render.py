@@ -105,3 +105,15 @@ def scroll_bindings() -> list[BindingType]:
         Binding("home", "scroll(1000000)", "Oldest", show=False),
         Binding("end", "scroll(-1000000)", "Newest", show=False),
     ]
+
+
+def step_ticks(first: int, last: int, most: int) -> list[int]:
+    """Whole steps to mark on the x axis, a round stride (1, 2, 5, 10, 20, 50, …) apart and
+    at most `most` of them (ticks at step 1.75)."""
+    span = max(1, last - first)
+    k, stride = 0, 1
+    while span // stride >= most:
+        k += 1
+        stride = (1, 2, 5)[k % 3] * 10 ** (k // 3)
+    start = -(-first // stride) * stride  # the first multiple of the stride
+    return sorted({first, *range(start, last + 1, stride)})

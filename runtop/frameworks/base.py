@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runtop.discovery import RunLayout, Tracked
     from runtop.frameworks.evidence import Score, Sign
+    from runtop.frameworks.layout import RunLayout, Tracked
     from runtop.parsers.events import Event
     from runtop.parsers.records import HeaderFn, Record
     from runtop.parsers.skim import BulkNoise

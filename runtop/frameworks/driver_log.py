@@ -10,8 +10,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from runtop.discovery import RunLayout, Tracked, resolve
 from runtop.frameworks.base import Framework, Parse
+from runtop.frameworks.layout import RunLayout, Tracked, resolve
 from runtop.parsers.checkpoints import Problem
 from runtop.parsers.crashes import error_notice, has_traceback
 from runtop.parsers.events import TRAINER, Event, Unparsed

@@ -12,15 +12,16 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
-from runtop.discovery import (
+from runtop.action_error import ActionError
+from runtop.frameworks.base import Framework, Parse, drop_flags
+from runtop.frameworks.evidence import sign
+from runtop.frameworks.layout import (
     RunLayout,
     Tracked,
     _isdir,
     _isfile,
     _step_of,
 )
-from runtop.frameworks.base import Framework, Parse, drop_flags
-from runtop.frameworks.evidence import sign
 from runtop.parsers.events import Event
 from runtop.parsers.skim import ORCHESTRATOR_NOISE, VLLM_NOISE, BulkNoise
 from runtop.sources.regular import exists_as_other, open_text
@@ -224,8 +225,7 @@ def _primerl_layout(root: str) -> RunLayout:
             break
     lay.rollouts = _rollout_files(root, ["rollouts", "run_default/rollouts"])
     lay.configs = _configs(root)
-    orch_root = os.path.join(root, "run_default", "checkpoints")
-    lay.checkpoint_roots = [(os.path.join(root, "checkpoints"), orch_root if _isdir(orch_root) else None)]
+    lay.checkpoint_roots = _checkpoint_roots(root)
     if not any(t.role != "env" for t in lay.logs) and (lay.rollouts or lay.logs) and not lay.metrics:
         have = " and ".join(w for w, ok in (("rollout files", lay.rollouts), ("env-server logs", lay.logs)) if ok)
         lay.notes.append(
@@ -251,6 +251,12 @@ EVIDENCE = (
     sign(r"^\[trainer\d+\]:", 2, "`[trainer0]:`", re.M),
     sign(r"^\d{2}:\d{2}:\d{2}\s+SUCCESS |^\[SUCCESS\] ", 1, "loguru's SUCCESS", re.M),
 )
+
+
+def _checkpoint_roots(root: str) -> list[tuple[str, str | None]]:
+    """The trainer's checkpoints, and the orchestrator's where it keeps its own."""
+    orch_root = os.path.join(root, "run_default", "checkpoints")
+    return [(os.path.join(root, "checkpoints"), orch_root if _isdir(orch_root) else None)]
 
 
 def _metrics_file(path: str) -> RunLayout | None:
@@ -363,10 +369,9 @@ class PrimeRL(Framework):
         return scan_primerl(layout.checkpoint_roots)
 
     def relist_checkpoints(self, run_root: str, planned: Checkpoint | None) -> dict[int, Checkpoint]:
-        from runtop.discovery import discover
         from runtop.sources.checkpoints import scan_primerl
 
-        return scan_primerl(discover(run_root).checkpoint_roots)
+        return scan_primerl(_checkpoint_roots(run_root))  # where its run dir keeps them, as `run_layout` says
 
     def resume_words(self, state: RunState, words: list[str], step: int, ckpt_path: str) -> list[str]:
         if state.layout in OLD_LAYOUTS:  # v0.5–v0.8: `--ckpt.resume-step N`
@@ -377,8 +382,6 @@ class PrimeRL(Framework):
         if "--run.name" not in {w.split("=", 1)[0] for w in words}:
             name = state.run_name or ""
             if not RUN_NAME_RE.match(name):
-                from runtop.actions import ActionError
-
                 raise ActionError(f"the run name {name!r} is not a plain name; put --run.name in the launch command")
             words += ["--run.name", name]
         return [*words, "--resume.step", str(step)]

@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from runtop.discovery import RunLayout, Tracked, resolve
 from runtop.frameworks import skyrl_agent as agent
 from runtop.frameworks.base import Framework, Parse
 from runtop.frameworks.evidence import sign
+from runtop.frameworks.layout import RunLayout, Tracked, resolve
 from runtop.parsers.records import HeaderFn
 from runtop.parsers.skim import BulkNoise
 from runtop.state import RunState

@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import re
 
-from runtop.parsers.checkpoints import Problem, judge_primerl, judge_skyrl
+from runtop.parsers.checkpoints import Checkpoint, Problem, judge_primerl, judge_skyrl
 from runtop.parsers.numbers import strict_int
 from runtop.sources.regular import open_text
 from runtop.sources.walk import Walk
-from runtop.state_parts import Checkpoint
 
 _STEP_RE = re.compile(r"step_(\d{1,12})\Z", re.ASCII)  # not `$`: it allows a trailing newline (`step_9\n`)
 _GLOBAL_STEP_RE = re.compile(r"global_step_(\d{1,12})\Z", re.ASCII)

@@ -22,6 +22,11 @@ class Slow(Exception):
     """The call did not return within its deadline; the message is one line."""
 
 
+class Unavailable(Exception):
+    """A source that is simply not there (nothing on the port, no tmux server): said plainly,
+    and asked again only every `idle_period` of its probe, not on every tick."""
+
+
 class Deadline(Generic[T]):
     """Runs `fn` with a deadline, one call at a time."""
 

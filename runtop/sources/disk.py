@@ -114,14 +114,8 @@ def run_paths(root: str, ckpt_dir: str | None) -> list[tuple[str, str]]:
     return [(label, p) for label, p in paths if os.path.isdir(p)]
 
 
-def core_roots(framework: str, root: str) -> list[str]:
-    """Where a run's core dumps land, as its framework says (a SkyRL log's dir is `logs/`)."""
-    from runtop.frameworks import get
-
-    return get(framework).core_roots(root)
-
-
-def sample_run(root: str, framework: str, ckpt_dir: str | None) -> DiskSnapshot:
-    """One sample of a run's disks and core dumps, as the engine's probe takes it (for a command
-    that reads the run once: `runtop send resume` checks the disk before it types)."""
-    return DiskSampler(run_paths(root, ckpt_dir if ckpt_dir and os.path.isdir(ckpt_dir) else None), core_roots(framework, root)).sample()
+def sample_run(root: str, core_roots: list[str], ckpt_dir: str | None) -> DiskSnapshot:
+    """One sample of a run's disks and core dumps (where its plug-in says they land,
+    `Framework.core_roots`), as the engine's probe takes it (for a command that reads the run
+    once: `runtop send resume` checks the disk before it types)."""
+    return DiskSampler(run_paths(root, ckpt_dir if ckpt_dir and os.path.isdir(ckpt_dir) else None), core_roots).sample()

@@ -10,19 +10,15 @@ process, never the old one.
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import psutil
 
 from runtop.sources.ownership import Facts, Scope, bystander, claim, programs, writes_log
-
-if TYPE_CHECKING:
-    from runtop.frameworks.base import Framework
 
 # Titles and commands every framework's processes share (vLLM is everyone's); each
 # plug-in adds its own (`Framework.process_titles`: `PRIME-RL::Trainer`, `ray::skyrl_entrypoint`).
@@ -30,17 +26,35 @@ COMMON_TITLES = (("VLLM::", "inference"),)
 MAX_PROCS = 200
 
 
-@functools.lru_cache(maxsize=1)
-def _titles() -> tuple[tuple[str, str], ...]:
-    from runtop.frameworks import all_frameworks
-
-    own = [t for fw in all_frameworks() for t in fw.process_titles]
-    # Most specific first: `ray::skyrl_entrypoint` before the `ray::` catch-all.
-    return tuple(sorted((*own, *COMMON_TITLES), key=lambda t: -len(t[0])))
+def _no_driver(cmd: str) -> str | None:
+    return None
 
 
-def role_of(name: str, cmd: str) -> str | None:
-    for prefix, role in _titles():
+def _no_launch_dir(run_dir: str) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class ProcessRoles:
+    """What the plug-ins say of a run's processes, handed in as data
+    (`runtop.frameworks.process_roles` makes it from the registry): this source asks no plug-in.
+    The defaults know no framework: only the titles every framework's processes share."""
+
+    # (title or command prefix, role) of every plug-in's processes, most specific first
+    # (`ray::skyrl_entrypoint` before the `ray::` catch-all).
+    titles: tuple[tuple[str, str], ...] = COMMON_TITLES
+    # The role of an untitled process whose command line drives the run (the run's plug-in's
+    # driver; with no plug-in, whichever framework's driver it is), else None.
+    driver: Callable[[str], str | None] = _no_driver
+    # The role of a Python writing the run's log (docs/reading.md, "Which processes are the run's").
+    driver_role: str = "launcher"
+    launch_dir: Callable[[str], str | None] = _no_launch_dir  # where the run was launched from, if not its dir
+    owns_run_dir: bool = False  # any process working or writing inside the run dir is the run's
+    expected_roles: tuple[str, ...] = ()  # roles that must be up while the run trains
+
+
+def role_of(name: str, cmd: str, titles: tuple[tuple[str, str], ...] = COMMON_TITLES) -> str | None:
+    for prefix, role in titles:
         if name.startswith(prefix) or cmd.startswith(prefix):
             return role
     if "torchrun" in cmd:
@@ -117,7 +131,7 @@ def _fds(pid: int) -> tuple[str | None, tuple[str, ...]]:
     return out[0], tuple(o for o in out[1:] if o is not None)
 
 
-def _facts(p: psutil.Process, pid: int, ctime: float) -> Facts:
+def _facts(p: psutil.Process, pid: int, ctime: float, titles: tuple[tuple[str, str], ...]) -> Facts:
     info = p.as_dict(_DETAILS)
     argv = tuple(w for w in info.get("cmdline") or () if w)  # a retitled process pads its argv with empty words
     name = info.get("name") or ""
@@ -130,14 +144,14 @@ def _facts(p: psutil.Process, pid: int, ctime: float) -> Facts:
         except psutil.AccessDenied:
             # Another user's process: it may be this run's, and runtop cannot tell. For a
             # titled one, saying so beats calling it absent (76 of 77 denied read as Down).
-            if role_of(name, " ".join(argv).strip()) is not None:
+            if role_of(name, " ".join(argv).strip(), titles) is not None:
                 denied = _owner(p)
         except (psutil.Error, OSError):
             cwd = None  # exited between the listing and the read
     stdin, outs = _fds(pid) if cwd is not None else (None, ())
     cmd = " ".join(argv).strip()
     return Facts(pid, ctime, info.get("ppid") or 0, name, argv, cwd, outs, stdin, status, denied,
-                 title_role=role_of(name, cmd), away=bystander(argv, name), cmd=cmd)
+                 title_role=role_of(name, cmd, titles), away=bystander(argv, name), cmd=cmd)
 
 
 def ancestor_pids(pids: list[int]) -> set[int]:
@@ -171,37 +185,26 @@ def denied_roles(scanned: list[tuple[psutil.Process, Facts]], own: dict[int, str
     return out
 
 
-def _driver_role(framework: Framework, cmd: str) -> str | None:
-    """The role of an untitled process whose command line drives a run: the plug-in's for its
-    driver; with no plug-in, that of whichever framework's driver it is."""
-    from runtop.frameworks import UNKNOWN, all_frameworks
-
-    for fw in all_frameworks() if framework is UNKNOWN else (framework,):
-        if fw.is_driver(cmd):
-            return fw.driver_role
-    return None
-
-
-def driver_role_for(framework: Framework, logs: frozenset[str]) -> Callable[[Facts], str | None]:
+def driver_role_for(roles: ProcessRoles, logs: frozenset[str]) -> Callable[[Facts], str | None]:
     """The plug-in's part in ownership: its driver's role for an untitled process that drives
     the run (by its command line, or a Python writing the run's log)."""
 
     def driver(f: Facts) -> str | None:
-        role = _driver_role(framework, f.cmd)
+        role = roles.driver(f.cmd)
         if role is None and writes_log(f, logs) and any(n.startswith("python") for n in programs(f.argv[:1], f.name)):
-            role = framework.driver_role
+            role = roles.driver_role
         return role
 
     return driver
 
 
-def scope_for(run_dir: str, logs: set[str] | frozenset[str], framework: Framework) -> Scope:
+def scope_for(run_dir: str, logs: set[str] | frozenset[str], roles: ProcessRoles) -> Scope:
     run_dir = os.path.realpath(run_dir)
-    launch = framework.launch_dir(run_dir)
-    return Scope(run_dir, frozenset(logs), os.path.realpath(launch) if launch else None, framework.owns_run_dir)
+    launch = roles.launch_dir(run_dir)
+    return Scope(run_dir, frozenset(logs), os.path.realpath(launch) if launch else None, roles.owns_run_dir)
 
 
-def _scan(cache: dict[tuple[int, float], tuple[Facts, float]] | None = None) -> list[tuple[psutil.Process, Facts]]:
+def _scan(titles: tuple[tuple[str, str], ...], cache: dict[tuple[int, float], tuple[Facts, float]] | None = None) -> list[tuple[psutil.Process, Facts]]:
     """Every process but runtop and what started it (the shell, the tmux pane), with its facts.
 
     With a `cache` (the sampler's), a known `(pid, create_time)` is not read again
@@ -225,7 +228,7 @@ def _scan(cache: dict[tuple[int, float], tuple[Facts, float]] | None = None) -> 
         entry = cache.get(key) if cache is not None else None
         if entry is None or (now - entry[1] > DETAILS_TTL_S) or (now - ctime < YOUNG_S):
             try:
-                entry = (_facts(p, pid, ctime), now)
+                entry = (_facts(p, pid, ctime, titles), now)
             except (psutil.Error, OSError):
                 continue  # gone between the listing and the read
             if cache is not None:
@@ -238,22 +241,21 @@ def _scan(cache: dict[tuple[int, float], tuple[Facts, float]] | None = None) -> 
 
 
 def _claim(scanned: list[tuple[psutil.Process, Facts]], run_dir: str, logs: set[str] | frozenset[str],
-           framework: Framework) -> dict[int, str | None]:
-    return claim((f for _p, f in scanned), scope_for(run_dir, logs, framework), driver_role_for(framework, frozenset(logs)))
+           roles: ProcessRoles) -> dict[int, str | None]:
+    return claim((f for _p, f in scanned), scope_for(run_dir, logs, roles), driver_role_for(roles, frozenset(logs)))
 
 
-def run_processes(run_dir: str, logs: list[str] | None = None, framework: Framework | None = None) -> dict[str, list[int]]:
+def run_processes(run_dir: str, logs: list[str] | None = None, roles: ProcessRoles | None = None) -> dict[str, list[int]]:
     """role → pids of the run's live processes (zombies are not alive)."""
-    return scan_run(run_dir, logs, framework)[0]
+    return scan_run(run_dir, logs, roles)[0]
 
 
 def scan_run(run_dir: str, logs: list[str] | None = None,
-             framework: Framework | None = None) -> tuple[dict[str, list[int]], dict[str, list[str]]]:
+             roles: ProcessRoles | None = None) -> tuple[dict[str, list[int]], dict[str, list[str]]]:
     """(role → pids of the run's live processes, user → roles runtop could not inspect)."""
-    from runtop.frameworks import UNKNOWN
-
-    scanned = _scan()
-    own = _claim(scanned, run_dir, {os.path.realpath(p) for p in logs or ()}, framework or UNKNOWN)
+    roles = roles or ProcessRoles()
+    scanned = _scan(roles.titles)
+    own = _claim(scanned, run_dir, {os.path.realpath(p) for p in logs or ()}, roles)
     facts = {f.pid: f for _p, f in scanned}
     out: dict[str, list[int]] = {}
     for pid, role in own.items():
@@ -270,13 +272,11 @@ class ProcessSampler:
     turns zombie, is reported while the run's other processes go on.
     """
 
-    def __init__(self, run_dir: str, logs: list[str] | None = None, framework: Framework | None = None) -> None:
+    def __init__(self, run_dir: str, logs: list[str] | None = None, roles: ProcessRoles | None = None) -> None:
         self.run_dir = run_dir
         self._given: list[str] = list(logs or ())
         self.logs = frozenset(os.path.realpath(p) for p in self._given)
-        from runtop.frameworks import UNKNOWN
-
-        self.framework = framework or UNKNOWN
+        self.roles = roles or ProcessRoles()
         self._procs: dict[tuple[int, float], psutil.Process] = {}
         self._facts: dict[tuple[int, float], tuple[Facts, float]] = {}
         self.seen_roles: set[str] = set()
@@ -289,8 +289,8 @@ class ProcessSampler:
 
     def sample(self, finished: bool = False) -> ProcessSnapshot:
         try:
-            scanned = _scan(self._facts)
-            own = _claim(scanned, self.run_dir, self.logs, self.framework)
+            scanned = _scan(self.roles.titles, self._facts)
+            own = _claim(scanned, self.run_dir, self.logs, self.roles)
         except (psutil.Error, OSError) as e:
             return ProcessSnapshot(error=f"process scan failed: {e}", taken_at=time.time())
         keep: dict[tuple[int, float], psutil.Process] = {}
@@ -322,7 +322,7 @@ class ProcessSampler:
         zombies = sorted({p.role for p in rows.values() if p.role and p.zombie and p.role not in alive})
         if alive:
             self.seen_roles.update(alive)
-            self.seen_roles.update(self.framework.expected_roles)
+            self.seen_roles.update(self.roles.expected_roles)
         if not finished:
             hidden = {r for roles in snap.denied.values() for r in roles}
             snap.missing = sorted(r for r in self.seen_roles - set(alive) - {"ray"} - hidden if r not in zombies)

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from runtop.probe import Unavailable
+from runtop.sources.deadline import Unavailable
 from runtop.sources.environ import run_env
 
 RAY_PERIOD_S = 30.0

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from runtop.discovery import RunLayout
 from runtop.frameworks import Framework
+from runtop.frameworks.layout import RunLayout
 from runtop.parsers.configs import RunConfig, merge, parse_config
 from runtop.sources.regular import open_text
 from runtop.state import RunState

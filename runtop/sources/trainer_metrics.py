@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from runtop.probe import Unavailable
+from runtop.sources.deadline import Unavailable
 from runtop.sources.prometheus_text import samples, scrape
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from runtop.discovery import RunLayout, Tracked
 from runtop.frameworks.driver_log import DriverLogFramework
+from runtop.frameworks.layout import RunLayout, Tracked
 
 NAME = "generic"
 # What a user redirects a run's output into, newest first when there are several.

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from runtop.discovery import JOB, Tracked
 from runtop.frameworks.base import Framework, Parse
+from runtop.frameworks.layout import JOB, Tracked
 from runtop.parsers import ends, pauses
 from runtop.parsers.crashes import error_notice, has_traceback
 from runtop.parsers.events import INFERENCE, BatchProgress, CheckpointSave, Event, MaxSteps, Notice, Phase, RoleFinished, VllmStats

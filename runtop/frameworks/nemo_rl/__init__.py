@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 import re
 
-from runtop.discovery import RunLayout
 from runtop.frameworks.driver_log import DriverLogFramework, scan_renamed
 from runtop.frameworks.evidence import sign
+from runtop.frameworks.layout import RunLayout
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 

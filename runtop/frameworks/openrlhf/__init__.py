@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 import re
 
-from runtop.discovery import RunLayout
 from runtop.frameworks.driver_log import DriverLogFramework
 from runtop.frameworks.evidence import sign
+from runtop.frameworks.layout import RunLayout
 from runtop.parsers.checkpoints import Problem
 from runtop.sources.regular import open_text
 from runtop.sources.walk import tree_size

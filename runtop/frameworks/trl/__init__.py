@@ -8,10 +8,10 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from runtop.discovery import RunLayout, Tracked
 from runtop.frameworks.base import drop_flags
 from runtop.frameworks.driver_log import DriverLogFramework, scan_renamed
 from runtop.frameworks.evidence import sign
+from runtop.frameworks.layout import RunLayout, Tracked
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
 

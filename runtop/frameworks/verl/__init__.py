@@ -9,10 +9,10 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from runtop.discovery import RunLayout, Tracked, resolve
 from runtop.frameworks.base import Parse
 from runtop.frameworks.driver_log import DriverLogFramework
 from runtop.frameworks.evidence import sign
+from runtop.frameworks.layout import RunLayout, Tracked, resolve
 from runtop.parsers.events import Event
 from runtop.state import RunState
 from runtop.state_parts import Checkpoint
@@ -54,7 +54,7 @@ def _subdirs(base: str, depth: int) -> list[str]:
 
 def _file_logger_rows(path: str) -> bool:
     """A JSONL of verl's file logger: `{"step": N, "data": {"actor/…": …}}` rows."""
-    from runtop.discovery import DiscoveryError, sniff
+    from runtop.frameworks.layout import DiscoveryError, sniff
 
     try:
         return bool(JSONL_SIGNS.search(sniff(path, 4096)))

@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 import re
 
-from runtop.parsers.checkpoints import CheckpointVerdict, Problem
+from runtop.parsers.checkpoints import Checkpoint, CheckpointVerdict, Problem
 from runtop.parsers.numbers import strict_int
 from runtop.sources.regular import open_text
 from runtop.sources.walk import Walk
-from runtop.state_parts import Checkpoint
 
 TRACKER = "latest_checkpointed_iteration.txt"
 GLOBAL_STEP_RE = re.compile(r"global_step_(\d{1,9})$", re.ASCII)
