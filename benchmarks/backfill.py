@@ -104,11 +104,11 @@ def grep_pass(root: str, path: str) -> float | None:
     it, their kept lines taken chunk by chunk), timed alone: with the start-up, the floor of this
     design however fast the Python after it. None where runtop makes no bulk pass: the plug-in
     names no noise for this log, or grep keeps most of a chunk and the tailer reads on in Python."""
-    from runtop.discovery import discover
+    from runtop.engine.reader import MAX_LINE
+    from runtop.engine.snapshot import CHUNK
     from runtop.frameworks import get
-    from runtop.snapshot import CHUNK
+    from runtop.frameworks.discovery import discover
     from runtop.sources.bulk_grep import WORTH_IT, BulkGrep, last_line_end
-    from runtop.sources.run_reader import MAX_LINE
 
     layout = discover(root)
     tracked = next(t for t in layout.logs if os.path.samefile(t.path, path))

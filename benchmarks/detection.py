@@ -1,5 +1,5 @@
 """Time to detect, and false alarms: every framework's simulated run replayed through the engine
-on a simulated clock (`runtop.simulator.replay`), healthy with the pauses real runs have and
+on a simulated clock (`runtop.playback.replay`), healthy with the pauses real runs have and
 faulted at a step, judged by runtop beside a baseline measured in the same run — the same
 engine with the fixed stall limits runtop had before it learned each run's pace (no step for
 10 min, no write for 15 min).
@@ -36,10 +36,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from runtop.config import Thresholds  # noqa: E402
 from runtop.frameworks import get  # noqa: E402
-from runtop.pace import Limit, Pace, PaceView  # noqa: E402
-from runtop.simulator.replay import Habits, Outcome, Replay  # noqa: E402
-from runtop.simulator.replay_faults import culprit_named  # noqa: E402
-from runtop.state import RunState  # noqa: E402
+from runtop.playback.replay import Habits, Outcome, Replay  # noqa: E402
+from runtop.playback.replay_faults import culprit_named  # noqa: E402
+from runtop.rules.pace import Limit, Pace, PaceView  # noqa: E402
+from runtop.state.run import RunState  # noqa: E402
 
 FRAMEWORKS = ["prime-rl", "skyrl", "verl", "trl", "openrlhf", "nemo-rl"]
 LIVENESS = frozenset({"stalled", "slowdown", "vanished", "role_missing", "node_silent", "gpu_idle", "crash", "inference_dead"})

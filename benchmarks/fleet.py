@@ -2,7 +2,7 @@
 
     python benchmarks/fleet.py [--seconds 60] [--runs 20] [--rate 20]
 
-Writes RUNS simulated runs with mixed verdicts (`runtop.simulator.fleet`), then, in a real
+Writes RUNS simulated runs with mixed verdicts (`runtop.playback.fleet`), then, in a real
 120×40 pseudo-terminal, runs `runtop DIR` (the runs table: every run's engine stepped by
 the fleet's thread) for SECONDS while RATE lines a second are appended to each live run's
 orchestrator log; then `runtop RUN` on one of those runs alone, with the same writer on it.
@@ -39,7 +39,7 @@ def live_logs(runs: list[str]) -> list[str]:
 
 
 # The cursor to the top (it starts on the run first listed, which the first reads move), down
-# past the rows above the first live run (7 Down, 1 Degraded: `runtop.simulator.fleet.MIX`'s
+# past the rows above the first live run (7 Down, 1 Degraded: `runtop.playback.fleet.MIX`'s
 # twenty runs, most troubled first), three runs marked and compared; once the table has settled.
 UP, DOWN = b"\x1b[A", b"\x1b[B"
 COMPARE_THREE = ((8.0, UP * 20), (8.5, DOWN * 8), (9.0, b" "), (9.2, b" "), (9.4, b" "), (10.0, b"c"))
@@ -62,7 +62,7 @@ def measure(argv: list[str], logs: list[str], seconds: float, rate: int,
 
 
 def main() -> int:
-    from runtop.simulator.fleet import make_fleet
+    from runtop.playback.fleet import make_fleet
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=60.0)

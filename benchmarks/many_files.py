@@ -30,7 +30,7 @@ LINE = "2026-11-23 14:09:01 INFO env worker ready: 8 sandboxes, waiting for roll
 
 
 def make_run(root: str, files: int) -> str:
-    from runtop.simulator.primerl import Simulator
+    from runtop.frameworks.primerl.sim import Simulator
 
     Simulator(root, scenario="healthy", max_steps=20).run()
     envs = os.path.join(root, "logs", "attempt_1", "envs", "train")

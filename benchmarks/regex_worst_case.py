@@ -4,7 +4,7 @@
 
 For each parser entry point: the cost of a typical real line, and of the worst 8 KB and
 64 KB lines built from its patterns' own alphabets behind the heads real lines start
-with (tests/regex_audit.py builds them; tests/test_regex_linear.py holds the growth to
+with (tests/regex_audit.py builds them; tests/unit/parsers/test_regex_linear.py holds the growth to
 linear). Linear growth from 8 KB to 64 KB is ~8×; quadratic would be ~64×. The baseline:
 `grep -c` over the same 64 KB line, measured in the same run.
 """

@@ -3,7 +3,7 @@
     python benchmarks/screens.py [OUT_DIR]      (default /tmp/runtop-screens)
 
 The snapshot tests pin the main layout at 80×24, 120×40 and 200×50 for a healthy, a
-dead (trainer OOM), a finished and a stalled run, plus SkyRL's; `pytest tests/test_snapshots.py
+dead (trainer OOM), a finished and a stalled run, plus SkyRL's; `pytest tests/live/test_snapshots.py
 --snapshot-update` rewrites them. Needs cairosvg (`pip install cairosvg`), which the tests do not.
 """
 

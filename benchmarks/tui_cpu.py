@@ -43,7 +43,7 @@ LOG = "logs/attempt_1/orchestrator.log"
 # runtop with NVML replaced by N busy GPUs: argv[1] is N, the rest runtop's arguments.
 BUSY_GPUS = """
 import random, sys, time
-import runtop.engine
+import runtop.engine.engine
 from runtop.sources.gpu import GpuReading, GpuSnapshot
 
 class BusyGpus:
@@ -56,14 +56,14 @@ class BusyGpus:
                 for i in range(self.n)]
         return GpuSnapshot(gpus, driver="bench", taken_at=time.time(), simulated=True)
 
-runtop.engine.NvmlProbe = BusyGpus
-from runtop.cli import main
+runtop.engine.engine.NvmlProbe = BusyGpus
+from runtop.cli.main import main
 raise SystemExit(main(sys.argv[2:]))
 """
 
 
 def make_run(root: str) -> str:
-    from runtop.simulator.primerl import Simulator
+    from runtop.frameworks.primerl.sim import Simulator
 
     Simulator(root, scenario="healthy", max_steps=20).run()
     return os.path.join(root, LOG)

@@ -142,7 +142,7 @@ def main() -> int:
     global CLOSE_KEY
     if args.esc:
         CLOSE_KEY = b"\x1b"
-    from runtop.simulator.primerl import Simulator
+    from runtop.frameworks.primerl.sim import Simulator
 
     tmp = tempfile.mkdtemp(prefix="runtop-ui-latency-")
     root = os.path.join(tmp, "run")

@@ -24,9 +24,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from runtop.config import Thresholds  # noqa: E402
-from runtop.discovery import discover  # noqa: E402
-from runtop.engine import Engine  # noqa: E402
-from runtop.rules import RULES  # noqa: E402
+from runtop.engine.engine import Engine  # noqa: E402
+from runtop.frameworks.discovery import discover  # noqa: E402
+from runtop.rules.registry import RULES  # noqa: E402
 
 SCALE = 100.0
 FRAMEWORKS = ["prime-rl", "skyrl", "verl", "trl", "openrlhf", "nemo-rl"]

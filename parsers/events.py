@@ -1,6 +1,6 @@
 """Typed events: what the parsers recognise in a run's files.
 
-Parsers turn text into these and nothing else; `runtop.state` folds them into a
+Parsers turn text into these and nothing else; `runtop.state.run` folds them into a
 `RunState`. Every event is small and holds parsed values, never the raw line, so
 memory stays bounded however long the run (docs/design.md, "keep parsed events").
 """
@@ -53,7 +53,7 @@ class Kind(str, Enum):
 class StepMetrics:
     """One step's numbers from one role.
 
-    `values` uses runtop's canonical metric names (see `runtop.state.STEP_FIELDS`);
+    `values` uses runtop's canonical metric names (see `runtop.state.run.STEP_FIELDS`);
     `origin` is "metrics" for metrics.jsonl rows and "log" for scraped step lines,
     because structured rows win when both exist (docs/formats.md).
     """

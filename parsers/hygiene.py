@@ -12,7 +12,7 @@ Two hazards live in a run's logs and configs:
 `printable` and `redact` are for text that is written (markdown, JSON, STATUS.md, the
 audit log, command output); `mask` does both without changing the text's length, so
 that a Rich `Text`'s styles stay on the right characters (the TUI's one chokepoint).
-Every pattern is linear in the line's length (tests/test_regex_linear.py).
+Every pattern is linear in the line's length (tests/unit/parsers/test_regex_linear.py).
 """
 
 from __future__ import annotations

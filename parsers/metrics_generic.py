@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from runtop.columns import BY_NAME, ROLLOUT
+from runtop.parsers.columns import BY_NAME, ROLLOUT
 
 from .events import ROLLOUT_SIDE, TRAINER, Event, StepMetrics, Unrecognised
 from .numbers import loads

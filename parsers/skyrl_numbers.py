@@ -1,6 +1,6 @@
 """How a SkyRL step's numbers are read: the status dict (full precision, authoritative),
 the `Step N:` dump (4-decimal strings, used only where nothing better exists) and the
-`key: value` prints, mapped onto runtop's metric names (`runtop.columns`). Pure functions."""
+`key: value` prints, mapped onto runtop's metric names (`runtop.parsers.columns`). Pure functions."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ numbers changed. A plug-in that reads them in batches learns each shape once (a 
 line with its numbers cut out, compiled, and where each number goes), then reads a chunk's step
 lines of that shape with one pattern pass over them joined, and their numbers with one conversion
 per column, into `StepColumns`: the same `StepMetrics` events the record-by-record reading
-gives, one column a name, folded into the state in one call (`runtop.state_steps`). A line of a
+gives, one column a name, folded into the state in one call (`runtop.state.steps`). A line of a
 shape it has not learnt, or one whose numbers the record reader would take otherwise (a step
 time it cannot read, a ratio of nothing), is handed back whole to the record-by-record reading,
 in its place.

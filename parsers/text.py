@@ -1,7 +1,7 @@
 """Text hygiene shared by every log parser: ANSI codes, `\\r` frames, prefixes, numbers.
 
 All functions are pure and total: any input string or bytes gives a result, never
-an exception (tests/test_parsers_properties.py holds them to that).
+an exception (tests/unit/parsers/test_parsers_properties.py holds them to that).
 """
 
 from __future__ import annotations

@@ -1,3 +1,3 @@
-from runtop.cli import main
+from runtop.cli.main import main
 
 raise SystemExit(main())

@@ -248,7 +248,7 @@ def _notify_value(where: str, key: str, value: Any) -> Any:
 
 def load_metrics_map(path: str | None = None) -> dict[str, str]:
     """`[metrics]`: a `--metrics FILE`'s keys → runtop's metric names (`"my/reward" = "reward"`)."""
-    from runtop.columns import BY_NAME
+    from runtop.parsers.columns import BY_NAME
 
     found = _table(path, "metrics")
     if found is None:

@@ -1,4 +1,4 @@
-"""runtop's exit codes, one meaning each for every command (the table is `runtop.cli`'s docstring)."""
+"""runtop's exit codes, one meaning each for every command (the table is `runtop.cli.main`'s docstring)."""
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 2, 70, 130
 # `runtop check`: an Unknown is not a Healthy; a script must be able to tell.

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import importlib
 import inspect
 import os
@@ -10,7 +11,7 @@ import time
 
 import pytest
 
-from runtop.simulator.primerl import Simulator
+from runtop.frameworks.primerl.sim import Simulator
 
 # pytest keeps each test module's rewritten code (and Python each module's bytecode) only where
 # bytecode may be written: where the environment forbids it (PYTHONDONTWRITEBYTECODE), every run
@@ -38,7 +39,7 @@ def simulated(tmp_path):
 @pytest.fixture
 def skyrl_run(tmp_path):
     """Write a whole simulated SkyRL run (driver log + checkpoint dir) and return its directory."""
-    from runtop.simulator.skyrl import SkyrlSimulator
+    from runtop.frameworks.skyrl.sim import SkyrlSimulator
 
     def make(scenario: str = "healthy", **kw) -> str:
         root = os.path.join(tmp_path, f"skyrl-{scenario}")
@@ -49,8 +50,8 @@ def skyrl_run(tmp_path):
 
 
 # The live-run fixture of the action tests (a real tmux server and Launcher pane), shared
-# with tests/test_action_proof.py.
-from tests.test_actions import live_run  # noqa: E402, F401
+# with tests/live/test_action_proof.py.
+from tests.live.test_actions import live_run  # noqa: E402, F401
 
 # What makes a test `live` (pyproject.toml's markers): it starts something that runs beside it —
 # a child process (runtop's own command line, a demo's processes, a fake launcher), a tmux
@@ -58,7 +59,8 @@ from tests.test_actions import live_run  # noqa: E402, F401
 # Textual app under its pilot. Those tests wait on the clock and the scheduler more than they
 # compute; `-m "not slow and not live"` is the inner loop without them (docs/architecture.md,
 # "Tests"). A test is read, with the fixtures it asks for and the functions of tests/ it calls,
-# down to three calls deep; `@pytest.mark.live` marks one by hand.
+# down to three calls deep; `@pytest.mark.live` marks one by hand; every test under tests/live/
+# is live by its folder.
 # Read in the code only (names, attributes, parameters, imports), never in strings: a log line
 # that says `multiprocessing/api.py` starts nothing.
 LIVE_NAMES = frozenset({
@@ -164,7 +166,9 @@ def _calls_live(fn: object, depth: int = 3) -> bool:
 
 
 def _is_live(item) -> bool:
-    if item.get_closest_marker("live") is not None:
+    # tests/live/ holds the modules whose tests start something: live by their folder, unread
+    # (reading them, three calls deep through their fixtures, was a third of collecting).
+    if item.get_closest_marker("live") is not None or item.nodeid.startswith("tests/live/"):
         return True
     fn = getattr(item, "function", None)
     if fn is None:
@@ -180,13 +184,59 @@ def _is_live(item) -> bool:
     return False
 
 
+def _tests_digest() -> str:
+    """One hash of every module under tests/: what the reading of a test depends on."""
+    h = hashlib.sha256()
+    root = os.path.dirname(os.path.abspath(__file__))
+    for dirpath, dirnames, filenames in sorted(os.walk(root)):
+        dirnames[:] = sorted(d for d in dirnames if d not in ("__pycache__", "corpus", "recordings"))
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                with open(os.path.join(dirpath, name), "rb") as f:
+                    h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()
+
+
+def _live_ids(config, items) -> frozenset[str]:
+    """The tests that start something, each read once for a given tests/ tree: the reading
+    (every test's code, three calls deep) is kept in pytest's cache under the tree's hash, so a
+    run of unchanged tests marks them without reading a line; a test not read before (a run of
+    one file saved only its own) is read and added."""
+    found = getattr(config, "_runtop_live_ids", None)
+    if found is not None:
+        return found
+    key = _tests_digest()
+    cache = getattr(config, "cache", None)  # None under `-p no:cacheprovider`
+    saved = cache.get("runtop/live-tests", None) if cache is not None else None
+    if not (isinstance(saved, dict) and saved.get("key") == key):
+        saved = {"key": key, "read": [], "live": []}
+    read, live = set(saved["read"]), set(saved["live"])
+    new = [i for i in items if i.nodeid not in read]
+    for item in new:
+        read.add(item.nodeid)
+        if _is_live(item):
+            live.add(item.nodeid)
+    if new and cache is not None:
+        cache.set("runtop/live-tests", {"key": key, "read": sorted(read), "live": sorted(live)})
+    found = frozenset(live)
+    config._runtop_live_ids = found
+    return found
+
+
+def pytest_configure(config):
+    """The inner loop (a marker expression that leaves `slow` out) reads in less: tests/inner.py."""
+    import tests.inner
+
+    tests.inner.INNER = "not slow" in (config.getoption("-m") or "")
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests that start something live are marked `live` (above). The real-framework runs
     (tests/real/, marked `real`) train a genuine model for minutes: they run only when asked
     for by name (`pytest -m real`), never inside the main suite's command, whatever is
     installed."""
     for item in items:
-        if item.get_closest_marker("live") is None and _is_live(item):
+        if item.get_closest_marker("live") is None and item.nodeid in _live_ids(config, items):
             item.add_marker(pytest.mark.live)
     if "real" in (config.getoption("-m") or ""):
         return

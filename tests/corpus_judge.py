@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtop import cli
+from runtop.cli import main as cli
 
 if sys.version_info >= (3, 11):
     import tomllib

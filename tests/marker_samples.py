@@ -1,4 +1,4 @@
-"""Helpers of tests/test_markers.py, kept apart so that naming them does not make its tests live."""
+"""Helpers of tests/unit/test_markers.py, kept apart so that naming them does not make its tests live."""
 
 from __future__ import annotations
 

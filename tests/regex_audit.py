@@ -1,6 +1,6 @@
 """Find regexes whose cost grows faster than the line (quadratic backtracking).
 
-Shared by tests/test_regex_linear.py and benchmarks/regex_worst_case.py. Each compiled
+Shared by tests/unit/parsers/test_regex_linear.py and benchmarks/regex_worst_case.py. Each compiled
 pattern of a module is run (search and findall) over lines built from its own alphabet:
 every character its source names, one or two at a time, repeated to the line's length.
 """

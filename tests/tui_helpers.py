@@ -6,8 +6,8 @@ import asyncio
 import os
 import time
 
-from runtop.discovery import discover
-from runtop.engine import Engine
+from runtop.engine.engine import Engine
+from runtop.frameworks.discovery import discover
 from runtop.sources.disk import DiskSnapshot, DiskUsage
 from runtop.sources.gpu import RecordedProbe
 from runtop.sources.processes import ProcessSnapshot

@@ -9,9 +9,9 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from runtop.advice import advise
+from runtop.rules.advice import advise
 from runtop.tui.help_screen import HELP_BINDING, KeyedScreen
-from runtop.view import View
+from runtop.view.view import View
 from runtop.widgets.alerts_pane import SEVERITY_STYLE
 from runtop.widgets.pane import SafeStatic
 

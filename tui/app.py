@@ -25,12 +25,12 @@ from textual.screen import Screen
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
-from runtop.actions import REGISTRY as ACTIONS
-from runtop.engine import Engine
-from runtop.fleet import BACK
+from runtop.actions.vetted import REGISTRY as ACTIONS
+from runtop.engine.engine import Engine
+from runtop.fleet.runs import BACK
 from runtop.frameworks.layout import RunLayout
+from runtop.outputs.terminal_notify import osc, tmux_message
 from runtop.parsers.hygiene import mask, shown
-from runtop.terminal_notify import osc, tmux_message
 from runtop.tui.alerts_screen import AlertsScreen
 from runtop.tui.app_css import APP_CSS
 from runtop.tui.chart_screen import ChartScreen
@@ -40,7 +40,7 @@ from runtop.tui.keys import PANES, bindings, help_rows, palette_entries
 from runtop.tui.log_keys import LogKeys
 from runtop.tui.panes import PANE_SPECS, placed, spec, widget
 from runtop.tui.vetted import VettedActions
-from runtop.view import View
+from runtop.view.view import View
 from runtop.widgets.health_header import HealthHeader
 from runtop.widgets.metric_sparklines import logged
 from runtop.widgets.pane import Pane
@@ -102,7 +102,7 @@ class RuntopApp(VettedActions, LogKeys, App[int]):
         **monitor_options: Any,
     ) -> None:
         """`monitor_options` go to `Engine` (poll, gpu, vllm_url, thresholds, samplers, clock);
-        `action_options` to `runtop.actions.Context` (tmux, session, window, launch_cmd, …)."""
+        `action_options` to `runtop.actions.vetted.Context` (tmux, session, window, launch_cmd, …)."""
         super().__init__()
         self.read_only = read_only or visitor
         # A `runtop serve` session without --allow-actions: nothing runs (no py-spy), nothing is
@@ -125,7 +125,7 @@ class RuntopApp(VettedActions, LogKeys, App[int]):
         self._forensics_told: object = None
         self.hidden: set[str] = set()
         self._stop = False
-        # Set while no engine step runs: `q` waits for it, a few seconds at most (runtop.cli_live).
+        # Set while no engine step runs: `q` waits for it, a few seconds at most (runtop.cli.live).
         self.engine_idle = threading.Event()
         self.engine_idle.set()
         self._term: Size | None = None  # the terminal's size as the last resize gave it

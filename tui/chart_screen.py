@@ -13,7 +13,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from runtop.tui.help_screen import HELP_BINDING, KeyedScreen
-from runtop.view import View
+from runtop.view.view import View
 from runtop.widgets.metric_sparklines import label, logged, series
 from runtop.widgets.render import step_ticks
 

@@ -17,7 +17,7 @@ from textual.containers import Grid, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from runtop.compare import RunSeries, common_metrics, metrics_of, step_span
+from runtop.fleet.compare import RunSeries, common_metrics, metrics_of, step_span
 from runtop.widgets.compare_charts import chart_text, legend, table_text
 
 SMOOTHING = (0.0, 0.6, 0.9)  # `s` cycles: none, some, much (an EMA's weight on the past)

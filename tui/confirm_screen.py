@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Static
 
-from runtop.actions import Plan
+from runtop.actions.vetted import Plan
 from runtop.parsers.hygiene import mask
 from runtop.tui.help_screen import HELP_BINDING, KeyedScreen
 

@@ -18,7 +18,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input, Static
 
-from runtop.fleet import Fleet, RunRow
+from runtop.fleet.runs import Fleet, RunRow
 from runtop.tui import fleet_compare
 from runtop.tui.help_screen import HelpScreen
 from runtop.widgets.render import duration

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from rich.text import Text
 from textual.binding import Binding
 
-from runtop.compare import RunSeries, SeriesCache, label
-from runtop.fleet import Fleet, RunRow
+from runtop.fleet.compare import RunSeries, SeriesCache, label
+from runtop.fleet.runs import Fleet, RunRow
 from runtop.widgets.compare_charts import style
 from runtop.widgets.render import column_format
 

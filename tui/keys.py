@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from textual.binding import Binding, BindingType
 
-from runtop.actions import REGISTRY as ACTIONS
+from runtop.actions.vetted import REGISTRY as ACTIONS
 from runtop.tui.panes import PANE_SPECS
 
 

@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.containers import ScrollableContainer
 from textual.widgets import Input, Static
 
-from runtop.state_parts import LogLine
+from runtop.state.parts import LogLine
 from runtop.tui.help_screen import HELP_BINDING, KeyedScreen
 from runtop.widgets.log_search import Matches
 from runtop.widgets.pane import SafeStatic

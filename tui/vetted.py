@@ -1,7 +1,7 @@
 """The app's vetted actions and its check-in: the only way the TUI sends anything.
 
-Every action is planned by `runtop.actions` (off the UI loop), shown as the exact text it
-would type, confirmed by the user, and only then dispatched (`runtop.dispatch`). A mixin
+Every action is planned by `runtop.actions.vetted` (off the UI loop), shown as the exact text it
+would type, confirmed by the user, and only then dispatched (`runtop.actions.dispatch`). A mixin
 of `RuntopApp`, kept apart so the app module holds the layout and the engine's loop.
 """
 
@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 from textual import events, work
 
-from runtop.actions import REGISTRY as ACTIONS
-from runtop.actions import Context, Plan
-from runtop.resumable import resume_refusal
-from runtop.state import RunState
+from runtop.actions.vetted import REGISTRY as ACTIONS
+from runtop.actions.vetted import Context, Plan
+from runtop.rules.resumable import resume_refusal
+from runtop.state.run import RunState
 from runtop.tui.confirm_screen import ConfirmScreen
 
 if TYPE_CHECKING:
     from textual.app import App
 
-    from runtop.engine import Engine
+    from runtop.engine.engine import Engine
 
     _Base = App[int]
 else:
@@ -42,7 +42,7 @@ class VettedActions(_Base):
 
         def refresh_panes(self) -> None: ...
 
-    # Why a resume cannot succeed now (`runtop.resumable`), as of the newest view: `R` is not
+    # Why a resume cannot succeed now (`runtop.rules.resumable`), as of the newest view: `R` is not
     # shown meanwhile (docs/design.md, "Advice that would work").
     resume_refused: str | None = None
 
@@ -84,19 +84,19 @@ class VettedActions(_Base):
 
     def _capture_launcher(self) -> list[str]:
         """The Launcher pane's last lines (reading: allowed even with --read-only)."""
-        from runtop.actions import launcher_lines
+        from runtop.actions.vetted import launcher_lines
 
         return launcher_lines(self._action_context())
 
     def _action_context(self) -> Context:
-        from runtop.actions import Context
+        from runtop.actions.vetted import Context
 
         view = self.monitor.view()
         return Context.for_run(view.state, read_only=self.read_only, verdict=view.verdict, **self.action_options)
 
     @work(thread=True, group="actions", exclusive=True)
     def _plan_action(self, name: str) -> None:
-        from runtop.actions import ActionError, plan
+        from runtop.actions.vetted import ActionError, plan
 
         try:
             ctx = self._action_context()
@@ -121,8 +121,8 @@ class VettedActions(_Base):
 
     @work(thread=True, group="actions", exclusive=True)
     def _dispatch(self, p: Plan, ctx: Context, token: str) -> None:
-        from runtop.actions import ActionError
-        from runtop.dispatch import dispatch
+        from runtop.actions.dispatch import dispatch
+        from runtop.actions.vetted import ActionError
 
         def progress(msg: str) -> None:
             self.call_from_thread(self.notify, f"{p.name}: {msg}", timeout=3)
@@ -145,9 +145,9 @@ class VettedActions(_Base):
 
     @work(thread=True, group="checkin", exclusive=True)
     def _write_checkin(self) -> None:
-        from runtop.checkin import append_checkin, status_path
-        from runtop.outputs import OutputError
-        from runtop.report import to_markdown
+        from runtop.outputs.checkin import append_checkin, status_path
+        from runtop.outputs.report import to_markdown
+        from runtop.sources.writes import OutputError
 
         view = self.monitor.view()
         text = to_markdown(view.state, view.verdict)

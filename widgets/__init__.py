@@ -1,1 +1,1 @@
-"""Textual widgets: one per module, each rendering a slice of a `runtop.view.View`."""
+"""Textual widgets: one per module, each rendering a slice of a `runtop.view.view.View`."""

@@ -11,8 +11,8 @@ import io
 from rich.console import Console
 from rich.text import Text
 
-from runtop.findings import Finding
-from runtop.view import Slice, View
+from runtop.rules.findings import Finding
+from runtop.view.view import Slice, View
 from runtop.widgets.pane import Pane
 
 SEVERITY_STYLE = {"down": "bold red", "act now": "bold dark_orange", "warning": "yellow", "info": "grey70"}

@@ -1,6 +1,6 @@
 """Runs compared, drawn: one chart per metric with every run overlaid in its own colour on one
 step axis, the legend that names the colours, and the table of latest values and trends.
-Render only: each function takes `RunSeries` (frozen, `runtop.compare`) and returns text."""
+Render only: each function takes `RunSeries` (frozen, `runtop.fleet.compare`) and returns text."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from runtop.columns import BY_NAME
-from runtop.compare import ARROW, FLAT, UP, RunSeries, ema, label
+from runtop.fleet.compare import ARROW, FLAT, UP, RunSeries, ema, label
+from runtop.parsers.columns import BY_NAME
 from runtop.widgets.render import column_format, step_ticks
 
 # 256-colour indices, told apart on dark and light terminals: cyan, orange, magenta, green,

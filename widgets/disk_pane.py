@@ -7,8 +7,8 @@ import textwrap
 
 from rich.text import Text
 
-from runtop.state_parts import Checkpoint
-from runtop.view import Slice, View
+from runtop.state.parts import Checkpoint
+from runtop.view.view import Slice, View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import bar, duration, human_bytes
 

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable
 
-from runtop.view import Slice, View
+from runtop.view.view import Slice, View
 from runtop.widgets.pane import SafeStatic, versions
 from runtop.widgets.render import duration
 

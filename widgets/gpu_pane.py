@@ -3,15 +3,15 @@ temperature, and which run role holds each.
 
 One line per GPU, its sparklines as wide as the pane leaves them: "the GPUs went idle twenty
 minutes ago" is a flat line at the bottom, not a number that reads the same as a moment's lull.
-The histories are the engine's (`runtop.history`); this pane only draws them.
+The histories are the engine's (`runtop.view.history`); this pane only draws them.
 """
 
 from __future__ import annotations
 
 from rich.text import Text
 
-from runtop.history import GpuHistory
-from runtop.view import GpuReading, Slice, View
+from runtop.view.history import GpuHistory
+from runtop.view.view import GpuReading, Slice, View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import age, human_bytes, sparkline
 

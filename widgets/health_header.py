@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from runtop.advice import advise
-from runtop.view import Slice, View
+from runtop.rules.advice import advise
+from runtop.view.view import Slice, View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import age as coarse_age
 from runtop.widgets.render import duration

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from runtop.view import Slice, View
+from runtop.view.view import Slice, View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import num
 

@@ -25,8 +25,8 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input
 
-from runtop.state_parts import LogLine
-from runtop.view import View
+from runtop.state.parts import LogLine
+from runtop.view.view import View
 from runtop.widgets.log_search import Matches, at_time, parse_clock
 from runtop.widgets.pane import SafeStatic
 from runtop.widgets.render import scroll_bindings

@@ -10,9 +10,9 @@ import math
 
 from rich.text import Text
 
-from runtop.columns import BY_NAME, METRICS, SPARKLINES
-from runtop.state_parts import StepRow
-from runtop.view import Slice, View
+from runtop.parsers.columns import BY_NAME, METRICS, SPARKLINES
+from runtop.state.parts import StepRow
+from runtop.view.view import Slice, View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import column_format, sparkline, trend
 

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from runtop.parsers.hygiene import mask
-from runtop.view import Slice, View
+from runtop.view.view import Slice, View
 
 
 class SafeStatic(Static):
@@ -35,7 +35,7 @@ class Pane(SafeStatic):
     }
     """
     TITLE = ""
-    # The slices of the view this pane draws from (`runtop.publish.Slice`): it repaints when
+    # The slices of the view this pane draws from (`runtop.view.publish.Slice`): it repaints when
     # one of their versions moves, or its size does. Nothing else decides (the
     # hand-written signatures each pane kept missed changes and repainted on noise).
     READS: tuple[Slice, ...] = ()

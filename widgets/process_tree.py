@@ -1,7 +1,7 @@
 """The run's process tree: roles recognised by title, CPU%, RSS, age, state; missing or
 zombie roles in red (a dead inference server while the trainer waits is the quiet death of
 docs/incidents.md#vllm-dies-silently). Where the pane is wide enough, each role's CPU and
-resident memory over time (the engine's `runtop.history`) as sparklines on the role's first
+resident memory over time (the engine's `runtop.view.history`) as sparklines on the role's first
 row; `o` orders the table by tree, CPU, memory or age."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from rich.console import Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
-from runtop.view import ProcInfo, Slice, View
+from runtop.view.view import ProcInfo, Slice, View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import duration, human_bytes, sparkline
 

@@ -6,7 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from runtop.frameworks import get as get_framework
-from runtop.view import Slice, View
+from runtop.view.view import Slice, View
 from runtop.widgets.pane import Pane
 from runtop.widgets.render import CALM, bar
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from rich.text import Text
 
-from runtop.columns import STEP_COLUMNS
-from runtop.view import Slice, View
+from runtop.parsers.columns import STEP_COLUMNS
+from runtop.view.view import Slice, View
 from runtop.widgets.metric_sparklines import WINDOW
 from runtop.widgets.pane import SafeStatic, versions
 from runtop.widgets.render import column_format, scroll_bindings

@@ -5,7 +5,7 @@ run directories and logs are recognised, which parser reads its logs, where its
 checkpoints are and how they are judged, which processes it runs, how a resume is
 typed, the words its panes use, and its simulator. The engine, the rules, the report,
 the actions and the widgets ask the run's plug-in (`runtop.frameworks.get(state.framework)`)
-and never compare a framework's name: a test keeps it so (tests/test_frameworks.py).
+and never compare a framework's name: a test keeps it so (tests/unit/frameworks/test_frameworks.py).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from runtop.parsers.records import HeaderFn, Record
     from runtop.parsers.skim import BulkNoise
     from runtop.parsers.step_batches import StepBatch
-    from runtop.state import RunState
-    from runtop.state_parts import Checkpoint
+    from runtop.state.parts import Checkpoint
+    from runtop.state.run import RunState
 
 Parse = Callable[[list["Record"], str], list["Event"]]
 

@@ -18,7 +18,7 @@ from runtop.parsers.events import TRAINER, Event, Unparsed
 from runtop.parsers.records import HeaderFn, Record
 from runtop.sources.regular import open_text
 from runtop.sources.walk import tree_size
-from runtop.state_parts import Checkpoint
+from runtop.state.parts import Checkpoint
 
 
 class DriverLogFramework(Framework):

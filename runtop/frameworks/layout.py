@@ -1,7 +1,7 @@
 """What a run is made of, as a plug-in lays it out: the files runtop follows (`Tracked`), the
 run's layout (`RunLayout`), and the one-line `DiscoveryError`; the path helpers every plug-in's
 discovery shares. Below the plug-ins: each builds its layouts from these, and
-`runtop.discovery` asks them in turn (docs/architecture.md, "Adding a framework").
+`runtop.frameworks.discovery` asks them in turn (docs/architecture.md, "Adding a framework").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a replayed run came to (`runtop.simulator.replay`): every finding as it began, when the
+"""What a replayed run came to (`runtop.playback.replay`): every finding as it began, when the
 fault came and what stopped first, the simulated steps' times."""
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ import errno
 import os
 import time
 
-from runtop.lifetimes import OomKill
 from runtop.parsers.kernel import oom_kill
+from runtop.sources.lifetimes import OomKill
 
 KMSG = "/dev/kmsg"
 MAX_RECORDS = 20_000  # the newest ring buffer, not a machine's history

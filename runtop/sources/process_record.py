@@ -10,9 +10,9 @@ from typing import TypeGuard
 
 import psutil
 
-from runtop.lifetimes import MAX_KEPT, ProcessRecord, Seen
-from runtop.outputs import replace_json
-from runtop.trust import read_json
+from runtop.sources.lifetimes import MAX_KEPT, ProcessRecord, Seen
+from runtop.sources.trust import read_json
+from runtop.sources.writes import replace_json
 
 NAME = "processes.json"
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from runtop.discovery import discover
-from runtop.engine import Engine
-from runtop.snapshot import read_and_judge
+from runtop.engine.engine import Engine
+from runtop.engine.snapshot import read_and_judge
+from runtop.frameworks.discovery import discover
 from tests.alert_server import AlertServer
 from tests.real.harness import LiveTrl, missing, wait_for
 
@@ -223,7 +223,7 @@ def test_send_resume_after_a_kill_resumes_the_real_trainer_and_watch_pages_once_
 async def test_r_in_the_tui_resumes_the_real_trainer_and_runtop_shows_the_new_attempt_healthy(live):
     from runtop.tui.app import RuntopApp
     from runtop.tui.confirm_screen import ConfirmScreen
-    from tests.test_actions import open_modal
+    from tests.live.test_actions import open_modal
 
     live.launch("--max_steps", "400")  # long enough never to finish within the test
     assert wait_for(lambda: started(live), 30)

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import re
 
-from runtop.columns import BY_NAME, ROLLOUT
 from runtop.frameworks.driver_log import RecordParser
 from runtop.parsers import ends, progress
+from runtop.parsers.columns import BY_NAME, ROLLOUT
 from runtop.parsers.crashes import error_notice, has_traceback, is_frame
 from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
 from runtop.parsers.records import Record, match_header

@@ -11,8 +11,8 @@ import re
 from runtop.frameworks.driver_log import DriverLogFramework, scan_renamed
 from runtop.frameworks.evidence import sign
 from runtop.frameworks.layout import RunLayout
-from runtop.state import RunState
-from runtop.state_parts import Checkpoint
+from runtop.state.parts import Checkpoint
+from runtop.state.run import RunState
 
 # Its modules and examples, its step block and bullets, its workers.
 EVIDENCE = (

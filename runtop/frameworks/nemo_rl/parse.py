@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 
-from runtop.columns import BY_NAME, ROLLOUT
 from runtop.frameworks.driver_log import RecordParser, ray_led
+from runtop.parsers.columns import BY_NAME, ROLLOUT
 from runtop.parsers.events import ROLLOUT_SIDE, TRAINER, Event, MaxSteps, RoleFinished, StepMetrics
 from runtop.parsers.numbers import strict_float
 from runtop.parsers.progress import registry_name

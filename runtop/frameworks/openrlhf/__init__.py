@@ -14,8 +14,8 @@ from runtop.frameworks.layout import RunLayout
 from runtop.parsers.checkpoints import Problem
 from runtop.sources.regular import open_text
 from runtop.sources.walk import tree_size
-from runtop.state import RunState
-from runtop.state_parts import Checkpoint
+from runtop.state.parts import Checkpoint
+from runtop.state.run import RunState
 
 # Its modules, its Ray actors (with `ip=` on multi-node runs, under forks' names: `…ActorBOX`,
 # critic, reference and reward actors), its step line, its Episode bar, its flags.

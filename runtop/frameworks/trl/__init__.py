@@ -12,8 +12,8 @@ from runtop.frameworks.base import drop_flags
 from runtop.frameworks.driver_log import DriverLogFramework, scan_renamed
 from runtop.frameworks.evidence import sign
 from runtop.frameworks.layout import RunLayout, Tracked
-from runtop.state import RunState
-from runtop.state_parts import Checkpoint
+from runtop.state.parts import Checkpoint
+from runtop.state.run import RunState
 
 if TYPE_CHECKING:
     from runtop.parsers.skim import BulkNoise

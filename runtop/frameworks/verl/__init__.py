@@ -14,8 +14,8 @@ from runtop.frameworks.driver_log import DriverLogFramework
 from runtop.frameworks.evidence import sign
 from runtop.frameworks.layout import RunLayout, Tracked, resolve
 from runtop.parsers.events import Event
-from runtop.state import RunState
-from runtop.state_parts import Checkpoint
+from runtop.state.parts import Checkpoint
+from runtop.state.run import RunState
 
 if TYPE_CHECKING:
     from runtop.parsers.step_batches import StepBatch
