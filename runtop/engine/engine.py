@@ -29,12 +29,9 @@ from runtop.frameworks import process_roles
 from runtop.frameworks.layout import RunLayout
 from runtop.outputs.alerting import Alerting
 from runtop.outputs.forensics import Forensics, InThread
-from runtop.probes import ray as probe_ray
-from runtop.probes import slurm as probe_slurm
-from runtop.probes import trainer as probe_trainer
-from runtop.probes import vllm as probe_vllm
+from runtop.probes.registry import PROBES
 from runtop.probes.runner import Probe
-from runtop.probes.seam import Factory, SystemProbe
+from runtop.probes.seam import SystemProbe
 from runtop.queues import drain
 from runtop.rules.findings import Finding
 from runtop.rules.hang import GpuIdleTracker
@@ -64,15 +61,6 @@ PROBE_WAIT_S = 0.5
 # How long a headless check-in waits for every probe at once (a hung NFS `/proc` or NVML
 # call is judged without, and says so).
 PROBE_ALL_S = 10.0
-
-# The probes on the seam (`runtop.probes.seam`): one line each. Each factory takes the engine's
-# options and gives its probe, or None where they turn it off.
-PROBES: tuple[Factory, ...] = (
-    probe_vllm.make,
-    probe_trainer.make,
-    probe_slurm.make,
-    probe_ray.make,
-)
 
 
 def _samplers(layout: RunLayout) -> tuple[ProcessSampler, DiskSampler]:

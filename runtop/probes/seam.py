@@ -3,7 +3,7 @@
 A probe says its name (its error line and its count of readings), its period and deadline, how
 it samples (in a thread of its own, `runtop.probes.runner.Probe` runs it), where its reading goes and
 which slice of the view it fills (the panes that read that slice repaint when it answers).
-Adding one is its module and one line in `runtop.engine.engine.PROBES` (docs/architecture.md,
+Adding one is its module and one line in `runtop.probes.registry.PROBES` (docs/architecture.md,
 "Adding a probe").
 """
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from typing import ClassVar
 
-from runtop.engine import engine as engine_module
 from runtop.engine.engine import Engine
 from runtop.frameworks.discovery import discover
+from runtop.probes import registry as probe_registry
 from runtop.probes.ray import RayProbe
 from runtop.probes.seam import ProbeRun, SystemProbe
 from runtop.sources.deadline import Unavailable
@@ -50,7 +50,7 @@ def _engine(root: str, **kw) -> Engine:
 def test_the_engine_runs_every_probe_the_registry_makes_with_its_period_and_deadline(simulated):
     root = simulated("healthy")
     e = _engine(root, interval=2.0)
-    assert [make.__module__ for make in engine_module.PROBES] == ["runtop.probes.vllm", "runtop.probes.trainer", "runtop.probes.slurm", "runtop.probes.ray"]
+    assert [make.__module__ for make in probe_registry.PROBES] == ["runtop.probes.vllm", "runtop.probes.trainer", "runtop.probes.slurm", "runtop.probes.ray"]
     ray = next(p for p in e.probes if p.name == "ray")
     assert (ray.period, ray.idle_period) == (30.0, 30.0) and ray._call.seconds == 30.0
     assert isinstance(e.seam["ray"], RayProbe)
