@@ -58,8 +58,16 @@ async def test_the_gpu_pane_draws_the_drop_as_wide_as_the_pane(tmp_path):
     root = str(tmp_path / "run")
     Simulator(root, scenario="healthy", max_steps=4).run()
     clock = [FIXED_MTIME]
-    readings = [{"gpus": [gpu(97.0)]}] * 8 + [{"gpus": [gpu(0.0, 1 << 20)]}] * 40
-    app = make_app(root, gpu=RecordedProbe(readings), interval=0.05)
+    busy, idle = RecordedProbe([{"gpus": [gpu(97.0)]}]), RecordedProbe([{"gpus": [gpu(0.0, 1 << 20)]}])
+
+    class ByTheClock:
+        """Busy for the first ten points of the clock, idle after: however many readings a
+        loaded machine lets the engine take in one point, the drop lands at one time."""
+
+        def read(self) -> GpuSnapshot:
+            return (busy if clock[0] < FIXED_MTIME + 100.0 else idle).read()
+
+    app = make_app(root, gpu=ByTheClock(), interval=0.05)
     app.monitor.clock = lambda: clock[0]
     async with app.run_test(size=BIG) as pilot:
         await settle(pilot)
