@@ -15,8 +15,10 @@ is taken only once `grep` has written every kept line of it.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+from bisect import bisect_left
 from collections.abc import Callable
 from functools import cache
 from typing import IO
@@ -30,6 +32,8 @@ BULK_MIN = 32 << 20
 WORTH_IT = 0.5
 # grep's stdout is read in blocks; a line longer than the tailer's cap is cut there.
 PIPE_BUF = 1 << 20
+# A line of grep's output: its byte offset, a colon, the line (`-b`).
+_OFFSET_LINE = re.compile(rb"^(\d+):(.*)$", re.MULTILINE)
 # grep holds a whole line in memory: a 3 GB line of NULs (a sparse file) took its RSS to 5 GB on
 # the machine that trains. Its address space is capped (it needs 2 MB; lines to about 100 MB
 # still pass); past the cap grep fails ("memory exhausted") and the tailer reads those bytes
@@ -70,7 +74,13 @@ class _Grep:
     def __init__(self, grep: str, path: str, ident: tuple[int, int], origin: int, args: list[str], max_line: int) -> None:
         self.origin, self.max_line = origin, max_line
         self.bad = False  # grep wrote a line that is not `OFFSET:text`
-        self._pending: tuple[int, bytes, bool] | None = None
+        # Lines read but not yet taken: their offsets (ascending), texts, and which were cut.
+        self._offs: list[int] = []
+        self._lines: list[bytes] = []
+        self._cut: set[int] = set()
+        self._i = 0
+        self._rest = b""  # the start of a line whose end has not come yet
+        self._skipping = False  # inside a line longer than the cap, its head handed on
         self._eof = False
         fd = open_regular(path)
         try:
@@ -97,39 +107,87 @@ class _Grep:
         cut at the tailer's cap, or None when grep failed."""
         cut = 0
         while True:
-            item = self._pending or self._next()
-            self._pending = None
-            if item is None:
-                return None if self._failed() else cut
-            off, line, was_cut = item
-            if off >= stop:
-                self._pending = item
-                return cut
-            if keep is None or keep(line):
-                into.append((off, line))
-                cut += was_cut
+            offs, i = self._offs, self._i
+            if i >= len(offs):
+                if not self._fill():
+                    return None if self._failed() else cut
+                continue
+            j = bisect_left(offs, stop, i)
+            if j > i:
+                batch = list(zip(offs[i:j], self._lines[i:j]))
+                self._i = j
+                if keep is not None:
+                    batch = [item for item in batch if keep(item[1])]
+                into.extend(batch)
+                if self._cut:
+                    cut += sum(1 for off, _line in batch if off in self._cut)
+            if j < len(offs):
+                return cut  # the next line starts at or past `stop`
 
-    def _next(self) -> tuple[int, bytes, bool] | None:
-        if self._eof:
-            return None
-        raw = self._out.readline(self.max_line + 24)
-        if not raw:
-            self._eof = True
-            return None
-        whole = raw.endswith(b"\n")
-        if not whole:
-            # Longer than the cap: keep its head, as the tailer does, and skip to its end. A line
-            # that came whole is cut (and counted) where Python's lines are, in `_emit`.
-            while True:
-                more = self._out.readline(PIPE_BUF)
-                if not more or more.endswith(b"\n"):
-                    break
-        colon = raw.find(b":")
-        if colon <= 0 or not raw[:colon].isdigit():
-            self._eof = self.bad = True
-            return None
-        line = raw[colon + 1 :].rstrip(b"\n") if whole else raw[colon + 1 : colon + 1 + self.max_line]
-        return self.origin + int(raw[:colon]), line, not whole
+    def _fill(self) -> bool:
+        """Read grep's output a block at a time into whole lines (offsets and texts); False at
+        its end, or at a line that is not `OFFSET:text` (`bad`)."""
+        self._offs, self._lines, self._i = [], [], 0
+        self._cut.clear()
+        limit = self.max_line + 24  # `OFFSET:` and a cap's worth of line: longer is cut
+        while not self._eof and not self._offs:
+            data = os.read(self._out.fileno(), PIPE_BUF)
+            if not data:
+                self._eof = True
+                if self._rest and not self._skipping:
+                    self._parse([self._rest], limit, last_unended=True)  # cut short at the end
+                self._rest = b""
+                break
+            buf = self._rest + data if self._rest else data
+            self._rest = b""
+            if self._skipping:
+                # Inside a line longer than the cap: its head was handed on, the rest is skipped.
+                nl = buf.find(b"\n")
+                if nl < 0:
+                    continue
+                buf, self._skipping = buf[nl + 1 :], False
+            last = buf.rfind(b"\n")
+            if last >= 0:
+                self._parse_block(buf[:last], limit)
+                buf = buf[last + 1 :]
+            if len(buf) >= limit and not self.bad:
+                self._parse([buf], limit, last_unended=True)  # its head now, the rest skipped
+                self._skipping = True
+            else:
+                self._rest = buf
+        return bool(self._offs)
+
+    def _parse_block(self, body: bytes, limit: int) -> None:
+        """Whole lines, joined: one pattern pass where every line is `OFFSET:text` under the cap
+        (a week-old log hands on millions), else line by line."""
+        if self.bad:
+            return
+        pairs = _OFFSET_LINE.findall(body)
+        if len(pairs) != body.count(b"\n") + 1 or max(len(o) + len(t) for o, t in pairs) + 1 >= limit:
+            self._parse(body.split(b"\n"), limit)
+            return
+        origin = self.origin
+        self._offs.extend([origin + int(o) for o, _t in pairs])
+        self._lines.extend([t for _o, t in pairs])
+
+    def _parse(self, raws: list[bytes], limit: int, last_unended: bool = False) -> None:
+        if self.bad:
+            return
+        offs, lines = self._offs, self._lines
+        for k, raw in enumerate(raws):
+            colon = raw.find(b":")
+            if colon <= 0 or not raw[:colon].isdigit():
+                self._eof = self.bad = True
+                return
+            off = self.origin + int(raw[:colon])
+            if len(raw) >= limit or (last_unended and k == len(raws) - 1):
+                # Longer than the cap (or cut short at the end): its head, as the tailer keeps. A
+                # line that came whole is cut (and counted) where Python's lines are, in `_emit`.
+                lines.append(raw[colon + 1 : colon + 1 + self.max_line])
+                self._cut.add(off)
+            else:
+                lines.append(raw[colon + 1 :])
+            offs.append(off)
 
     def _failed(self) -> bool:
         if self.bad:
