@@ -16,6 +16,7 @@ from runtop.cli.main import main
 from runtop.frameworks.primerl.sim import Simulator
 from runtop.frameworks.skyrl.sim import RUN_NAME as SKYRL_RUN
 from runtop.frameworks.skyrl.sim import SkyrlSimulator
+from tests.inner import first_of_each
 
 SECRETS = {
     "hf": "hf_" + "Q" * 30,
@@ -99,10 +100,7 @@ def hostile_copy(sample_run: str, tmp_path, rel: str, text: str) -> str:
 
 
 # The first few in the inner loop, every one in CI (`slow`): each case runs every command.
-QUICK = 4
-
-
-@pytest.mark.parametrize("name,rel,text", [pytest.param(*c, id=c[0], marks=() if i < QUICK else pytest.mark.slow) for i, c in enumerate(CASES)])
+@pytest.mark.parametrize("name,rel,text", first_of_each(CASES, family=lambda c: "hostile", keep=4, ids=lambda c: c[0]))
 def test_one_hostile_line_kills_no_command_and_leaks_nothing(sample_run, tmp_path, name, rel, text):
     root = hostile_copy(sample_run, tmp_path, rel, text)
     code, md = run_cli("status", root)

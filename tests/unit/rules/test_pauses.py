@@ -4,21 +4,10 @@ words for it (parsers/pauses.py), and the replayed runs that pause that way with
 
 from __future__ import annotations
 
-from runtop.frameworks import get
 from runtop.parsers.events import CheckpointSave, Phase
 from runtop.parsers.pauses import pauses_in
-from runtop.playback.replay import Habits, Outcome, Replay
-
-STALL = frozenset({"stalled", "gpu_idle"})
-
-
-def replay(fw: str, steps: int, **kw) -> Outcome:
-    plug = get(fw)
-    r = Replay(lambda root: plug.simulator(root, "healthy", max_steps=steps, ckpt_interval=20, seed=3, speed=1.0), seed=3, **kw)
-    try:
-        return r.run()
-    finally:
-        r.close()
+from runtop.playback.replay import Habits
+from tests.replays import STALL, replay
 
 
 def test_each_frameworks_words_for_an_evaluation_and_a_save_are_read_as_a_pause():

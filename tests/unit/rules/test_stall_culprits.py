@@ -15,20 +15,11 @@ from runtop.engine.reader import RunReader
 from runtop.frameworks import get
 from runtop.frameworks.discovery import discover
 from runtop.frameworks.primerl.sim import Simulator
-from runtop.playback.replay import Outcome, Replay
+from runtop.playback.replay import Outcome
 from runtop.playback.replay_faults import culprit_named
 from runtop.rules.health import judge
 from runtop.rules.registry import Facts
-
-
-def replay(fw: str, steps: int, scenario: str = "healthy", **kw) -> Outcome:
-    plug = get(fw)
-    extra = {"nodes": kw.pop("nodes")} if "nodes" in kw else {}
-    r = Replay(lambda root: plug.simulator(root, scenario, max_steps=steps, ckpt_interval=20, seed=3, speed=1.0, **extra), seed=3, **kw)
-    try:
-        return r.run()
-    finally:
-        r.close()
+from tests.replays import replay
 
 
 def named_after_first(out: Outcome) -> float:

@@ -11,23 +11,12 @@ import pytest
 
 from runtop.config import Thresholds
 from runtop.engine.reader import RunReader
-from runtop.frameworks import get
 from runtop.frameworks.discovery import discover
 from runtop.frameworks.primerl.sim import Simulator
-from runtop.playback.replay import Habits, Outcome, Replay
+from runtop.playback.replay import Habits, Outcome
 from runtop.rules.health import judge
 from runtop.rules.registry import Facts
-
-STALL = frozenset({"stalled", "gpu_idle"})
-
-
-def replay(fw: str, steps: int, **kw) -> Outcome:
-    plug = get(fw)
-    r = Replay(lambda root: plug.simulator(root, "healthy", max_steps=steps, ckpt_interval=20, seed=3, speed=1.0), seed=3, **kw)
-    try:
-        return r.run()
-    finally:
-        r.close()
+from tests.replays import STALL, replay
 
 
 def p99(out: Outcome) -> float:
