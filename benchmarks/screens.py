@@ -1,4 +1,4 @@
-"""Render the pinned screens (tests/__snapshots__/…/*.svg) to PNG, to look at them as a user would.
+"""Render the pinned screens (tests/live/__snapshots__/…/*.svg) to PNG, to look at them as a user would.
 
     python benchmarks/screens.py [OUT_DIR]      (default /tmp/runtop-screens)
 
@@ -14,7 +14,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SNAPSHOTS = os.path.join(os.path.dirname(HERE), "tests", "__snapshots__", "test_snapshots")
+SNAPSHOTS = os.path.join(os.path.dirname(HERE), "tests", "live", "__snapshots__", "test_snapshots")
 
 
 def main() -> int:
