@@ -215,6 +215,11 @@ def literal_dict(text: str) -> dict[Any, Any] | None:
             return value if isinstance(value, dict) else None
         except ValueError:
             pass
+    flat = _flat_dict(t)
+    return flat if flat is not None else _evaluated_dict(t)
+
+
+def _evaluated_dict(t: str) -> dict[Any, Any] | None:
     for attempt in range(2):
         try:
             with warnings.catch_warnings():
@@ -227,6 +232,46 @@ def literal_dict(text: str) -> dict[Any, Any] | None:
             t = NUMPY_SCALAR_RE.sub(r"\1", t)
             t = BARE_NONFINITE_RE.sub(lambda m: f"'{m.group(1)}'", t)
     return None
+
+
+# A flat dict of plain keys and plain values, as trainers log one at every step: read in one
+# pattern pass to what `ast.literal_eval` makes of it (compiling a dict's source is most of the
+# cost of a console with a dict a step). Anything else (escapes, nesting, `1_000`, `007`,
+# numpy's reprs) is left to the literal parser. A bare `nan`/`inf` is the string it becomes there.
+_FLAT_CHARS = r"[^'\\\x00-\x08\x0a-\x1f\ud800-\udfff]*"  # what a literal may hold unescaped
+_FLAT_KEY = rf"'{_FLAT_CHARS}'"
+_FLAT_VALUE = r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|'" + _FLAT_CHARS + "'|-?inf|nan|True|False|None"
+_FLAT_RE = re.compile(rf"\{{(?:{_FLAT_KEY}: (?:{_FLAT_VALUE})(?:, {_FLAT_KEY}: (?:{_FLAT_VALUE}))*)?\}}", re.ASCII)
+_FLAT_PAIR_RE = re.compile(rf"'({_FLAT_CHARS})': ({_FLAT_VALUE})", re.ASCII)
+_FLAT_CONST = {"True": True, "False": False, "None": None}
+_LEADING_ZERO_RE = re.compile(r"-?0\d")
+
+
+def _flat_dict(t: str) -> dict[Any, Any] | None:
+    if _FLAT_RE.fullmatch(t) is None:
+        return None
+    out: dict[Any, Any] = {}
+    bare = False
+    for key, raw in _FLAT_PAIR_RE.findall(t):
+        c = raw[0]
+        if c == "'":
+            value: Any = raw[1:-1]
+        elif raw in _FLAT_CONST:
+            value = _FLAT_CONST[raw]
+        elif raw in ("nan", "inf", "-inf"):
+            value, bare = raw, True
+        elif "." in raw or "e" in raw or "E" in raw:
+            value = float(raw)
+        elif _LEADING_ZERO_RE.match(raw) is not None and raw.strip("-0"):
+            return None  # `007` is no Python literal
+        else:
+            value = int(raw)
+        out[key] = value
+    # Where a bare non-finite is quoted, the literal parser's substitution also reaches into the
+    # strings; a string with such words in it is left to it.
+    if bare and any(isinstance(v, str) and ("nan" in v or "inf" in v) for v in (*out, *out.values()) if v not in ("nan", "inf", "-inf")):
+        return None
+    return out
 
 
 def logged_dict(text: str) -> dict[str, float] | None:
