@@ -54,9 +54,6 @@ class BulkNoise:
     late_hint: tuple[bytes, ...] = ()
     starts: bytes = b""  # a pattern at a line's start: the line starts a record
     gated_glue: tuple[bytes, ...] = ()  # words that keep a gated header (an end's, a death's)
-    # Its shapes are most of a log's lines (an agent's transcripts, a table a row): an in-process
-    # scan beats grep's children, whose rescue and stray passes would hand on nearly every line.
-    shapes_dominate: bool = False
 
     def drop_args(self) -> list[str]:
         return ["-v", "-F", *_e([os.fsdecode(m) for m in self.latest_wins + self.drop + self.drop_hint])]
@@ -170,7 +167,7 @@ TRANSCRIPT_GUARD = GLUE_WORDS + (
     b"No space", b"Errno", b"exitcode", b"died", b"dead", b"Dead", b"inish", b"omplete", b"ucceeded", b"train_runtime",
     b"CANCELLED", b"slurmstepd", b"srun", b"terminate called", b"memory", b"global_step", b"Step ", b"%|", b"}\x1b", b"}(",
 )
-TRANSCRIPT_NOISE = BulkNoise((LATEST_WINS[1],), DROP, TRANSCRIPT_GUARD, (TRANSCRIPT_RE,), (b"{'role': '",), shapes_dominate=True)
+TRANSCRIPT_NOISE = BulkNoise((LATEST_WINS[1],), DROP, TRANSCRIPT_GUARD, (TRANSCRIPT_RE,), (b"{'role': '",))
 
 # A prime-rl orchestrator's chatter between two steps (docs/reading.md, "The scan stage"): the
 # lines of tqdm frames an env's bar draws (no header of their own), and INFO records whose
@@ -200,7 +197,6 @@ ORCHESTRATOR_NOISE = BulkNoise(
 # row): lines that start with a box-drawing character carry no record of their own.
 TABLE_NOISE = BulkNoise(
     (LATEST_WINS[1],), DROP, TRANSCRIPT_GUARD, (rb"\xe2\x94[\x80-\xbf]", rb"\xe2\x95[\x80-\xbf]"), (b"\xe2\x94", b"\xe2\x95"),
-    shapes_dominate=True,
 )
 
 

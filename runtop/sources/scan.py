@@ -56,16 +56,16 @@ def _hyperscan() -> Any:
 
 def backend(rule: BulkNoise | None = None, stretch: int | None = None) -> str:
     """The backend for a log of this rule: `RUNTOP_SCAN`, else the quickest one installed here
-    for its kind of noise (measured: docs/reading.md, "The scan stage"). Hyperscan hands each hit
-    to Python, so it wins where grep's one `-F` pass cannot say it all: shapes (an agent's
-    transcripts) and their many guard words. Fixed markers on nearly every line (progress, access
-    lines) are GNU grep's: its children hand on only the kept lines, with no call per line."""
+    for the stretch (measured: docs/reading.md, "The scan stage"). On a long stretch GNU grep's
+    children win for every rule, an agent's transcripts and a table a row included: they hand on
+    only the kept lines, with no call per line. On a short one their start costs more than
+    Hyperscan's guard-word pass."""
     want = os.environ.get("RUNTOP_SCAN", "").strip().lower()
     hs, grep = _hyperscan() is not None, bulk_grep.gnu_grep() is not None
     if want in BACKENDS and (want != "hyperscan" or hs) and (want != "grep" or grep):
         return want
     short = stretch is not None and stretch < bulk_grep.BULK_MIN
-    if hs and (not grep or short or (rule is not None and rule.shapes_dominate)):
+    if hs and (not grep or short):
         return "hyperscan"
     return "grep" if grep else "re"
 

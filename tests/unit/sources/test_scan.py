@@ -227,3 +227,11 @@ def test_an_orchestrator_s_chatter_is_left_out_only_where_no_line_changes_record
     for name in [*IN_PROCESS, *(["grep"] if bulk_grep.gnu_grep() else [])]:
         kept = [line for _off, line in kept_by(name, str(path), ORCHESTRATOR_NOISE)]
         assert kept == [step, step, quiet, below, done, step, start, step], name
+
+
+@pytest.mark.skipif(scan._hyperscan() is None or bulk_grep.gnu_grep() is None, reason="needs both Hyperscan and GNU grep")
+@pytest.mark.parametrize("rule", [TRANSCRIPT_NOISE, TABLE_NOISE, PROGRESS_NOISE], ids=["transcripts", "tables", "progress"])
+def test_a_long_stretch_goes_to_grep_for_every_rule_and_a_short_one_to_hyperscan(monkeypatch, rule):
+    monkeypatch.delenv("RUNTOP_SCAN", raising=False)
+    assert scan.backend(rule, bulk_grep.BULK_MIN) == "grep"  # measured quicker, tables and transcripts too
+    assert scan.backend(rule, bulk_grep.BULK_MIN - 1) == "hyperscan"
