@@ -215,7 +215,7 @@ def literal_dict(text: str) -> dict[Any, Any] | None:
             return value if isinstance(value, dict) else None
         except ValueError:
             pass
-    flat = _flat_dict(t)
+    flat = flat_dict(t)
     return flat if flat is not None else _evaluated_dict(t)
 
 
@@ -247,11 +247,13 @@ _FLAT_CONST = {"True": True, "False": False, "None": None}
 _LEADING_ZERO_RE = re.compile(r"-?0\d")
 
 
-def _flat_dict(t: str) -> dict[Any, Any] | None:
+def flat_dict(t: str, bare: bool = True) -> dict[Any, Any] | None:
+    """`t` read as a flat dict, or None where the literal parser must read it. `bare=False`: a bare
+    `nan` or `inf` is no literal (None), as `ast.literal_eval` alone has it."""
     if _FLAT_RE.fullmatch(t) is None:
         return None
     out: dict[Any, Any] = {}
-    bare = False
+    quoted = False
     for key, raw in _FLAT_PAIR_RE.findall(t):
         c = raw[0]
         if c == "'":
@@ -259,7 +261,9 @@ def _flat_dict(t: str) -> dict[Any, Any] | None:
         elif raw in _FLAT_CONST:
             value = _FLAT_CONST[raw]
         elif raw in ("nan", "inf", "-inf"):
-            value, bare = raw, True
+            if not bare:
+                return None
+            value, quoted = raw, True
         elif "." in raw or "e" in raw or "E" in raw:
             value = float(raw)
         elif _LEADING_ZERO_RE.match(raw) is not None and raw.strip("-0"):
@@ -269,7 +273,7 @@ def _flat_dict(t: str) -> dict[Any, Any] | None:
         out[key] = value
     # Where a bare non-finite is quoted, the literal parser's substitution also reaches into the
     # strings; a string with such words in it is left to it.
-    if bare and any(isinstance(v, str) and ("nan" in v or "inf" in v) for v in (*out, *out.values()) if v not in ("nan", "inf", "-inf")):
+    if quoted and any(isinstance(v, str) and ("nan" in v or "inf" in v) for v in (*out, *out.values()) if v not in ("nan", "inf", "-inf")):
         return None
     return out
 

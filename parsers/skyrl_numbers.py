@@ -10,6 +10,7 @@ import warnings
 from typing import Any
 
 from .numbers import strict_float
+from .progress import flat_dict
 
 KV_NUM_RE = re.compile(r"(?<![\w/@])([\w/@]+)[:=]\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\b", re.ASCII)
 
@@ -43,6 +44,9 @@ def _literal_dict(text: str) -> dict[Any, Any] | None:
     text = text.strip()
     if not text.startswith("{") or len(text) > MAX_DICT_CHARS or not NUMERIC_VALUE_RE.search(text):
         return None
+    flat = flat_dict(text, bare=False)
+    if flat is not None:
+        return flat
     try:
         with warnings.catch_warnings():
             # `'\c'` in a logged dict is an invalid escape: Python would print a warning on

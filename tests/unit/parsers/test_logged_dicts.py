@@ -4,12 +4,13 @@ keys, or something no flat reading may take (escapes, `007`, `1_000`, nesting, n
 
 from __future__ import annotations
 
+import ast
 import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtop.parsers.progress import _evaluated_dict, _flat_dict, literal_dict, logged_dict
+from runtop.parsers.progress import _evaluated_dict, flat_dict, literal_dict, logged_dict
 from tests.inner import examples
 
 NUMBERS = st.one_of(
@@ -21,6 +22,13 @@ BARE = st.sampled_from(["nan", "inf", "-inf", "-nan", "True", "False", "None", "
 STRINGS = st.one_of(st.text(max_size=12), st.sampled_from(["nan", ", nan}", "x: inf,", "\\n", "'", "é", "0.1146"]))
 VALUES = st.one_of(NUMBERS, BARE, STRINGS.map(lambda s: "'" + s + "'"), st.just("{'a': 1}"), st.just("np.float64(0.5)"))
 KEYS = st.one_of(st.sampled_from(["loss", "grad_norm", "nan", "a, nan]", "completions/mean_length"]), st.text(max_size=10))
+
+
+def _literal_eval_alone(text: str) -> object:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
 
 
 def _same(a: object, b: object) -> bool:
@@ -35,16 +43,19 @@ def _same(a: object, b: object) -> bool:
 @given(st.lists(st.tuples(KEYS, VALUES), max_size=8), st.sampled_from([", ", ","]))
 def test_a_flat_reading_is_the_literal_parsers_reading_or_none(pairs, sep):
     text = "{" + sep.join(f"'{k}': {v}" for k, v in pairs) + "}"
-    flat = _flat_dict(text)
+    flat = flat_dict(text)
     if flat is not None:
         assert _same(flat, _evaluated_dict(text)), text
+    alone = flat_dict(text, bare=False)  # as SkyRL's reader has it: ast.literal_eval alone
+    if alone is not None:
+        assert _same(alone, _literal_eval_alone(text)), text
 
 
 def test_the_dicts_trl_prints_at_every_step_are_read_flat():
     for text in ["{'loss': -0.0470, 'grad_norm': 0.000126, 'learning_rate': 3.2e-08, 'epoch': 0.0000}",
                  "{'loss': '0.0470', 'reward': '0.41', 'num_tokens': '248282.0', 'epoch': '0.01'}",
                  "{'loss': 0.0, 'grad_norm': nan, 'kl': inf}"]:
-        assert _flat_dict(text) is not None, text
+        assert flat_dict(text) is not None, text
         assert _same(literal_dict(text), _evaluated_dict(text))
     assert logged_dict("{'loss': 0.0, 'grad_norm': nan}") is not None
     assert math.isnan(logged_dict("{'loss': 0.0, 'grad_norm': nan}")["grad_norm"])
@@ -52,6 +63,6 @@ def test_the_dicts_trl_prints_at_every_step_are_read_flat():
 
 def test_what_no_flat_reading_may_take_goes_to_the_literal_parser():
     for text in ["{'a': 007}", "{'a': 1_000}", "{'a': {'b': 1}}", "{'a': np.float64(0.5)}", "{'a\\'b': 1}", "{'a': 1j}"]:
-        assert _flat_dict(text) is None, text
+        assert flat_dict(text) is None, text
     assert literal_dict("{'a': np.float64(0.5)}") == {"a": 0.5}
     assert literal_dict("{'a': 007}") is None
