@@ -93,8 +93,13 @@ class Under:
 
 
 # Events that touch nothing a step's numbers touch (the run's total, vLLM's stats, the batch's
-# progress, a timer's phase): a step line's batch may be folded past them.
+# progress, a timer's phase, a warning: counted by its kind, whatever the step): a step line's
+# batch may be folded past them. An error is not one (it is judged against the steps around it).
 COMMUTES = (MaxSteps, VllmStats, BatchProgress, Phase)
+
+
+def _commutes(ev: Event) -> bool:
+    return isinstance(ev, COMMUTES) or (isinstance(ev, Notice) and ev.level == "WARNING" and not ev.fatal)
 
 
 def read_records(records: list[Record], parse: Parse, batch: StepBatch | None, role: str) -> list[Event | StepColumns]:
@@ -127,7 +132,7 @@ def read_records(records: list[Record], parse: Parse, batch: StepBatch | None, r
                 between = parse(records[done:i], role)
                 if a == first:
                     out.extend(between)
-                elif all(isinstance(e, COMMUTES) for e in between):
+                elif all(_commutes(e) for e in between):
                     held.extend(between)
                 else:
                     out.extend(held)

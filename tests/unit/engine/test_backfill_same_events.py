@@ -26,6 +26,7 @@ from runtop.frameworks import REGISTRY
 from runtop.frameworks.discovery import discover
 from runtop.frameworks.generic import under
 from runtop.outputs.report_json import to_json
+from runtop.parsers import progress
 from runtop.rules.health import Facts, judge
 from tests.inner import first_of_each
 from tests.paths import REPO, TESTS
@@ -67,6 +68,8 @@ def both_ways(path: str, monkeypatch) -> tuple[dict, dict]:
         m.setattr(bulk_grep, "BULK_MIN", 1 << 62)
         m.setattr(run_reader, "skim", reference)  # the two-pass skim: every line looked at
         m.setattr(skyrl_numbers, "NUMERIC_VALUE_RE", re.compile(r""))  # every logged dict parsed
+        m.setattr(skyrl_numbers, "flat_dict", lambda _t, bare=True: None)  # ... by the literal parser
+        m.setattr(progress, "flat_dict", lambda _t, bare=True: None)
         m.setattr(run_reader, "read_records", record_by_record)  # no step line read in a batch
         careful = state_of(path)
     return fast, careful
@@ -109,3 +112,26 @@ def test_every_benchmark_log_reads_the_same_both_ways(kind, tmp_path, monkeypatc
     KINDS[kind][0](root, 3 << 20)
     fast, careful = both_ways(root, monkeypatch)
     assert fast == careful and (fast["progress"]["step"] or kind == "vllm")
+
+
+def test_a_warning_after_every_step_line_leaves_the_step_lines_one_batch_and_the_run_reads_the_same(tmp_path, monkeypatch):
+    """A warning counts by its kind whatever the step, so the batch is folded past it; an error
+    between two step lines still cuts the batch (it is judged against the steps around it)."""
+    from runtop.state.run import RunState
+
+    logs = tmp_path / "run" / "logs"
+    logs.mkdir(parents=True)
+    lines = []
+    for s in range(1, 61):
+        t = f"14:{s // 60:02d}:{s % 60:02d}"
+        lines.append(f"{t} SUCCESS Step {s} |   31.0s | Reward 0.{s:02d} | Seq. Length 512.0 tokens/sample")
+        lines.append(f"{t} WARNING Reward function returned None for {s % 3 + 1} samples; counted as 0")
+        if s == 30:
+            lines.append(f"{t}   ERROR Failed to reach the env server: ConnectionRefusedError")
+    (logs / "orchestrator.log").write_text("\n".join(lines) + "\n")
+    sizes: list[int] = []
+    fold = RunState.fold_steps
+    monkeypatch.setattr(RunState, "fold_steps", lambda self, cols, source: (sizes.append(len(cols.steps)), fold(self, cols, source))[1])
+    fast, careful = both_ways(str(tmp_path / "run"), monkeypatch)
+    assert fast == careful and fast["progress"]["rollout_step"] == 60
+    assert set(sizes) == {30}, sizes  # two batches a reading, cut at the error
