@@ -18,7 +18,19 @@ from runtop.frameworks.base import Framework, Parse
 from runtop.frameworks.layout import JOB, Tracked
 from runtop.parsers import ends, pauses
 from runtop.parsers.crashes import error_notice, has_traceback
-from runtop.parsers.events import INFERENCE, BatchProgress, CheckpointSave, Event, MaxSteps, Notice, Phase, RoleFinished, VllmStats
+from runtop.parsers.events import (
+    INFERENCE,
+    TRAINER,
+    BatchProgress,
+    CheckpointSave,
+    Event,
+    MaxSteps,
+    Notice,
+    Phase,
+    RoleFinished,
+    RolloutFailed,
+    VllmStats,
+)
 from runtop.parsers.records import HeaderFn, Record
 from runtop.parsers.step_batches import StepBatch, StepColumns
 
@@ -98,8 +110,12 @@ class Under:
 COMMUTES = (MaxSteps, VllmStats, BatchProgress, Phase)
 
 
-def _commutes(ev: Event) -> bool:
-    return isinstance(ev, COMMUTES) or (isinstance(ev, Notice) and ev.level == "WARNING" and not ev.fatal)
+def _commutes(ev: Event, clears: bool) -> bool:
+    """`clears`: every step line of the batch is a rollout step with numbers, which clears the
+    rollouts failed since the last step; a failed rollout between two of them is cleared by the
+    next one whichever goes first."""
+    return (isinstance(ev, COMMUTES) or (isinstance(ev, Notice) and ev.level == "WARNING" and not ev.fatal)
+            or (clears and isinstance(ev, RolloutFailed)))
 
 
 def read_records(records: list[Record], parse: Parse, batch: StepBatch | None, role: str) -> list[Event | StepColumns]:
@@ -124,6 +140,7 @@ def read_records(records: list[Record], parse: Parse, batch: StepBatch | None, r
             done, k = i + 1, k + 1
             continue
         first = 0  # where the part of the run not yet given starts
+        clears = any(c.role != TRAINER and c.values for c in item.columns)
         times: list[str | None] = []
         held: list[Event] = []  # what stood between the part's lines: it commutes, so it goes first
         for a in range(item.n):
@@ -132,7 +149,7 @@ def read_records(records: list[Record], parse: Parse, batch: StepBatch | None, r
                 between = parse(records[done:i], role)
                 if a == first:
                     out.extend(between)
-                elif all(_commutes(e) for e in between):
+                elif all(_commutes(e, clears) for e in between):
                     held.extend(between)
                 else:
                     out.extend(held)

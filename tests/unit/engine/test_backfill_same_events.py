@@ -9,6 +9,7 @@ nothing."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import time
@@ -114,9 +115,11 @@ def test_every_benchmark_log_reads_the_same_both_ways(kind, tmp_path, monkeypatc
     assert fast == careful and (fast["progress"]["step"] or kind == "vllm")
 
 
-def test_a_warning_after_every_step_line_leaves_the_step_lines_one_batch_and_the_run_reads_the_same(tmp_path, monkeypatch):
-    """A warning counts by its kind whatever the step, so the batch is folded past it; an error
-    between two step lines still cuts the batch (it is judged against the steps around it)."""
+def test_a_warning_and_a_failed_rollout_after_every_step_leave_the_step_lines_one_batch_and_the_run_reads_the_same(tmp_path, monkeypatch):
+    """A warning counts by its kind whatever the step, and a failed rollout is cleared by the next
+    rollout step whichever goes first, so the batch is folded past them (the last step's failure
+    stays); an error between two step lines still cuts the batch (it is judged against the steps
+    around it)."""
     from runtop.state.run import RunState
 
     logs = tmp_path / "run" / "logs"
@@ -126,6 +129,7 @@ def test_a_warning_after_every_step_line_leaves_the_step_lines_one_batch_and_the
         t = f"14:{s // 60:02d}:{s % 60:02d}"
         lines.append(f"{t} SUCCESS Step {s} |   31.0s | Reward 0.{s:02d} | Seq. Length 512.0 tokens/sample")
         lines.append(f"{t} WARNING Reward function returned None for {s % 3 + 1} samples; counted as 0")
+        lines.append(f"{t} WARNING Trace failed in group {s:032x} (reverse-text) \u2014 ProviderError: Request timed out.")
         if s == 30:
             lines.append(f"{t}   ERROR Failed to reach the env server: ConnectionRefusedError")
     (logs / "orchestrator.log").write_text("\n".join(lines) + "\n")
@@ -134,4 +138,5 @@ def test_a_warning_after_every_step_line_leaves_the_step_lines_one_batch_and_the
     monkeypatch.setattr(RunState, "fold_steps", lambda self, cols, source: (sizes.append(len(cols.steps)), fold(self, cols, source))[1])
     fast, careful = both_ways(str(tmp_path / "run"), monkeypatch)
     assert fast == careful and fast["progress"]["rollout_step"] == 60
+    assert "ProviderError" in json.dumps(fast)  # the failure after the last step is still news
     assert set(sizes) == {30}, sizes  # two batches a reading, cut at the error
