@@ -25,7 +25,7 @@ from functools import cache
 from typing import Any, Protocol
 
 from runtop.parsers.skim import BulkNoise
-from runtop.sources import bulk_grep
+from runtop.sources import bulk_grep, grep_gate
 
 BACKENDS = ("hyperscan", "grep", "re", "off")
 # An in-process scan has no child to start: worth it from a few MB on (the bounded first status
@@ -77,6 +77,8 @@ def min_stretch(name: str) -> int:
 
 def open_scan(name: str, path: str, ident: tuple[int, int], start: int, end: int, rule: BulkNoise, max_line: int) -> Scan:
     if name == "grep":
+        if rule.grep_gates() and bulk_grep.pcre():
+            return grep_gate.GatedGrep(path, ident, start, end, rule, max_line)
         return bulk_grep.BulkGrep(path, ident, start, end, rule, max_line)
     finder = PythonFinder(rule, hyperscan_words(rule.glue) if name == "hyperscan" and rule.glue else None)
     return InProcessScan(path, ident, start, end, max_line, finder)

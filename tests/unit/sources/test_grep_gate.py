@@ -1,0 +1,122 @@
+"""grep leaves a noisy orchestrator's chatter out itself, and puts back the headers `gate` keeps:
+the lines handed on, chunk by chunk, are the Python reference's (`BulkNoise.keeps`, then `gate`
+over each chunk) on any mix of the log's lines."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import runtop.sources.bulk_grep as bulk_grep
+import runtop.sources.scan as scan
+from runtop.parsers.skim import ORCHESTRATOR_NOISE
+from runtop.sources.grep_gate import GatedGrep
+from tests.inner import examples
+
+pytestmark = pytest.mark.skipif(not bulk_grep.pcre(), reason="no GNU grep with -P here")
+
+ESC = "\x1b"
+T = f"{ESC}[2m14:00:01{ESC}[0m"
+
+
+def info(msg: str, level: str = "   INFO") -> str:
+    return f"{T} {ESC}[1m{level}{ESC}[0m {ESC}[1m{ESC}[22m{msg}{ESC}[0m{ESC}[0m"
+
+
+BAR = "\rRollouts (step 3):   4%|▍         | 7/170 [00:01<00:27,  6.02it/s]\rRollouts (step 3):   5%|▍         | 8/170 [00:01<00:27,  6.02it/s]"
+# Every kind of line a prime-rl orchestrator writes between two steps, and the hostile ones: the
+# guard words of an end or a death (one across the colour code before the message), a frame or a
+# record glued in, lines under a record, a traceback, plain (uncoloured) loguru lines.
+KINDS = [
+    info("Dispatched 17 requests to the inference pool (101 in flight)"),
+    info("Sampled 19 examples from env reverse-text (epoch 10, 103 left)"),
+    info("Received 18 rollouts for group 00000000001f from env reverse-text (reward 0.0042, 131 tokens)"),
+    info("Train batch 122/128 (95.3%) (+16 buffered); 116 inflight episodes (train=116, eval=0)"),
+    info("Step 3 |   31.0s | Reward 0.5 | Turns 1.0", f"{ESC}[32m{ESC}[1mSUCCESS"),
+    info("Trace failed in group 0000000000001834 (reverse-text)", f"{ESC}[33m{ESC}[1mWARNING"),
+    info("Starting orchestrator with max_steps=40"),
+    info("the evaluation is done"),
+    info("emory pressure on the buffer"),
+    info("waiting on CUDA graphs"),
+    info("eval 40%| frame glued in"),
+    "14:00:02    INFO Sampled 16 examples from env reverse-text",
+    "14:00:02    INFO Train batch 5/128 (3.9%)",
+    "14:00:02 SUCCESS Step 4 |   30.0s | Reward 0.5",
+    BAR,
+    BAR + "14:00:02    INFO Saving checkpoint",
+    BAR + " ERROR in the env",
+    "Rollouts (step 4):  50%|█████     | 85/170",
+    "    a line of its own under the record before it",
+    "Traceback (most recent call last):",
+    '  File "orchestrator.py", line 12, in run',
+    "RuntimeError: the env died",
+    "",
+]
+
+
+def reference(data: bytes, stops: list[int]) -> list[list[tuple[int, bytes]]]:
+    """The Python reference: each chunk's lines that `keeps` keeps, through `gate`."""
+    out, pos, chunk = [], 0, []
+    ends = iter(stops)
+    stop = next(ends)
+    for line in data.split(b"\n")[:-1]:
+        while pos >= stop:
+            out.append(ORCHESTRATOR_NOISE.gate(chunk))
+            chunk, stop = [], next(ends)
+        if ORCHESTRATOR_NOISE.keeps(line):
+            chunk.append((pos, line))
+        pos += len(line) + 1
+    out.append(ORCHESTRATOR_NOISE.gate(chunk))
+    return out + [[] for _ in ends]
+
+
+def through_grep(path: str, stops: list[int]) -> list[list[tuple[int, bytes]]]:
+    st_ = os.stat(path)
+    s = scan.open_scan("grep", path, (st_.st_dev, st_.st_ino), 0, st_.st_size, ORCHESTRATOR_NOISE, 64 * 1024)
+    assert isinstance(s, GatedGrep)
+    try:
+        out = []
+        for stop in stops:
+            taken = s.take(stop)
+            assert taken is not None and taken[1] == 0
+            out.append(taken[0])
+        return out
+    finally:
+        s.close()
+
+
+def line_ends(picks: list[str], at: list[int]) -> list[int]:
+    """Chunk stops after the lines numbered `at` (and the last line)."""
+    ends, pos = [], 0
+    for line in picks:
+        pos += len(line.encode()) + 1
+        ends.append(pos)
+    return sorted({ends[i] for i in at if i < len(ends)} | {ends[-1]})
+
+
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picks=st.lists(st.sampled_from(KINDS), min_size=1, max_size=60), at=st.lists(st.integers(0, 60), max_size=6))
+def test_grep_leaves_out_the_chatter_gate_leaves_out_chunk_by_chunk(tmp_path, picks, at):
+    data = "".join(p + "\n" for p in picks).encode()
+    path = tmp_path / "orchestrator.log"
+    path.write_bytes(data)
+    stops = line_ends(picks, at)
+    assert through_grep(str(path), stops) == reference(data, stops)
+
+
+def test_a_header_goes_only_where_the_next_line_asked_about_starts_a_record(tmp_path):
+    """A header before a progress line and a line under a record is the record's (the progress
+    line is not asked about): kept; one before a progress line and a step goes; a chunk's first
+    and last lines are kept whatever they are."""
+    quiet, batch, below, step = (KINDS[0].encode(), KINDS[3].encode(), KINDS[18].encode(), KINDS[4].encode())
+    lines = [quiet, quiet, step, quiet, batch, below, quiet, batch, BAR.encode(), step, quiet, quiet]
+    data = b"".join(line + b"\n" for line in lines)
+    path = tmp_path / "orchestrator.log"
+    path.write_bytes(data)
+    stops = [len(data)]
+    got = [line for _off, line in through_grep(str(path), stops)[0]]
+    assert got == [quiet, step, quiet, below, step, quiet]
+    assert through_grep(str(path), stops) == reference(data, stops)
