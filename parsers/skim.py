@@ -181,15 +181,21 @@ def _gated_lines(patterns: tuple[bytes, ...]) -> re.Pattern[bytes]:
     return re.compile(rb"^((?:" + b"|".join(patterns) + rb")|)[^\n]*$", re.M)
 
 
+# Bytes by how often a log's text holds them (English's letters, then capitals and digits): the
+# words' first bytes are tried in this order, the commonest first.
+_COMMON = b"etaoinsrhdlucmfwgypbvkjxqzETAOINSRHDLUCMFWGYPBVKJXQZ0123456789"
+
+
 def _no_word(words: tuple[bytes, ...]) -> bytes:
     """A PCRE that matches the rest of a line holding none of `words`: runs of bytes no word
-    starts with, and each byte one does where none of its words' rests follows (a word of one
-    byte: that byte is never taken)."""
+    starts with, and each byte one does where none of its words' rests follows, the commonest
+    bytes asked first (a word of one byte: that byte is never taken)."""
     rests: dict[bytes, list[bytes]] = {}
     for w in words:
         rests.setdefault(w[:1], []).append(w[1:])
     firsts = b"".join(re.escape(c) for c in sorted(rests))
-    each = [re.escape(c) + b"(?!" + b"|".join(re.escape(r) for r in rs) + b")" for c, rs in sorted(rests.items()) if all(rs)]
+    order = sorted(rests, key=lambda c: _COMMON.find(c) if c in _COMMON else 256 + c[0])
+    each = [re.escape(c) + b"(?!" + b"|".join(re.escape(r) for r in rests[c]) + b")" for c in order if all(rests[c])]
     return b"(?:[^" + firsts + b"]++" + b"".join(b"|" + e for e in each) + b")*+$" if words else b""
 
 
