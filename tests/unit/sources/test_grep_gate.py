@@ -55,6 +55,9 @@ KINDS = [
     "RuntimeError: the env died",
     "",
 ]
+# Bytes no text decodes: a CRLF record, a NUL, bytes that are not UTF-8, a non-ASCII message.
+RAW = [info("Dispatched 17 requests\r").encode(), b"\xff\xfe\x00 junk under a record", info("Sampled 19 ex\u00e1mples").encode(),
+       "\r".encode() + info("Buffer holds 112 samples").encode()]
 
 
 def reference(data: bytes, stops: list[int]) -> list[list[tuple[int, bytes]]]:
@@ -88,19 +91,19 @@ def through_grep(path: str, stops: list[int]) -> list[list[tuple[int, bytes]]]:
         s.close()
 
 
-def line_ends(picks: list[str], at: list[int]) -> list[int]:
+def line_ends(picks: list[bytes], at: list[int]) -> list[int]:
     """Chunk stops after the lines numbered `at` (and the last line)."""
     ends, pos = [], 0
     for line in picks:
-        pos += len(line.encode()) + 1
+        pos += len(line) + 1
         ends.append(pos)
     return sorted({ends[i] for i in at if i < len(ends)} | {ends[-1]})
 
 
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(picks=st.lists(st.sampled_from(KINDS), min_size=1, max_size=60), at=st.lists(st.integers(0, 60), max_size=6))
+@given(picks=st.lists(st.sampled_from([k.encode() for k in KINDS] + RAW), min_size=1, max_size=60), at=st.lists(st.integers(0, 60), max_size=6))
 def test_grep_leaves_out_the_chatter_gate_leaves_out_chunk_by_chunk(tmp_path, picks, at):
-    data = "".join(p + "\n" for p in picks).encode()
+    data = b"".join(p + b"\n" for p in picks)
     path = tmp_path / "orchestrator.log"
     path.write_bytes(data)
     stops = line_ends(picks, at)
@@ -120,3 +123,27 @@ def test_a_header_goes_only_where_the_next_line_asked_about_starts_a_record(tmp_
     got = [line for _off, line in through_grep(str(path), stops)[0]]
     assert got == [quiet, step, quiet, below, step, quiet]
     assert through_grep(str(path), stops) == reference(data, stops)
+
+
+def test_lines_past_the_cap_are_judged_whole_and_handed_on_as_their_heads(tmp_path):
+    """An env's bar longer than the cap with a record glued at its end is kept (its guard word is
+    in it, as the in-process scan sees it whole), and a chunk's first line, a header past the cap,
+    is put back: both as grep hands a long line, its head, counted as cut."""
+    long_bar = ("\rRollouts (step 9):  50%|█████     | 85/170" * 1300 + "14:00:02    INFO Saving checkpoint").encode()
+    long_quiet = info("Dispatched " + "x" * 70000).encode()
+    step, quiet = KINDS[4].encode(), KINDS[0].encode()
+    lines = [long_quiet, quiet, step, long_bar, quiet, step]
+    data = b"".join(line + b"\n" for line in lines)
+    path = tmp_path / "orchestrator.log"
+    path.write_bytes(data)
+    st_ = os.stat(path)
+    s = scan.open_scan("grep", str(path), (st_.st_dev, st_.st_ino), 0, st_.st_size, ORCHESTRATOR_NOISE, 64 * 1024)
+    try:
+        taken = s.take(st_.st_size)
+    finally:
+        s.close()
+    assert taken is not None
+    kept, cut = taken
+    assert [line for _off, line in kept] == [long_quiet[: 64 * 1024], step, long_bar[: 64 * 1024], step]
+    assert cut == 2
+    assert [off for off, _line in kept] == [0, data.index(step), data.index(long_bar[:100]), data.rindex(step)]
