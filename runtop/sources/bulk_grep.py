@@ -54,12 +54,14 @@ def gnu_grep() -> str | None:
     return path if b"GNU grep" in out else None
 
 
-@cache
 def pcre() -> bool:
     """Whether GNU grep here takes `-P` (built with PCRE)."""
     grep = gnu_grep()
-    if grep is None:
-        return False
+    return grep is not None and _takes_pcre(grep)
+
+
+@cache
+def _takes_pcre(grep: str) -> bool:
     try:
         rc = subprocess.run([grep, "-q", "-P", "^(?=a)"], input=b"b\n", capture_output=True, timeout=5, check=False).returncode
     except (OSError, subprocess.SubprocessError):

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 import runtop.sources.bulk_grep as bulk_grep
 import runtop.sources.scan as scan
-from runtop.parsers.skim import ORCHESTRATOR_NOISE
+from runtop.parsers.skim import ORCHESTRATOR_NOISE, BulkNoise, skim
 from runtop.sources.grep_gate import GatedGrep
+from runtop.sources.tailer import FileTailer
 from tests.inner import examples
 
 pytestmark = pytest.mark.skipif(not bulk_grep.pcre(), reason="no GNU grep with -P here")
@@ -147,3 +148,62 @@ def test_lines_past_the_cap_are_judged_whole_and_handed_on_as_their_heads(tmp_pa
     assert [line for _off, line in kept] == [long_quiet[: 64 * 1024], step, long_bar[: 64 * 1024], step]
     assert cut == 2
     assert [off for off, _line in kept] == [0, data.index(step), data.index(long_bar[:100]), data.rindex(step)]
+
+
+def tailed(path: str, rule: BulkNoise | None) -> tuple[list[str], FileTailer]:
+    t = FileTailer(path, prefilter=skim, bulk=rule)
+    got: list[str] = []
+    while True:
+        res = t.read(None)
+        got += res.lines
+        if res.eof:
+            return got, t
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        'case "$*" in *"-v -P"*) exit 2;; esac\n',  # the second grep refuses its pattern
+        'case "$*" in *"-v -F"*) echo "0:half a line"; kill -9 $$;; esac\n',  # the first is killed part-way
+    ],
+    ids=["second-refuses", "first-killed"],
+)
+def test_a_gated_grep_that_fails_leaves_the_bytes_to_python(tmp_path, monkeypatch, body):
+    """Either grep of the pipe failing is grep failing: the tailer reads the stretch in Python."""
+    real = bulk_grep.gnu_grep()
+    assert real is not None
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    exe = bindir / "grep"
+    exe.write_text(f"#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'grep (GNU grep) 3.8'; exit 0; fi\n{body}exec {real} \"$@\"\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("RUNTOP_SCAN", "grep")
+    monkeypatch.setattr(bulk_grep, "BULK_MIN", 0)
+    lines = [KINDS[0], KINDS[3], KINDS[4], KINDS[0], KINDS[19]]
+    path = tmp_path / "orchestrator.log"
+    path.write_text("".join(line + "\n" for line in lines))
+    bulk_grep.gnu_grep.cache_clear()
+    try:
+        assert bulk_grep.pcre()
+        got, t = tailed(str(path), ORCHESTRATOR_NOISE)
+    finally:
+        bulk_grep.gnu_grep.cache_clear()
+    assert t._bulk_off  # grep failed: the rest is Python's too
+    assert got == tailed(str(path), None)[0]
+
+
+def test_without_pcre_the_orchestrator_s_rule_goes_through_the_drop_grep_and_gate(tmp_path, monkeypatch):
+    """A GNU grep built without PCRE: the drop grep's lines, through `gate` in Python."""
+    data = b"".join(k.encode() + b"\n" for k in KINDS)
+    path = tmp_path / "orchestrator.log"
+    path.write_bytes(data)
+    st_ = os.stat(path)
+    monkeypatch.setattr(bulk_grep, "pcre", lambda: False)
+    s = scan.open_scan("grep", str(path), (st_.st_dev, st_.st_ino), 0, st_.st_size, ORCHESTRATOR_NOISE, 64 * 1024)
+    try:
+        assert isinstance(s, bulk_grep.BulkGrep)
+        taken = s.take(st_.st_size)
+    finally:
+        s.close()
+    assert taken is not None and [taken[0]] == reference(data, [len(data)])
