@@ -8,7 +8,8 @@ Backends (`RUNTOP_SCAN` names one; `off` reads every line in Python; else `backe
   build; the extra `runtop-rl[fast]`) in one pass. Hyperscan over every pattern of the rule was
   slower: it calls back into Python once a hit, and a noisy log has a hit on nearly every line;
 - `grep`: GNU grep children (`bulk_grep`), for a stretch of 32 MB and more: only the kept lines
-  cross into Python.
+  cross into Python; for a rule grep can gate itself (a prime-rl orchestrator's), a pipe of two
+  greps that leaves its chatter out too, the headers `gate` keeps read back (`grep_gate`).
 
 Every backend hands on exactly the lines `BulkNoise.keeps` keeps; the tailer puts each chunk's
 newest latest-wins line back in place (`FileTailer._bulk_read`), whichever backend ran. A window

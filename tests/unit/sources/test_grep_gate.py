@@ -5,6 +5,7 @@ over each chunk) on any mix of the log's lines."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -207,3 +208,19 @@ def test_without_pcre_the_orchestrator_s_rule_goes_through_the_drop_grep_and_gat
     finally:
         s.close()
     assert taken is not None and [taken[0]] == reference(data, [len(data)])
+
+
+SGR = st.sampled_from(["", "\x1b[2m", "\x1b[0m", "\x1b[1;32m\x1b[22m", "\x1b["])
+# A loguru line's slots, each drawn near and off its shape.
+LOGURU = st.tuples(SGR, st.sampled_from(["14:00:01", "1:00:01", "14:00:0x", ""]), SGR, st.sampled_from([" ", "\t", "", "   "]), SGR,
+                   st.sampled_from(["", " ", "  "]), st.sampled_from(["INFO", "INFOS", "SUCCESS", "WARNING", "info"]), SGR,
+                   st.sampled_from([" ", "", "\t"]), SGR, st.sampled_from(["Dispatched 17", "Step 3", "Train batch 2", "", "\r", "ended"]))
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(LOGURU)
+def test_every_gated_header_starts_a_record_itself(pieces):
+    """What lets grep's gate look at one next line: a line a gated shape matches starts a record."""
+    line = "".join(pieces).encode()
+    if any(re.match(g, line) for g in ORCHESTRATOR_NOISE.gated):
+        assert ORCHESTRATOR_NOISE.starts_record().match(line)
