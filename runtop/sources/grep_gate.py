@@ -29,8 +29,9 @@ _SLACK = 24
 class GatedGrep:
     """[start, end) of one file through one grep child that leaves out the rule's latest-wins
     lines, late shapes and gated headers (`BulkNoise.gate_args`), the headers `gate` keeps put
-    back (`put_back`): `take(stop)` hands what `BulkGrep` would, in a few thousand lines a
-    noisy orchestrator's 256 MB where `BulkGrep` hands 790k lines on to `gate`."""
+    back (`put_back`): `take(stop)` hands what `BulkGrep` and `gate` would (a line past the cap
+    judged whole by grep, as the in-process scan judges it, not by its head), a few thousand
+    lines of a noisy orchestrator's 256 MB where `BulkGrep` hands 790k lines on to `gate`."""
 
     def __init__(self, path: str, ident: tuple[int, int], start: int, end: int, noise: BulkNoise, max_line: int) -> None:
         self.ident, self.pos, self.end = ident, start, end
