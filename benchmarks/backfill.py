@@ -100,15 +100,17 @@ GOAL_FIRST_S = 1.0
 
 
 def grep_pass(root: str, path: str) -> float | None:
-    """runtop's own bulk pass over `path` (`BulkGrep`: the drop grep and the rescue grep beside
-    it, their kept lines taken chunk by chunk), timed alone: with the start-up, the floor of this
+    """runtop's own bulk pass over `path` (the grep backend of the scan stage: `BulkGrep`'s drop
+    grep and the rescue grep beside it, or for an orchestrator `GatedGrep`'s pipe, their kept
+    lines taken chunk by chunk), timed alone: with the start-up, the floor of this
     design however fast the Python after it. None where runtop makes no bulk pass: the plug-in
     names no noise for this log, or grep keeps most of a chunk and the tailer reads on in Python."""
     from runtop.engine.reader import MAX_LINE
     from runtop.engine.snapshot import CHUNK
     from runtop.frameworks import get
     from runtop.frameworks.discovery import discover
-    from runtop.sources.bulk_grep import WORTH_IT, BulkGrep, last_line_end
+    from runtop.sources.bulk_grep import WORTH_IT, last_line_end
+    from runtop.sources.scan import open_scan
 
     layout = discover(root)
     tracked = next(t for t in layout.logs if os.path.samefile(t.path, path))
@@ -120,7 +122,7 @@ def grep_pass(root: str, path: str) -> float | None:
     try:
         st = os.fstat(fd)
         end = last_line_end(fd, 0, st.st_size)
-        bulk = BulkGrep(path, (st.st_dev, st.st_ino), 0, end, noise, MAX_LINE["log"])
+        bulk = open_scan("grep", path, (st.st_dev, st.st_ino), 0, end, noise, MAX_LINE["log"])
         pos = 0
         try:
             while pos < end:

@@ -75,6 +75,38 @@ class BulkNoise:
         hints = b"|".join(re.escape(h) for h in self.drop_hint)
         return ["-P", "-e", os.fsdecode(b"^(?!(?:" + shapes + b")).*(?:" + hints + b")")]
 
+    def grep_gates(self) -> bool:
+        """Whether grep leaves out the gated headers and late shapes itself (`gate_args`): a rule
+        with gated or late shapes and no drop markers or shapes of its own. Each gated shape must
+        start a record (`starts` matches every line it matches): then a gated header goes exactly
+        where the next line kept starts a record, a test of its next line alone."""
+        return bool(self.gated or self.late) and not (self.drop or self.drop_re)
+
+    def gate_args(self) -> list[list[str]]:
+        """The greps, in a pipe, that leave out the latest-wins lines (`-F`, at memory speed), then
+        the late shapes that hold no guard word and the gated headers that hold no gated guard
+        word (one anchored PCRE over what is left, each line behind its `OFFSET:`); the headers
+        `gate` keeps are put back (`runtop.sources.grep_gate`). The words are looked for a byte
+        at a time, each first byte asking for its words' rest: a `.*(?:…)` of 30 words backtracks
+        at every byte (3.3 s over a noisy orchestrator's 256 MB, the loop under 1 s)."""
+        shapes = [b"(?=" + g + b")" + _no_word(self.gated_glue) for g in self.gated]
+        shapes += [b"(?=" + g + b")" + _no_word(self.glue) for g in self.late]
+        drop = b"(?:" + b"|".join(shapes) + b")"
+        if not self.latest_wins:
+            return [["-v", "-P", "-e", os.fsdecode(b"^" + drop)]]
+        return [["-v", "-F", *_e([os.fsdecode(m) for m in self.latest_wins])], ["-v", "-P", "-e", os.fsdecode(b"^[0-9]+:" + drop)]]
+
+    def kept_ungated(self, line: bytes) -> bool:
+        """`keeps`, less the late shapes that hold no guard word: the lines `gate` asks about."""
+        if not self.keeps(line):
+            return False
+        if any(h in line for h in self.late_hint) and any(p.match(line) for p in _compiled(self.late)):
+            return any(w in line for w in self.glue)
+        return True
+
+    def starts_record(self) -> re.Pattern[bytes]:
+        return _compiled((self.starts,))[0]
+
     def rescued(self, line: bytes) -> bool:
         """A line the rescue grep found that `skim` keeps and the drop grep dropped."""
         return any(m in line for m in self.drop) or (any(h in line for h in self.drop_hint) and self.keeps(line))
@@ -144,6 +176,24 @@ def _gated_lines(patterns: tuple[bytes, ...]) -> re.Pattern[bytes]:
     """Every line of a `\n`-joined blob, once each, with group 1 set where one of `patterns`
     matches at its start."""
     return re.compile(rb"^((?:" + b"|".join(patterns) + rb")|)[^\n]*$", re.M)
+
+
+# Bytes by how often a log's text holds them (English's letters, then capitals and digits): the
+# words' first bytes are tried in this order, the commonest first.
+_COMMON = b"etaoinsrhdlucmfwgypbvkjxqzETAOINSRHDLUCMFWGYPBVKJXQZ0123456789"
+
+
+def _no_word(words: tuple[bytes, ...]) -> bytes:
+    """A PCRE that matches the rest of a line holding none of `words`: runs of bytes no word
+    starts with, and each byte one does where none of its words' rests follows, the commonest
+    bytes asked first (a word of one byte: that byte is never taken)."""
+    rests: dict[bytes, list[bytes]] = {}
+    for w in words:
+        rests.setdefault(w[:1], []).append(w[1:])
+    firsts = b"".join(re.escape(c) for c in sorted(rests))
+    order = sorted(rests, key=lambda c: _COMMON.find(c) if c in _COMMON else 256 + c[0])
+    each = [re.escape(c) + b"(?!" + b"|".join(re.escape(r) for r in rests[c]) + b")" for c in order if all(rests[c])]
+    return b"(?:[^" + firsts + b"]++" + b"".join(b"|" + e for e in each) + b")*+$" if words else b""
 
 
 def _e(patterns: list[str]) -> list[str]:

@@ -54,6 +54,21 @@ def gnu_grep() -> str | None:
     return path if b"GNU grep" in out else None
 
 
+def pcre() -> bool:
+    """Whether GNU grep here takes `-P` (built with PCRE)."""
+    grep = gnu_grep()
+    return grep is not None and _takes_pcre(grep)
+
+
+@cache
+def _takes_pcre(grep: str) -> bool:
+    try:
+        rc = subprocess.run([grep, "-q", "-P", "^(?=a)"], input=b"b\n", capture_output=True, timeout=5, check=False).returncode
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return rc == 1  # no line selected; 2: no `-P` here
+
+
 @cache
 def limited_shell() -> str | None:
     """A POSIX shell that caps a child's memory before it `exec`s it (`ulimit -v`): set in the
@@ -68,10 +83,13 @@ def capped(argv: list[str], limit: int = GREP_MEMORY) -> list[str]:
     return [shell, "-c", 'ulimit -v "$0" || exit 2; exec "$@"', str(limit >> 10), *argv]
 
 
-class _Grep:
+class Grep:
     """One grep child over the file from `origin`, its `OFFSET:line` output read in order."""
 
-    def __init__(self, grep: str, path: str, ident: tuple[int, int], origin: int, args: list[str], max_line: int) -> None:
+    def __init__(self, grep: str, path: str, ident: tuple[int, int], origin: int, args: list[str], max_line: int,
+                 then: list[str] | None = None) -> None:
+        """`then`: a second grep's arguments, run over the first's `OFFSET:line` output (in a pipe,
+        on another core)."""
         self.origin, self.max_line = origin, max_line
         self.bad = False  # grep wrote a line that is not `OFFSET:text`
         # Lines read but not yet taken: their offsets (ascending), texts, and which were cut.
@@ -90,14 +108,20 @@ class _Grep:
             os.lseek(fd, origin, os.SEEK_SET)  # grep reads its stdin from here
             env = dict(os.environ, LC_ALL="C")
             env.pop("GREP_OPTIONS", None)
-            self.proc = subprocess.Popen(
-                capped([grep, "-a", "-b", "--color=never", *args]),
-                stdin=fd,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env=env,
-                bufsize=PIPE_BUF,
-            )
+            self.procs = [subprocess.Popen(capped([grep, "-a", "-b", "--color=never", *args]), stdin=fd, stdout=subprocess.PIPE,
+                                           stderr=subprocess.DEVNULL, env=env, bufsize=PIPE_BUF)]
+            if then is not None:
+                first = self.procs[0].stdout
+                try:
+                    self.procs.append(subprocess.Popen(capped([grep, "-a", "--color=never", *then]), stdin=first, stdout=subprocess.PIPE,
+                                                       stderr=subprocess.DEVNULL, env=env, bufsize=PIPE_BUF))
+                except OSError:
+                    self.close()
+                    raise
+                finally:
+                    assert first is not None
+                    first.close()  # the second reads it
+            self.proc = self.procs[-1]
         finally:
             os.close(fd)
         self._out: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
@@ -193,20 +217,21 @@ class _Grep:
         if self.bad:
             return True
         try:
-            rc = self.proc.wait(timeout=30)
+            codes = [proc.wait(timeout=30) for proc in self.procs]
         except subprocess.TimeoutExpired:
             return True
-        return rc not in (0, 1)  # 1: no line selected
+        return any(rc not in (0, 1) for rc in codes)  # 1: no line selected
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            if proc.stdout is not None:
+                proc.stdout.close()
 
 
 class BulkGrep:
@@ -220,16 +245,16 @@ class BulkGrep:
         grep = gnu_grep()
         if grep is None:
             raise OSError("no GNU grep")
-        self._greps = [_Grep(grep, path, ident, start, noise.drop_args(), max_line)]
+        self._greps = [Grep(grep, path, ident, start, noise.drop_args(), max_line)]
         self._keeps: list[Callable[[bytes], bool] | None] = [None]
         try:
             rescue = noise.rescue_args()
             if rescue:
-                self._greps.append(_Grep(grep, path, ident, start, rescue, max_line))
+                self._greps.append(Grep(grep, path, ident, start, rescue, max_line))
                 self._keeps.append(noise.rescued)
             stray = noise.stray_args()
             if stray:
-                self._greps.append(_Grep(grep, path, ident, start, stray, max_line))
+                self._greps.append(Grep(grep, path, ident, start, stray, max_line))
                 self._keeps.append(noise.keeps)
         except OSError:
             self.close()
@@ -268,10 +293,10 @@ def newest_line(fd: int, lo: int, hi: int, marker: bytes) -> tuple[int, bytes] |
         i = buf.rfind(marker)
         if i >= 0:
             at = start + i
-            line_start = _line_start(fd, lo, at)
+            first = line_start(fd, lo, at)
             nl = buf.find(b"\n", i)
             stop = start + nl if nl >= 0 else line_end(fd, start + len(buf), hi)
-            return line_start, os.pread(fd, stop - line_start, line_start)
+            return first, os.pread(fd, stop - first, first)
         if start == lo:
             return None
         pos = start + len(marker) - 1  # a marker across the block's edge is found in the next
@@ -279,7 +304,8 @@ def newest_line(fd: int, lo: int, hi: int, marker: bytes) -> tuple[int, bytes] |
     return None
 
 
-def _line_start(fd: int, lo: int, at: int) -> int:
+def line_start(fd: int, lo: int, at: int) -> int:
+    """The offset of the line that holds `at` (`lo` when it starts before)."""
     pos = at
     while pos > lo:
         start = max(lo, pos - 65536)

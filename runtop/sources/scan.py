@@ -8,7 +8,8 @@ Backends (`RUNTOP_SCAN` names one; `off` reads every line in Python; else `backe
   build; the extra `runtop-rl[fast]`) in one pass. Hyperscan over every pattern of the rule was
   slower: it calls back into Python once a hit, and a noisy log has a hit on nearly every line;
 - `grep`: GNU grep children (`bulk_grep`), for a stretch of 32 MB and more: only the kept lines
-  cross into Python.
+  cross into Python; for a rule grep can gate itself (a prime-rl orchestrator's), a pipe of two
+  greps that leaves its chatter out too, the headers `gate` keeps read back (`grep_gate`).
 
 Every backend hands on exactly the lines `BulkNoise.keeps` keeps; the tailer puts each chunk's
 newest latest-wins line back in place (`FileTailer._bulk_read`), whichever backend ran. A window
@@ -25,7 +26,7 @@ from functools import cache
 from typing import Any, Protocol
 
 from runtop.parsers.skim import BulkNoise
-from runtop.sources import bulk_grep
+from runtop.sources import bulk_grep, grep_gate
 
 BACKENDS = ("hyperscan", "grep", "re", "off")
 # An in-process scan has no child to start: worth it from a few MB on (the bounded first status
@@ -77,6 +78,8 @@ def min_stretch(name: str) -> int:
 
 def open_scan(name: str, path: str, ident: tuple[int, int], start: int, end: int, rule: BulkNoise, max_line: int) -> Scan:
     if name == "grep":
+        if rule.grep_gates() and bulk_grep.pcre():
+            return grep_gate.GatedGrep(path, ident, start, end, rule, max_line)
         return bulk_grep.BulkGrep(path, ident, start, end, rule, max_line)
     finder = PythonFinder(rule, hyperscan_words(rule.glue) if name == "hyperscan" and rule.glue else None)
     return InProcessScan(path, ident, start, end, max_line, finder)
