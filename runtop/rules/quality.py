@@ -89,8 +89,7 @@ def disk_pressure(f: Facts) -> list[Finding]:
 
 # ---- the training signal -----------------------------------------------------------------
 def _series(s: RunState, column: str, window: int = 50) -> list[tuple[int, float]]:
-    rows = [r for r in s.rows(window) if r.attempt == s.attempt]
-    return [(r.step, v) for r in rows if (v := r.value(column)) is not None]
+    return s.value_series(column, window)
 
 
 def training_signal(f: Facts) -> list[Finding]:

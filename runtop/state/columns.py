@@ -100,6 +100,26 @@ class StepHistory(ColumnWrites, Mapping[int, StepRow]):
         picked.reverse()
         return [self._row(blk, i) for blk, i in picked]
 
+    def series(self, side: int, name: str, last: int, attempt: int | None = None) -> list[tuple[int, float]]:
+        """(step, value) of one side's column over the newest `last` rows (of them, those of
+        `attempt` when given, with a value), oldest first: what `rows(last)` and each row's value
+        give, read from the columns without building a row (the rules ask at every poll)."""
+        out: list[tuple[int, float]] = []
+        left = max(0, min(last, self._n))
+        for blk in reversed(self._blocks):
+            if left <= 0:
+                break
+            n = len(blk.steps)
+            col = blk.sides[side].get(name)
+            for i in range(n - 1, max(-1, n - 1 - left), -1):
+                if attempt is None or blk.attempts[i] == attempt:
+                    v = value_at(col, i)
+                    if v is not None:
+                        out.append((blk.steps[i], v))
+            left -= n
+        out.reverse()
+        return out
+
     def _row(self, blk: Block, i: int) -> StepRow:
         cache = self._cache
         if cache is None:

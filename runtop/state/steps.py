@@ -12,6 +12,7 @@ import sys
 from collections import deque
 from typing import TYPE_CHECKING
 
+from runtop.parsers.columns import ROLLOUT_OWNED
 from runtop.parsers.events import TRAINER, Resumed, StepMetrics
 from runtop.parsers.step_batches import StepColumns, events_of_columns
 from runtop.state.columns import PHASES, ROLLOUT, Block, StepHistory, set_value, value_at
@@ -251,11 +252,15 @@ class StepReducers:
         return f"step {step if step is not None else '-'}{of}"
 
     def median_step_time(self, window: int = 20) -> float | None:
-        rows = self.steps.rows(window)
-        times = [v for r in rows if (v := r.trainer.get("step_time_s")) is not None and v > 0]
+        times = [v for _s, v in self.steps.series(TRAINER_SIDE, "step_time_s", window) if v > 0]
         if not times:  # no trainer numbers yet (orchestrator log alone): its clock is the next best
-            times = [v for r in rows if (v := r.rollout.get("step_time_s")) is not None and v > 0]
+            times = [v for _s, v in self.steps.series(ROLLOUT, "step_time_s", window) if v > 0]
         return statistics.median(times) if times else None
+
+    def value_series(self, name: str, window: int) -> list[tuple[int, float]]:
+        """(step, merged value) of a metric over the newest `window` rows of this attempt, as each
+        row's `StepRow.value` gives it (the rollout side's for what the rollouts own)."""
+        return self.steps.series(ROLLOUT if name in ROLLOUT_OWNED else TRAINER_SIDE, name, window, self.attempt)
 
     def eta_s(self) -> float | None:
         """Median step time × steps left (trainer steps: those are what finish a run)."""

@@ -115,6 +115,18 @@ def test_every_row_reads_as_rows_of_dicts_would_have_whatever_comes_in_whatever_
     assert [plain(r) for r in s.lost_steps] == [plain(r) for r in ref.lost[-len(s.lost_steps):]] if s.lost_steps else not ref.lost
     for view, rows in frozen:
         assert [plain(r) for r in view.rows()] == rows  # a published view never saw a later write
+    # What the rules read at every poll, from the columns, is what the rows say.
+    for name in ("reward", "loss", "seq_len", "grad_norm", "step_time_s"):
+        for window in (1, 3, 7, 50):
+            rows = s.rows(window)
+            want = [(r.step, v) for r in rows if r.attempt == s.attempt and (v := r.value(name)) is not None]
+            assert _marked(s.value_series(name, window)) == _marked(want)
+            for side, of in ((state_columns.TRAINER, lambda r: r.trainer), (state_columns.ROLLOUT, lambda r: r.rollout)):
+                assert _marked(s.steps.series(side, name, window)) == _marked([(r.step, of(r)[name]) for r in rows if name in of(r)])
+
+
+def _marked(series: list[tuple[int, float]]) -> list[tuple[int, object]]:
+    return [(step, "nan" if math.isnan(v) else v) for step, v in series]
 
 
 def test_the_history_behind_a_live_tail_is_spliced_below_its_first_step(monkeypatch):
