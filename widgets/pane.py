@@ -12,14 +12,22 @@ from textual.widgets import Static
 
 from runtop.parsers.hygiene import mask
 from runtop.view.view import Slice, View
+from runtop.widgets.picture import fingerprint
 
 
 class SafeStatic(Static):
     """A Static whose every update passes `masked`: the one chokepoint between run text and
     the terminal. Every widget that shows run text is one of these."""
 
+    _picture: object | None = None
+
     def update(self, content: RenderableType = "", *, layout: bool = True) -> None:  # type: ignore[override]
-        super().update(masked(content), layout=layout)
+        content = masked(content)
+        picture = fingerprint(content)
+        if picture is not None and picture == self._picture:
+            return  # the same picture: Textual would compose and style every line again for nothing
+        self._picture = picture
+        super().update(content, layout=layout)
 
 
 class Pane(SafeStatic):
