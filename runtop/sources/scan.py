@@ -65,15 +65,24 @@ def backend(rule: BulkNoise | None = None, stretch: int | None = None) -> str:
     hs, grep = _hyperscan() is not None, bulk_grep.gnu_grep() is not None
     if want in BACKENDS and (want != "hyperscan" or hs) and (want != "grep" or grep):
         return want
-    short = stretch is not None and stretch < bulk_grep.BULK_MIN
+    short = stretch is not None and stretch < grep_min(rule)
     if hs and (not grep or short):
         return "hyperscan"
     return "grep" if grep else "re"
 
 
-def min_stretch(name: str) -> int:
+def grep_min(rule: BulkNoise | None) -> int:
+    """The shortest stretch worth grep's children: 32 MB, but a 32nd of that for a rule grep gates
+    itself (a noisy orchestrator's), whose gate in Python costs more than their start from about
+    a MB on (the first status of a noisy orchestrator's 8 MB tail: 1.0 s in process, 0.7 s so)."""
+    if rule is not None and rule.grep_gates() and bulk_grep.pcre():
+        return bulk_grep.BULK_MIN >> 5
+    return bulk_grep.BULK_MIN
+
+
+def min_stretch(name: str, rule: BulkNoise | None = None) -> int:
     """Below this many unread bytes a stretch is read line by line in Python."""
-    return bulk_grep.BULK_MIN if name == "grep" else min(INPROC_MIN, bulk_grep.BULK_MIN)
+    return grep_min(rule) if name == "grep" else min(INPROC_MIN, bulk_grep.BULK_MIN)
 
 
 def open_scan(name: str, path: str, ident: tuple[int, int], start: int, end: int, rule: BulkNoise, max_line: int) -> Scan:

@@ -184,7 +184,7 @@ class FileTailer(RotationFollower):
             if self._bulk_off or self._partial or self._skipping:
                 return False
             how = scan.backend(self.bulk, size - self.offset)
-            if self._skip_first and how != "off" and size - self.offset >= scan.min_stretch(how):
+            if self._skip_first and how != "off" and size - self.offset >= scan.min_stretch(how, self.bulk):
                 # Started mid-file (a bounded status's tail): the cut first line is dropped here,
                 # as `_feed` drops it, so the stretch behind it can be scanned.
                 nl = bulk_grep.line_end(fd, self.offset, size)
@@ -195,7 +195,7 @@ class FileTailer(RotationFollower):
                 self._skip_first = False
             if self._skip_first:
                 return False
-            least = scan.min_stretch(how)
+            least = scan.min_stretch(how, self.bulk)
             if how == "off" or size - self.offset < least:
                 return False
             # Whole lines only: the stretch ends after the last newline there is now.

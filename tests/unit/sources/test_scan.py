@@ -235,3 +235,13 @@ def test_a_long_stretch_goes_to_grep_for_every_rule_and_a_short_one_to_hyperscan
     monkeypatch.delenv("RUNTOP_SCAN", raising=False)
     assert scan.backend(rule, bulk_grep.BULK_MIN) == "grep"  # measured quicker, tables and transcripts too
     assert scan.backend(rule, bulk_grep.BULK_MIN - 1) == "hyperscan"
+
+
+@pytest.mark.skipif(scan._hyperscan() is None or not bulk_grep.pcre(), reason="needs Hyperscan and GNU grep with -P")
+def test_an_orchestrator_s_chatter_goes_to_grep_from_a_megabyte_where_grep_gates_it_itself(monkeypatch):
+    """A first status's 8 MB tail of a noisy orchestrator: grep's gate beats the gate in Python."""
+    monkeypatch.delenv("RUNTOP_SCAN", raising=False)
+    assert ORCHESTRATOR_NOISE.grep_gates()
+    assert scan.backend(ORCHESTRATOR_NOISE, 8 << 20) == "grep" and scan.min_stretch("grep", ORCHESTRATOR_NOISE) == 1 << 20
+    assert scan.backend(ORCHESTRATOR_NOISE, (1 << 20) - 1) == "hyperscan"
+    assert scan.backend(TRANSCRIPT_NOISE, 8 << 20) == "hyperscan" and scan.min_stretch("grep", TRANSCRIPT_NOISE) == bulk_grep.BULK_MIN
