@@ -250,7 +250,7 @@ class BulkGrep:
         try:
             rescue = noise.rescue_args()
             if rescue:
-                self._greps.append(Grep(grep, path, ident, start, rescue, max_line))
+                self._greps.append(Grep(grep, path, ident, start, rescue[0], max_line, then=rescue[1]))
                 self._keeps.append(noise.rescued)
             stray = noise.stray_args()
             if stray:

@@ -306,3 +306,36 @@ def test_a_view_closed_during_the_backfill_leaves_no_grep_behind(tmp_path, bulk_
     run._thread.join(20)
     gone, alive = psutil.wait_procs(greps, timeout=10)
     assert not alive and run._ready is None
+
+
+def test_the_rescue_grep_hands_back_only_lines_the_drop_grep_left_out(tmp_path):
+    """A SkyRL step's own lines hold guard words (`Finished: '…'`, `global_step`, a bar's `%|`): the
+    drop grep hands them on, so the rescue grep hands back only the left-out lines that hold one
+    (a transcript with a traceback's words in it), not every step line a second time."""
+    from runtop.parsers.skim import TRANSCRIPT_NOISE
+
+    step = [
+        b"(skyrl_entrypoint pid=4101) 2026-03-02 10:01:01.101 | INFO     | skyrl_train.trainer:train:342 - Started: 'step'",
+        b"(skyrl_entrypoint pid=4101) global_step: 1",
+        b"(skyrl_entrypoint pid=4101) 2026-03-02 10:01:01.586 | INFO     | skyrl_train.trainer:train:342 - Finished: 'step', time cost: 71.01s",
+        b"Training Batches Processed:   1%|          | 1/100 [01:16<?, 71.01s/it]",
+    ]
+    transcript = b"(skyrl_entrypoint pid=4101) {'role': 'assistant', 'content': 'the answer is 7'}"
+    hostile = b"(skyrl_entrypoint pid=4101) {'role': 'tool', 'content': 'Traceback (most recent call last): boom'}"
+    path = tmp_path / "driver.log"
+    path.write_bytes(b"\n".join([*step, transcript, hostile, *step, transcript]) + b"\n")
+    first, then = TRANSCRIPT_NOISE.rescue_args()
+    st_ = os.stat(path)
+    g = bulk_grep.Grep(bulk_grep.gnu_grep() or "grep", str(path), (st_.st_dev, st_.st_ino), 0, first, 1 << 20, then=then)
+    got: list[tuple[int, bytes]] = []
+    asked: list[bytes] = []  # what Python was handed, for `rescued` to look at
+
+    def rescued(line: bytes) -> bool:
+        asked.append(line)
+        return TRANSCRIPT_NOISE.rescued(line)
+
+    try:
+        assert g.take(st_.st_size + 1, got, rescued) == 0
+    finally:
+        g.close()
+    assert [line for _off, line in got] == asked == [hostile]
