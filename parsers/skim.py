@@ -58,18 +58,13 @@ class BulkNoise:
     def drop_args(self) -> list[str]:
         return ["-v", "-F", *_e([os.fsdecode(m) for m in self.latest_wins + self.drop + self.drop_hint])]
 
-    def rescue_args(self) -> list[list[str]]:
-        """The greps, in a pipe, of the lines the drop grep left out that hold a glue word: the
-        glue words as fixed strings (grep -F: faster than one `-E` pattern of both, 0.65 against
-        1.1 s a GB), then the drop markers and hints as fixed strings over what it found (each
-        line behind its `OFFSET:`: a marker found across it only hands `rescued` a line it looks
-        at again); of what is left, `rescued` keeps the lines the rule keeps. A SkyRL step's
-        lines hold glue words (`Finished: '…'`, `global_step`, a bar's `%|`): without the second
-        grep every one of them came back twice, the second time to be thrown away in Python.
+    def rescue_args(self) -> list[str]:
+        """The glue words as fixed strings (grep -F: faster than one `-E` pattern of both, 0.65
+        against 1.1 s a GB); of what it finds, `rescued` keeps the lines with a drop marker.
         None when nothing is dropped that could be kept."""
-        if not ((self.drop or self.drop_hint) and self.glue):
-            return []  # `rescued` keeps only a line with a drop marker or a hint
-        return [["-F", *_e([os.fsdecode(w) for w in self.glue])], ["-F", *_e([os.fsdecode(m) for m in self.drop + self.drop_hint])]]
+        if not ((self.drop or self.drop_re) and self.glue):
+            return []
+        return ["-F", *_e([os.fsdecode(w) for w in self.glue])]
 
     def stray_args(self) -> list[str]:
         """The lines that hold a hint but that no `drop_re` matches (one PCRE, anchored: as fast
@@ -113,7 +108,8 @@ class BulkNoise:
         return _compiled((self.starts,))[0]
 
     def rescued(self, line: bytes) -> bool:
-        """A line the rescue grep found that `skim` keeps and the drop grep dropped."""
+        """A line the rescue grep found that `skim` keeps and the drop grep dropped: never one
+        without a drop marker or a hint (`BulkGrep` skips blocks of such lines unread)."""
         return any(m in line for m in self.drop) or (any(h in line for h in self.drop_hint) and self.keeps(line))
 
     def drop_patterns(self) -> tuple[re.Pattern[bytes], ...]:
