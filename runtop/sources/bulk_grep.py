@@ -211,12 +211,16 @@ class Grep:
         if self.holding and not any(w in body for w in self.holding):
             body = body[body.rfind(b"\n") + 1 :]  # no line of it is kept: the last keeps the offsets moving
         pairs = _OFFSET_LINE.findall(body)
-        if len(pairs) != body.count(b"\n") + 1 or max(len(o) + len(t) for o, t in pairs) + 1 >= limit:
+        offs = [o for o, _t in pairs]
+        lines = [t for _o, t in pairs]
+        # The longest offset and the longest line, over the cap together: line by line (no line
+        # is longer than the two, and a rare long line costs only the slower way, never a miss).
+        if len(pairs) != body.count(b"\n") + 1 or max(map(len, offs)) + max(map(len, lines)) + 1 >= limit:
             self._parse(body.split(b"\n"), limit)
             return
         origin = self.origin
-        self._offs.extend([origin + int(o) for o, _t in pairs])
-        self._lines.extend([t for _o, t in pairs])
+        self._offs.extend([origin + int(o) for o in offs])
+        self._lines.extend(lines)
 
     def _parse(self, raws: list[bytes], limit: int, last_unended: bool = False) -> None:
         if self.bad:
