@@ -323,7 +323,7 @@ def test_the_rescue_grep_hands_python_only_the_blocks_that_can_hold_a_left_out_l
     ]
     transcript = b"(skyrl_entrypoint pid=4101) {'role': 'assistant', 'content': 'the answer is 7'}"
     hostile = b"(skyrl_entrypoint pid=4101) {'role': 'tool', 'content': 'Traceback (most recent call last): boom'}"
-    steps = 5000
+    steps = 20000  # a few blocks of output (a block is at most PIPE_BUF)
     lines = [line for i in range(steps) for line in ([*step, transcript, hostile] if i == steps // 2 else [*step, transcript])]
     path = tmp_path / "driver.log"
     path.write_bytes(b"\n".join(lines) + b"\n")
@@ -343,7 +343,7 @@ def test_the_rescue_grep_hands_python_only_the_blocks_that_can_hold_a_left_out_l
     finally:
         g.close()
     assert [line for _off, line in got] == [hostile]
-    assert hostile in asked and len(asked) < steps * len(step) // 10
+    assert hostile in asked and len(asked) < steps * len(step) // 4
 
 
 @pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_GETPIPE_SZ"), reason="pipe sizes are Linux's")
