@@ -56,27 +56,45 @@ TQDM_END_RE = re.compile(r"\|\s*\d+/\d+ \[[^\]]*\]", re.ASCII)
 
 def split_frames(lines: list[str]) -> list[str]:
     """A line of tqdm frames (`\r`-separated, each redrawn over the last) → its last frame,
-    and any record glued after a frame's closing `]` (a watchdog line, a dict) on its own line."""
-    out: list[str] | None = None
-    for i, line in enumerate(lines):
-        if "%|" not in line:
-            if out is not None:
-                out.append(line)
+    and any record glued after a frame's closing `]` (a watchdog line, a dict) on its own line.
+    Only the lines with a bar are looked at; the rest are taken a slice at a time."""
+    bars = [i for i, line in enumerate(lines) if "%|" in line]
+    if not bars:
+        return lines
+    out = lines[: bars[0]]
+    for k, i in enumerate(bars):
+        if k:
+            out += lines[bars[k - 1] + 1 : i]  # the lines between two bars, as they are
+        line = lines[i]
+        if "\r" in line:
+            out += frames(line)
             continue
-        if out is None:
-            out = lines[:i]
-        pieces = [p for p in line.split("\r") if p.strip()]
-        last_bar = max((j for j, p in enumerate(pieces) if "%|" in p), default=-1)
-        for j, piece in enumerate(pieces):
-            if "%|" in piece and j != last_bar and not _glued(piece):
-                continue  # a frame the next one redrew
-            m = _last_end(piece)
-            if m is not None and piece[m.end():].strip():
-                out.append(piece[: m.end()])
-                out.append(piece[m.end():])
-            else:
-                out.append(piece)
-    return lines if out is None else out
+        # One frame (the cleaner turns a file's `\r` into line ends): `frames` of it, directly.
+        m = _last_end(line)
+        if m is not None and line[m.end():].strip():
+            out += (line[: m.end()], line[m.end():])
+        else:
+            out.append(line)
+    out += lines[bars[-1] + 1 :]
+    return out
+
+
+def frames(line: str) -> list[str]:
+    """What `split_frames` makes of one line with a bar: its last frame, and any frame with a
+    record glued behind it, split there."""
+    out: list[str] = []
+    pieces = [p for p in line.split("\r") if p.strip()]
+    last_bar = max((j for j, p in enumerate(pieces) if "%|" in p), default=-1)
+    for j, piece in enumerate(pieces):
+        if "%|" in piece and j != last_bar and not _glued(piece):
+            continue  # a frame the next one redrew
+        m = _last_end(piece)
+        if m is not None and piece[m.end():].strip():
+            out.append(piece[: m.end()])
+            out.append(piece[m.end():])
+        else:
+            out.append(piece)
+    return out
 
 
 def _last_end(piece: str) -> re.Match[str] | None:

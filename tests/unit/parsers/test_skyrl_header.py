@@ -1,7 +1,8 @@
 """A SkyRL driver log's lines start the same records whichever way `header` reads them: its
 one-match reading of a loguru record or a `print` behind one Ray prefix (most of a log) gives
 exactly the record the step-by-step reading gives (the prefix, Ray's folds and a rank's prefix
-taken off, then the body), on any line and after any record, an agent's code block included."""
+taken off, then the body), on any line and after any record, an agent's code block included.
+Its bars are split the same whether a line holds one frame or many."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runtop.parsers.records import Record, RecordAssembler
-from runtop.parsers.skyrl_records import header, header_by_steps
+from runtop.parsers.skyrl_records import frames, header, header_by_steps, split_frames
 from tests.inner import examples
 
 PREFIXES = [
@@ -71,3 +72,18 @@ def test_an_agent_block_keeps_its_output_lines_whatever_they_look_like():
     line = "(skyrl_entrypoint pid=4101) reward/avg_pass_at_5: 0.61"
     assert header(line, block) is None
     assert header(line, None) == Record("print", None, None, "reward/avg_pass_at_5: 0.61", "skyrl_entrypoint pid=4101")
+
+
+BAR_PIECES = [
+    "Policy Train epoch [1/1]:  50%|#####     | 2/4 [00:11<00:11,  5.52s/it, pg=-0.011]",
+    "Training Batches Processed:   1%|          | 1/100 [01:16<?, 71.01s/it]", "100%|##| 4/4 [00:22<00:00]",
+    "(FSDPPolicyWorkerBase pid=4388) ", "{'policy_loss': -0.003}", "global_step: 3", "\r", "\r", " ", "  ", "%|", "x",
+]
+
+
+@settings(max_examples=examples(1000), deadline=None)
+@given(st.lists(st.one_of(st.lists(st.sampled_from(BAR_PIECES), max_size=6).map("".join), st.sampled_from(BODIES)), max_size=20))
+def test_bars_split_the_same_whether_a_line_holds_one_frame_or_many(stretch):
+    """Each bar line read on its own (`frames`, every `\r`-separated frame looked at) and the
+    lines without a bar as they are: what `split_frames` hands on, a single frame read directly."""
+    assert split_frames(stretch) == [piece for line in stretch for piece in (frames(line) if "%|" in line else [line])]
