@@ -108,7 +108,8 @@ class BulkNoise:
         return _compiled((self.starts,))[0]
 
     def rescued(self, line: bytes) -> bool:
-        """A line the rescue grep found that `skim` keeps and the drop grep dropped."""
+        """A line the rescue grep found that `skim` keeps and the drop grep dropped: never one
+        without a drop marker or a hint (`BulkGrep` skips blocks of such lines unread)."""
         return any(m in line for m in self.drop) or (any(h in line for h in self.drop_hint) and self.keeps(line))
 
     def drop_patterns(self) -> tuple[re.Pattern[bytes], ...]:

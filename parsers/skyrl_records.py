@@ -32,6 +32,18 @@ STATEMENT_RE = re.compile(
     r"Policy Train epoch|Training Batches Processed|Training exited with code|Attempt #\d|"
     r"Started: '|Finished: '|Total steps: |Rubric evaluation complete|\*\*\* SIG)", re.ASCII
 )
+# The shapes most of a driver log's records take, a Ray prefix (or none) before a loguru record
+# or a bare `print` that carries something, told in one pattern pass (`header`'s fast path): what
+# `ray_line` and `_body_header` make of such a line, read off one match. A prefix's `)` is the
+# first in the line and nothing after its one space is looked at twice, so a match here is the
+# one the two steps make.
+_FAST_RE = re.compile(
+    r"(?:\(((?:[\w.:\- ]+? )?pid=\d+|raylet)(?:, ip=[\d.]+)?\)\s?)?"
+    r"(?:\d{4}-\d{2}-\d{2}[ T](\d{2}:\d{2}:\d{2})(?:[.,]\d+)?\s*\|\s*"
+    r"(TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s*\|\s*(\S+)\s+-\s?(.*)"
+    r"|(?=" + STATEMENT_RE.pattern + r"))",
+    re.S | re.ASCII,
+)
 # Inside a code-execution record (code, then its output) only these strict forms
 # start a record: the output is the model's text and can look like anything.
 AGENT_SAFE_RE = re.compile(r"(?:(?:ft|gt|rubric|total)_reward: [-+\d.eE]+\b|Rubric evaluation complete|global_step: \d+\s*$)", re.ASCII)
@@ -44,27 +56,45 @@ TQDM_END_RE = re.compile(r"\|\s*\d+/\d+ \[[^\]]*\]", re.ASCII)
 
 def split_frames(lines: list[str]) -> list[str]:
     """A line of tqdm frames (`\r`-separated, each redrawn over the last) → its last frame,
-    and any record glued after a frame's closing `]` (a watchdog line, a dict) on its own line."""
-    out: list[str] | None = None
-    for i, line in enumerate(lines):
-        if "%|" not in line:
-            if out is not None:
-                out.append(line)
+    and any record glued after a frame's closing `]` (a watchdog line, a dict) on its own line.
+    Only the lines with a bar are looked at; the rest are taken a slice at a time."""
+    bars = [i for i, line in enumerate(lines) if "%|" in line]
+    if not bars:
+        return lines
+    out = lines[: bars[0]]
+    for k, i in enumerate(bars):
+        if k:
+            out += lines[bars[k - 1] + 1 : i]  # the lines between two bars, as they are
+        line = lines[i]
+        if "\r" in line:
+            out += frames(line)
             continue
-        if out is None:
-            out = lines[:i]
-        pieces = [p for p in line.split("\r") if p.strip()]
-        last_bar = max((j for j, p in enumerate(pieces) if "%|" in p), default=-1)
-        for j, piece in enumerate(pieces):
-            if "%|" in piece and j != last_bar and not _glued(piece):
-                continue  # a frame the next one redrew
-            m = _last_end(piece)
-            if m is not None and piece[m.end():].strip():
-                out.append(piece[: m.end()])
-                out.append(piece[m.end():])
-            else:
-                out.append(piece)
-    return lines if out is None else out
+        # One frame (the cleaner turns a file's `\r` into line ends): `frames` of it, directly.
+        m = _last_end(line)
+        if m is not None and line[m.end():].strip():
+            out += (line[: m.end()], line[m.end():])
+        else:
+            out.append(line)
+    out += lines[bars[-1] + 1 :]
+    return out
+
+
+def frames(line: str) -> list[str]:
+    """What `split_frames` makes of one line with a bar: its last frame, and any frame with a
+    record glued behind it, split there."""
+    out: list[str] = []
+    pieces = [p for p in line.split("\r") if p.strip()]
+    last_bar = max((j for j, p in enumerate(pieces) if "%|" in p), default=-1)
+    for j, piece in enumerate(pieces):
+        if "%|" in piece and j != last_bar and not _glued(piece):
+            continue  # a frame the next one redrew
+        m = _last_end(piece)
+        if m is not None and piece[m.end():].strip():
+            out.append(piece[: m.end()])
+            out.append(piece[m.end():])
+        else:
+            out.append(piece)
+    return out
 
 
 def _last_end(piece: str) -> re.Match[str] | None:
@@ -144,7 +174,24 @@ def ray_line(line: str, *, rank_always: bool = False) -> tuple[str | None, str, 
 
 
 def header(line: str, pending: Record | None) -> Record | None:
-    """The record `line` starts, or None when it continues `pending`."""
+    """The record `line` starts, or None when it continues `pending`: a loguru record or a
+    `print` that carries something, behind one Ray prefix or none, read in one match (most of a
+    driver log's records: `tests/unit/parsers/test_skyrl_header.py` holds it to the reading step
+    by step); any other line, step by step."""
+    if "[repeated " not in line:
+        m = _FAST_RE.match(line)
+        if m is not None:
+            proc, time, level, where, message = m.groups()
+            if time is not None:
+                return Record("loguru", time, level, message, proc, where=where)
+            if pending is None or not _in_agent_block(pending):
+                # Inside code and its output only the strict forms start a record (`_body_header`).
+                return Record("print", None, None, line[m.end():], proc)
+    return header_by_steps(line, pending)
+
+
+def header_by_steps(line: str, pending: Record | None) -> Record | None:
+    """`header`, step by step: the Ray prefix, Ray's folds and a rank's prefix off, then the body."""
     proc, body, repeat = ray_line(line)
     same_proc = pending is not None and pending.proc == proc
     rec = _body_header(body, _in_agent_block(pending) and same_proc)

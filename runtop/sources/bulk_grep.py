@@ -14,6 +14,7 @@ is taken only once `grep` has written every kept line of it.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -83,14 +84,34 @@ def capped(argv: list[str], limit: int = GREP_MEMORY) -> list[str]:
     return [shell, "-c", 'ulimit -v "$0" || exit 2; exec "$@"', str(limit >> 10), *argv]
 
 
+def _widen(pipe: int) -> bool:
+    """Let grep write a block of output ahead (Linux: the pipe at PIPE_BUF, 16 pages by default)
+    while the records stage works on the last chunk: with 64 KB grep waited on the reader and the
+    reader on grep, chunk after chunk (a dense SkyRL driver log, 256 MB: 1.5 s of a backfill
+    spent waiting on its rescue grep). False where the pipe keeps its size (not Linux, or the
+    user's pipe pages are spent): grep runs as before, a pipe's worth ahead."""
+    setsize = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setsize is None:
+        return False
+    try:
+        fcntl.fcntl(pipe, setsize, PIPE_BUF)
+    except OSError:
+        return False
+    return True
+
+
 class Grep:
     """One grep child over the file from `origin`, its `OFFSET:line` output read in order."""
 
     def __init__(self, grep: str, path: str, ident: tuple[int, int], origin: int, args: list[str], max_line: int,
-                 then: list[str] | None = None) -> None:
+                 then: list[str] | None = None, holding: tuple[bytes, ...] = ()) -> None:
         """`then`: a second grep's arguments, run over the first's `OFFSET:line` output (in a pipe,
-        on another core)."""
-        self.origin, self.max_line = origin, max_line
+        on another core). `holding`: words every line the caller keeps holds; a block of output
+        with none of them is handed on as its last line alone, which keeps `take` in step with
+        grep (the rescue grep's lines are kept only with a drop marker or hint; a SkyRL step's own
+        lines hold guard words and came to Python twice, 196k of them in a dense 256 MB log). A
+        pipe with a second grep that picks them would wait for the file's end when none comes."""
+        self.origin, self.max_line, self.holding = origin, max_line, holding
         self.bad = False  # grep wrote a line that is not `OFFSET:text`
         # Lines read but not yet taken: their offsets (ascending), texts, and which were cut.
         self._offs: list[int] = []
@@ -125,6 +146,7 @@ class Grep:
         finally:
             os.close(fd)
         self._out: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
+        _widen(self._out.fileno())
 
     def take(self, stop: int, into: list[tuple[int, bytes]], keep: Callable[[bytes], bool] | None = None) -> int | None:
         """Append the lines that start before `stop` (those `keep` takes); how many of them were
@@ -186,13 +208,19 @@ class Grep:
         (a week-old log hands on millions), else line by line."""
         if self.bad:
             return
+        if self.holding and not any(w in body for w in self.holding):
+            body = body[body.rfind(b"\n") + 1 :]  # no line of it is kept: the last keeps the offsets moving
         pairs = _OFFSET_LINE.findall(body)
-        if len(pairs) != body.count(b"\n") + 1 or max(len(o) + len(t) for o, t in pairs) + 1 >= limit:
+        offs = [o for o, _t in pairs]
+        lines = [t for _o, t in pairs]
+        # The longest offset and the longest line, over the cap together: line by line (no line
+        # is longer than the two, and a rare long line costs only the slower way, never a miss).
+        if len(pairs) != body.count(b"\n") + 1 or max(map(len, offs)) + max(map(len, lines)) + 1 >= limit:
             self._parse(body.split(b"\n"), limit)
             return
         origin = self.origin
-        self._offs.extend([origin + int(o) for o, _t in pairs])
-        self._lines.extend([t for _o, t in pairs])
+        self._offs.extend([origin + int(o) for o in offs])
+        self._lines.extend(lines)
 
     def _parse(self, raws: list[bytes], limit: int, last_unended: bool = False) -> None:
         if self.bad:
@@ -250,7 +278,7 @@ class BulkGrep:
         try:
             rescue = noise.rescue_args()
             if rescue:
-                self._greps.append(Grep(grep, path, ident, start, rescue, max_line))
+                self._greps.append(Grep(grep, path, ident, start, rescue, max_line, holding=noise.drop + noise.drop_hint))
                 self._keeps.append(noise.rescued)
             stray = noise.stray_args()
             if stray:

@@ -218,7 +218,7 @@ class FileTailer(RotationFollower):
         kept, cut = taken
         start = self.offset
         # The newest latest-wins line is among what grep dropped: none dropped, none to look for.
-        dropped = stop - start > sum(len(line) + 1 for _, line in kept)
+        dropped = stop - start > sum(map(len, [line for _, line in kept])) + len(kept)
         if dropped:
             seen = {off for off, _ in kept}
             for marker in self.bulk.latest_wins:
@@ -231,7 +231,7 @@ class FileTailer(RotationFollower):
         n = min(TAIL_BYTES, stop - start)
         self._seen_tail = os.pread(fd, n, stop - n)
         self.offset = stop
-        data = b"\n".join(line for _, line in kept) + b"\n" if kept else b""
+        data = b"\n".join([line for _, line in kept]) + b"\n" if kept else b""
         out.skimmed += dropped  # lines were left out: line numbers from here are near, not exact
         if data:
             self._emit(data, out)

@@ -243,3 +243,23 @@ def test_the_generic_reader_alone_reads_every_frameworks_finished_demo_as_finish
     code, first = check(capsys, str(root), "--framework", "generic")
     assert code == 0 and first.startswith("Finished:") and "finished at step" in first, first
     assert first.endswith("(read as generic: given with --framework)"), first
+
+
+def test_a_message_is_looked_at_for_an_end_by_every_word_of_one():
+    """`worth_a_look` asks for an end's words one `in` after another: the same words as
+    END_WORDS, none left out (an end said in a word it lost would never reach the generic reader)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from runtop.frameworks.generic import under
+
+    pieces = st.sampled_from([*under.END_WORDS, *(w[:-1] for w in under.END_WORDS), *(w[1:] for w in under.END_WORDS), " ", "x", "'"])
+
+    @settings(max_examples=500, deadline=None)
+    @given(st.lists(pieces, max_size=6).map("".join))
+    def holds(msg: str) -> None:
+        assert under._end_word(msg) == any(w in msg for w in under.END_WORDS)
+
+    holds()
+    for word in under.END_WORDS:
+        assert under._end_word(f"training {word} now")

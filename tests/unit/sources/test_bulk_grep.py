@@ -306,3 +306,57 @@ def test_a_view_closed_during_the_backfill_leaves_no_grep_behind(tmp_path, bulk_
     run._thread.join(20)
     gone, alive = psutil.wait_procs(greps, timeout=10)
     assert not alive and run._ready is None
+
+
+def test_the_rescue_grep_hands_python_only_the_blocks_that_can_hold_a_left_out_line(tmp_path):
+    """A SkyRL step's own lines hold guard words (`Finished: '…'`, `global_step`, a bar's `%|`), so
+    the rescue grep finds each of them again beside the drop grep; a block of its output with no
+    drop marker nor hint in it is skipped unread, but for its last line (what keeps each chunk's
+    `take` in step with grep), and a transcript with a traceback's words is still found."""
+    from runtop.parsers.skim import TRANSCRIPT_NOISE
+
+    step = [
+        b"(skyrl_entrypoint pid=4101) 2026-03-02 10:01:01.101 | INFO     | skyrl_train.trainer:train:342 - Started: 'step'",
+        b"(skyrl_entrypoint pid=4101) global_step: 1",
+        b"(skyrl_entrypoint pid=4101) 2026-03-02 10:01:01.586 | INFO     | skyrl_train.trainer:train:342 - Finished: 'step', time cost: 71.01s",
+        b"Training Batches Processed:   1%|          | 1/100 [01:16<?, 71.01s/it]",
+    ]
+    transcript = b"(skyrl_entrypoint pid=4101) {'role': 'assistant', 'content': 'the answer is 7'}"
+    hostile = b"(skyrl_entrypoint pid=4101) {'role': 'tool', 'content': 'Traceback (most recent call last): boom'}"
+    steps = 20000  # a few blocks of output (a block is at most PIPE_BUF)
+    lines = [line for i in range(steps) for line in ([*step, transcript, hostile] if i == steps // 2 else [*step, transcript])]
+    path = tmp_path / "driver.log"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    st_ = os.stat(path)
+    g = bulk_grep.Grep(bulk_grep.gnu_grep() or "grep", str(path), (st_.st_dev, st_.st_ino), 0, TRANSCRIPT_NOISE.rescue_args(), 1 << 20,
+                       holding=TRANSCRIPT_NOISE.drop + TRANSCRIPT_NOISE.drop_hint)
+    got: list[tuple[int, bytes]] = []
+    asked: list[bytes] = []  # what Python was handed, for `rescued` to look at
+
+    def rescued(line: bytes) -> bool:
+        asked.append(line)
+        return TRANSCRIPT_NOISE.rescued(line)
+
+    try:
+        for stop in range(64 << 10, st_.st_size + (64 << 10), 64 << 10):  # chunk by chunk, as the tailer takes them
+            assert g.take(stop, got, rescued) == 0
+    finally:
+        g.close()
+    assert [line for _off, line in got] == [hostile]
+    assert hostile in asked and len(asked) < steps * len(step) // 4
+
+
+@pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_GETPIPE_SZ"), reason="pipe sizes are Linux's")
+def test_grep_may_write_a_block_ahead_while_the_records_stage_works(tmp_path):
+    """grep's output pipe holds a whole block (PIPE_BUF), not 16 pages: grep runs on through the
+    next chunk while the reader folds this one, instead of each waiting on the other."""
+    import fcntl
+
+    path = tmp_path / "driver.log"
+    path.write_bytes(b"x\n" * 1000)
+    st_ = os.stat(path)
+    g = bulk_grep.Grep(bulk_grep.gnu_grep() or "grep", str(path), (st_.st_dev, st_.st_ino), 0, ["-F", "-e", "x"], 1 << 20)
+    try:
+        assert fcntl.fcntl(g._out.fileno(), fcntl.F_GETPIPE_SZ) >= bulk_grep.PIPE_BUF
+    finally:
+        g.close()
