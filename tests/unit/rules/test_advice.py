@@ -237,13 +237,13 @@ def test_a_run_that_vanished_says_what_to_check_then_resume(tmp_path):
 @contextlib.contextmanager
 def judged_with_its_processes_alive(root: Path) -> Iterator[tuple[RunState, Verdict]]:
     """The run's three titled processes alive in its directory (real children), judged once the
-    process scan sees the trainer and the orchestrator."""
+    process scan sees all three (a child that has not yet set its title is no role yet)."""
     procs = [subprocess.Popen([sys.executable, "-c", TITLED, t], cwd=root) for t in ("PRIME-RL::Trainer", "PRIME-RL::Orchestrator", "PRIME-RL::Inference")]
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30  # three interpreters starting on a loaded box
         while True:
             state, verdict = read_and_judge(str(root))
-            if {"trainer", "orchestrator"} <= set(state.processes or {}) or time.monotonic() > deadline:
+            if {"trainer", "orchestrator", "inference"} <= set(state.processes or {}) or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
         yield state, verdict
