@@ -17,6 +17,7 @@ the chatter around it (docs/reading.md, "The scan stage").
 from __future__ import annotations
 
 import os
+from itertools import accumulate
 
 from runtop.parsers.skim import BulkNoise
 from runtop.sources.bulk_grep import Grep, gnu_grep, line_end, line_start
@@ -24,6 +25,8 @@ from runtop.sources.regular import open_regular
 
 # grep's `OFFSET:` before a line longer than this much of the tailer's cap hands on its head.
 _SLACK = 24
+# The lines beside a stretch grep left out are read back this much at a time.
+BLOCK = 1 << 16
 
 
 class GatedGrep:
@@ -96,22 +99,65 @@ class _Lines:
         self.fd, self.origin, self.max_line, self.rule = fd, origin, max_line, rule
 
     def first(self, lo: int, hi: int, into: dict[int, tuple[bytes, bool]]) -> None:
-        """The first line of [lo, hi) (whole lines) that `gate` is asked about, into `into`."""
+        """The first line of [lo, hi) (whole lines) that `gate` is asked about, into `into`: read
+        a block at a time (a quiet log's stretch between two such lines is thousands of progress
+        lines), a line longer than a block on its own."""
         at = lo
         while at < hi:
-            end = line_end(self.fd, at, hi)
-            if self._take(at, end, into):
-                return
-            at = end + 1
+            buf = os.pread(self.fd, min(BLOCK, hi - at), at)
+            nl = buf.rfind(b"\n")
+            if nl < 0:
+                end = line_end(self.fd, at, hi)
+                if self._take(at, end, into):
+                    return
+                at = end + 1
+                continue
+            lines = buf[:nl].split(b"\n")
+            starts = list(accumulate((len(line) + 1 for line in lines), initial=at))
+            for i in self._maybe(lines):
+                if self._asked(starts[i], lines[i], into):
+                    return
+            at = starts[-1]
 
     def last(self, lo: int, hi: int, into: dict[int, tuple[bytes, bool]]) -> None:
-        """The last line of [lo, hi) (whole lines) that `gate` is asked about, into `into`."""
-        end = hi - 1  # the newline that ends the last line
-        while end >= lo:
-            at = line_start(self.fd, lo, end)
-            if self._take(at, end, into):
-                return
-            end = at - 1
+        """The last line of [lo, hi) (whole lines) that `gate` is asked about, into `into`: read
+        backwards a block at a time, a line longer than a block on its own."""
+        end = hi  # just past the newline that ends the last line not yet looked at
+        while end > lo:
+            start = max(lo, end - BLOCK)
+            buf = os.pread(self.fd, end - start, start)
+            # A line cut by the block's start is the next block's; one longer than the block, read alone.
+            skip = 0 if start == lo else buf.find(b"\n") + 1
+            if skip >= len(buf):
+                at = line_start(self.fd, lo, end - 1)
+                if self._take(at, end - 1, into):
+                    return
+                end = at
+                continue
+            lines = buf[skip:-1].split(b"\n")
+            starts = list(accumulate((len(line) + 1 for line in lines), initial=start + skip))
+            for i in reversed(self._maybe(lines)):
+                if self._asked(starts[i], lines[i], into):
+                    return
+            end = start + skip
+
+    def _maybe(self, lines: list[bytes]) -> list[int]:
+        """The lines `gate` may be asked about: none that holds a latest-wins marker (`keeps` says
+        no to those whatever else they hold), told apart by C-level `in` (most of a quiet log's
+        lines are its progress)."""
+        idx = list(range(len(lines)))
+        for m in self.rule.latest_wins:
+            idx = [i for i in idx if m not in lines[i]]
+        return idx
+
+    def _asked(self, at: int, line: bytes, into: dict[int, tuple[bytes, bool]]) -> bool:
+        """`_take` of a line already read whole."""
+        if len(str(at - self.origin)) + 1 + len(line) >= self.max_line + _SLACK:
+            return self._take(at, at + len(line), into)  # past the cap: its head, as grep hands it
+        if not self.rule.kept_ungated(line):
+            return False
+        into[at] = (line, False)
+        return True
 
     def _take(self, at: int, end: int, into: dict[int, tuple[bytes, bool]]) -> bool:
         cut = len(str(at - self.origin)) + 1 + end - at >= self.max_line + _SLACK

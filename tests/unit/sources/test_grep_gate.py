@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import runtop.sources.bulk_grep as bulk_grep
+import runtop.sources.grep_gate as grep_gate
 import runtop.sources.scan as scan
 from runtop.parsers.skim import ORCHESTRATOR_NOISE, BulkNoise, skim
 from runtop.sources.grep_gate import GatedGrep
@@ -224,3 +225,17 @@ def test_every_gated_header_starts_a_record_itself(pieces):
     line = "".join(pieces).encode()
     if any(re.match(g, line) for g in ORCHESTRATOR_NOISE.gated):
         assert ORCHESTRATOR_NOISE.starts_record().match(line)
+
+
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picks=st.lists(st.sampled_from([k.encode() for k in KINDS] + RAW), min_size=1, max_size=60), at=st.lists(st.integers(0, 60), max_size=6),
+       block=st.integers(1, 300))
+def test_the_lines_put_back_are_found_whatever_block_they_are_read_in(tmp_path, monkeypatch, picks, at, block):
+    """The lines beside what grep left out are read back a block at a time, forwards and
+    backwards: blocks that cut lines anywhere (and lines longer than a block) find the same."""
+    monkeypatch.setattr(grep_gate, "BLOCK", block)
+    data = b"".join(p + b"\n" for p in picks)
+    path = tmp_path / "orchestrator.log"
+    path.write_bytes(data)
+    stops = line_ends(picks, at)
+    assert through_grep(str(path), stops) == reference(data, stops)
