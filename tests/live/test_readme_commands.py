@@ -289,12 +289,17 @@ def run_http(argv: list[str], ws: Path, port: str) -> tuple[int, str]:
 
 
 def interrupt(proc: subprocess.Popen) -> int | None:
-    """ctrl+c, as a user stops a long-running face; killed if it will not stop (None then)."""
+    """ctrl+c, as a user stops a long-running face; killed if it will not stop (None then),
+    after its threads' stacks are printed (py-spy), so a face that hangs on ctrl+c says where."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
     try:
         return proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
+        spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        if os.path.exists(spy):
+            dump = subprocess.run([spy, "dump", "--pid", str(proc.pid)], capture_output=True, text=True, timeout=60, check=False)
+            print(f"{proc.args} did not stop 30 s after ctrl+c; its stacks:\n{dump.stdout}{dump.stderr}")
         proc.kill()
         proc.wait()
         return None
