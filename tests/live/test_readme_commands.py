@@ -27,6 +27,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -248,6 +249,7 @@ def run_until(argv: list[str], ws: Path, says: str, port: str | None) -> tuple[i
     """Start it, wait for `says` in its output (and for /metrics to answer, where it serves),
     then ctrl+c."""
     out_path = ws / "out.txt"
+    ctrl_c_reaches_children()
     with open(out_path, "w") as out:
         proc = subprocess.Popen(argv, cwd=ws, env=environment(ws), stdout=out, stderr=subprocess.STDOUT, text=True)
     try:
@@ -267,6 +269,7 @@ def run_http(argv: list[str], ws: Path, port: str) -> tuple[int, str]:
     """`serve`: it prints the URL to open, with its token; that URL's page answers (the bare
     port refuses), then ctrl+c. What it printed, then the page."""
     err_path = ws / "err.txt"
+    ctrl_c_reaches_children()
     with open(err_path, "w") as err:
         proc = subprocess.Popen(argv, cwd=ws, env=environment(ws), stdout=subprocess.DEVNULL, stderr=err)
     page = ""
@@ -286,6 +289,14 @@ def run_http(argv: list[str], ws: Path, port: str) -> tuple[int, str]:
     finally:
         code = interrupt(proc)
     return code, err_path.read_text() + page
+
+
+def ctrl_c_reaches_children() -> None:
+    """A shell that starts the suite in the background (`cmd &`) ignores SIGINT, and a child
+    inherits an ignored signal: the faces below would never see the ctrl+c a user's terminal
+    sends. The suite's own handler goes back in place, so its children start with the default."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def interrupt(proc: subprocess.Popen) -> int | None:
