@@ -18,7 +18,7 @@ from runtop.engine.reader import RunReader
 from runtop.engine.snapshot import RunJudge, read_all
 from runtop.frameworks.discovery import discover
 from runtop.parsers.skim import ALL_NOISE as BULK_NOISE
-from runtop.parsers.skim import skim
+from runtop.parsers.skim import BulkNoise, skim
 from runtop.sources.tailer import FileTailer
 from tests.inner import examples
 from tests.unit.parsers.test_skim import LINES
@@ -35,8 +35,9 @@ MORE = [
 ]
 
 
-def tail_lines(path: str, *, bulk: bool, max_bytes: int | None = None) -> tuple[list[str], FileTailer]:
-    t = FileTailer(path, prefilter=skim, bulk=BULK_NOISE if bulk else None)
+def tail_lines(path: str, *, bulk: bool, max_bytes: int | None = None, rule: BulkNoise = BULK_NOISE) -> tuple[list[str], FileTailer]:
+    """Every line the tailer hands on, read to the end (through the scan stage with `rule`, or not)."""
+    t = FileTailer(path, prefilter=skim, bulk=rule if bulk else None)
     lines: list[str] = []
     while True:
         res = t.read(max_bytes)

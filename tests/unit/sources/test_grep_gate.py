@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 import runtop.sources.bulk_grep as bulk_grep
 import runtop.sources.grep_gate as grep_gate
 import runtop.sources.scan as scan
-from runtop.parsers.skim import ORCHESTRATOR_NOISE, BulkNoise, skim
+from runtop.parsers.skim import ORCHESTRATOR_NOISE
 from runtop.sources.grep_gate import GatedGrep
-from runtop.sources.tailer import FileTailer
 from tests.inner import examples
+from tests.unit.sources.test_bulk_grep import tail_lines
 
 pytestmark = pytest.mark.skipif(not bulk_grep.pcre(), reason="no GNU grep with -P here")
 
@@ -152,16 +152,6 @@ def test_lines_past_the_cap_are_judged_whole_and_handed_on_as_their_heads(tmp_pa
     assert [off for off, _line in kept] == [0, data.index(step), data.index(long_bar[:100]), data.rindex(step)]
 
 
-def tailed(path: str, rule: BulkNoise | None) -> tuple[list[str], FileTailer]:
-    t = FileTailer(path, prefilter=skim, bulk=rule)
-    got: list[str] = []
-    while True:
-        res = t.read(None)
-        got += res.lines
-        if res.eof:
-            return got, t
-
-
 @pytest.mark.parametrize(
     "body",
     [
@@ -188,11 +178,11 @@ def test_a_gated_grep_that_fails_leaves_the_bytes_to_python(tmp_path, monkeypatc
     bulk_grep.gnu_grep.cache_clear()
     try:
         assert bulk_grep.pcre()
-        got, t = tailed(str(path), ORCHESTRATOR_NOISE)
+        got, t = tail_lines(str(path), bulk=True, rule=ORCHESTRATOR_NOISE)
     finally:
         bulk_grep.gnu_grep.cache_clear()
     assert t._bulk_off  # grep failed: the rest is Python's too
-    assert got == tailed(str(path), None)[0]
+    assert got == tail_lines(str(path), bulk=False)[0]
 
 
 def test_without_pcre_the_orchestrator_s_rule_goes_through_the_drop_grep_and_gate(tmp_path, monkeypatch):
