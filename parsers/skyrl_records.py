@@ -69,12 +69,7 @@ def split_frames(lines: list[str]) -> list[str]:
         if "\r" in line:
             out += frames(line)
             continue
-        # One frame (the cleaner turns a file's `\r` into line ends): `frames` of it, directly.
-        m = _last_end(line)
-        if m is not None and line[m.end():].strip():
-            out += (line[: m.end()], line[m.end():])
-        else:
-            out.append(line)
+        out += _glued_apart(line)  # one frame (the cleaner turns a file's `\r` into line ends)
     out += lines[bars[-1] + 1 :]
     return out
 
@@ -88,13 +83,16 @@ def frames(line: str) -> list[str]:
     for j, piece in enumerate(pieces):
         if "%|" in piece and j != last_bar and not _glued(piece):
             continue  # a frame the next one redrew
-        m = _last_end(piece)
-        if m is not None and piece[m.end():].strip():
-            out.append(piece[: m.end()])
-            out.append(piece[m.end():])
-        else:
-            out.append(piece)
+        out += _glued_apart(piece)
     return out
+
+
+def _glued_apart(piece: str) -> list[str]:
+    """A frame, and the record glued behind its closing `]` apart from it, if any."""
+    m = _last_end(piece)
+    if m is not None and piece[m.end():].strip():
+        return [piece[: m.end()], piece[m.end():]]
+    return [piece]
 
 
 def _last_end(piece: str) -> re.Match[str] | None:
