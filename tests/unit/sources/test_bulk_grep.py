@@ -361,3 +361,26 @@ def test_grep_may_write_a_block_ahead_while_the_records_stage_works(tmp_path):
         assert fcntl.fcntl(g._out.fileno(), fcntl.F_GETPIPE_SZ) >= bulk_grep.PIPE_BUF
     finally:
         g.close()
+
+
+# What a guard word may hold: every byte special to a regex, a byte no text decodes, plain letters.
+WORD_BYTES = [bytes([b]) for b in b".[]()*+?{}|^$\\-ab \x1b\xff"]
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(st.sampled_from(WORD_BYTES), min_size=1, max_size=4).map(b"".join), min_size=1, max_size=6),
+       st.lists(st.lists(st.sampled_from(WORD_BYTES), max_size=12).map(b"".join), max_size=30))
+def test_the_rescue_grep_finds_exactly_the_lines_that_hold_a_guard_word(tmp_path_factory, words, lines):
+    """A guard word is looked for as the bytes it is, whatever they hold (`.`, `|`, `(`, `}`, `\\`,
+    bytes no text decodes): one `-E` alternation finds the lines Python's `in` finds."""
+    path = tmp_path_factory.mktemp("rescue") / "log"
+    path.write_bytes(b"".join(ln + b"\n" for ln in lines))
+    rule = BulkNoise((), (b"drop",), tuple(words))
+    st_ = os.stat(path)
+    g = bulk_grep.Grep(bulk_grep.gnu_grep() or "grep", str(path), (st_.st_dev, st_.st_ino), 0, rule.rescue_args(), 1 << 20)
+    try:
+        got: list[tuple[int, bytes]] = []
+        assert g.take(path.stat().st_size + 1, got) == 0
+    finally:
+        g.close()
+    assert [ln for _off, ln in got] == [ln for ln in lines if any(w in ln for w in words)]
