@@ -230,11 +230,24 @@ def test_an_orchestrator_s_chatter_is_left_out_only_where_no_line_changes_record
 
 
 @pytest.mark.skipif(scan._hyperscan() is None or bulk_grep.gnu_grep() is None, reason="needs both Hyperscan and GNU grep")
-@pytest.mark.parametrize("rule", [TRANSCRIPT_NOISE, TABLE_NOISE, PROGRESS_NOISE], ids=["transcripts", "tables", "progress"])
-def test_a_long_stretch_goes_to_grep_for_every_rule_and_a_short_one_to_hyperscan(monkeypatch, rule):
+@pytest.mark.parametrize("rule", [TRANSCRIPT_NOISE, TABLE_NOISE, PROGRESS_NOISE, VLLM_NOISE], ids=["transcripts", "tables", "progress", "vllm"])
+def test_a_stretch_of_a_megabyte_goes_to_grep_for_every_rule_and_a_shorter_one_to_hyperscan(monkeypatch, rule):
+    """A first status's 8 MB tail too: measured quicker, tables and transcripts included."""
     monkeypatch.delenv("RUNTOP_SCAN", raising=False)
-    assert scan.backend(rule, bulk_grep.BULK_MIN) == "grep"  # measured quicker, tables and transcripts too
-    assert scan.backend(rule, bulk_grep.BULK_MIN - 1) == "hyperscan"
+    if rule.drop_re and not bulk_grep.pcre():
+        pytest.skip("a rule with shapes takes grep's -P")
+    assert scan.backend(rule, bulk_grep.BULK_MIN) == "grep"
+    assert scan.backend(rule, 8 << 20) == "grep" and scan.min_stretch("grep", rule) == 1 << 20
+    assert scan.backend(rule, (1 << 20) - 1) == "hyperscan"
+
+
+@pytest.mark.skipif(bulk_grep.gnu_grep() is None, reason="needs GNU grep")
+def test_a_rule_with_shapes_waits_for_a_long_stretch_where_grep_has_no_pcre(monkeypatch):
+    """Without `-P` the stray grep of a rule with shapes would fail: only long stretches are tried."""
+    monkeypatch.delenv("RUNTOP_SCAN", raising=False)
+    monkeypatch.setattr(bulk_grep, "pcre", lambda: False)
+    assert scan.grep_min(TRANSCRIPT_NOISE) == scan.grep_min(ORCHESTRATOR_NOISE) == bulk_grep.BULK_MIN
+    assert scan.grep_min(PROGRESS_NOISE) == 1 << 20
 
 
 @pytest.mark.skipif(scan._hyperscan() is None or not bulk_grep.pcre(), reason="needs Hyperscan and GNU grep with -P")
@@ -244,4 +257,3 @@ def test_an_orchestrator_s_chatter_goes_to_grep_from_a_megabyte_where_grep_gates
     assert ORCHESTRATOR_NOISE.grep_gates()
     assert scan.backend(ORCHESTRATOR_NOISE, 8 << 20) == "grep" and scan.min_stretch("grep", ORCHESTRATOR_NOISE) == 1 << 20
     assert scan.backend(ORCHESTRATOR_NOISE, (1 << 20) - 1) == "hyperscan"
-    assert scan.backend(TRANSCRIPT_NOISE, 8 << 20) == "hyperscan" and scan.min_stretch("grep", TRANSCRIPT_NOISE) == bulk_grep.BULK_MIN
