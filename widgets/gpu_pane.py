@@ -12,7 +12,7 @@ from rich.text import Text
 
 from runtop.view.history import GpuHistory
 from runtop.view.view import GpuReading, Slice, View
-from runtop.widgets.pane import Pane
+from runtop.widgets.pane import Pane, titled
 from runtop.widgets.render import age, human_bytes, sparkline
 
 # A sparkline's colour says what it draws (no room for labels on a GPU's one line).
@@ -34,8 +34,8 @@ class GpuPane(Pane):
             return Text(g.error, style="grey62")
         # The demo's readings say so, in the pane's title where the eye lands first; the
         # bottom border names the sparklines' colours.
-        self.border_title = "gpus · simulated" if g.simulated else self.TITLE
-        self.border_subtitle = f"[{UTIL}]util[/] [{MEM}]mem[/] [{POWER}]power[/] · last {view.system.history.span()}"
+        titled(self, "gpus · simulated" if g.simulated else self.TITLE,
+               f"[{UTIL}]util[/] [{MEM}]mem[/] [{POWER}]power[/] · last {view.system.history.span()}")
         roles = {p.pid: p.role for p in view.system.procs.procs} if view.system.procs else {}
         inner = max(20, self.size.width or 56)  # the content region, inside the border and padding
         lines: list[Text] = []

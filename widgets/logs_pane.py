@@ -28,7 +28,7 @@ from textual.widgets import Input
 from runtop.state.parts import LogLine
 from runtop.view.view import View
 from runtop.widgets.log_search import Matches, at_time, parse_clock
-from runtop.widgets.pane import SafeStatic
+from runtop.widgets.pane import SafeStatic, titled
 from runtop.widgets.render import scroll_bindings
 
 LEVELS = ("ALL", "INFO", "WARNING", "ERROR")
@@ -129,7 +129,7 @@ class LogsPane(Vertical):
             parts.append("following")
         else:
             parts.append(f"paused (+{self._pending} new)" + (f", {self.back} lines back" if self.back else ""))
-        self.border_title = " · ".join(parts)
+        titled(self, " · ".join(parts))
 
     def _keep(self, line: LogLine) -> bool:
         if self.level and RANK.get(line.level or "INFO", 1) < self.level:

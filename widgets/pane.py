@@ -8,6 +8,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
+from textual.widget import Widget
 from textual.widgets import Static
 
 from runtop.parsers.hygiene import mask
@@ -102,6 +103,19 @@ class Pane(SafeStatic):
         self.update(content, layout=height is None or height != self._height)
         self._height = height
         return True
+
+
+def titled(widget: Widget, title: str, subtitle: str | None = None) -> None:
+    """Set `widget`'s border title (and subtitle, when given) where it changed: Textual parses
+    the markup and repaints the whole widget at every assignment, so a pane that said its title
+    again at every view was repainted with nothing new (the process tree, every interval; the
+    GPU pane's and the step table's titles undid their same-picture skip)."""
+    if title != getattr(widget, "_title_said", None):
+        widget._title_said = title  # type: ignore[attr-defined]
+        widget.border_title = title
+    if subtitle is not None and subtitle != getattr(widget, "_subtitle_said", None):
+        widget._subtitle_said = subtitle  # type: ignore[attr-defined]
+        widget.border_subtitle = subtitle
 
 
 def versions(view: View, reads: tuple[Slice, ...]) -> tuple[int, ...]:

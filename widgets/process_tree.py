@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from runtop.view.view import ProcInfo, Slice, View
-from runtop.widgets.pane import Pane
+from runtop.widgets.pane import Pane, titled
 from runtop.widgets.render import duration, human_bytes, sparkline
 
 ROLE_STYLE = {"trainer": "magenta", "orchestrator": "cyan", "generator": "cyan", "inference": "blue", "env": "green", "launcher": "white", "ray": "grey62"}
@@ -43,7 +43,7 @@ class ProcessTree(Pane):
         return self.sort
 
     def render_view(self, view: View) -> Table | Text | Group:
-        self.border_title = self.TITLE if self.sort == "tree" else f"{self.TITLE} · by {self.sort} (o)"
+        titled(self, self.TITLE if self.sort == "tree" else f"{self.TITLE} · by {self.sort} (o)")
         body = self._table(view)
         head = [line for line in (slurm_line(view), ray_line(view), trainer_line(view)) if line is not None]
         return Group(*head, body) if head else body

@@ -16,7 +16,7 @@ from rich.text import Text
 from runtop.parsers.columns import STEP_COLUMNS
 from runtop.view.view import Slice, View
 from runtop.widgets.metric_sparklines import WINDOW
-from runtop.widgets.pane import SafeStatic, versions
+from runtop.widgets.pane import SafeStatic, titled, versions
 from runtop.widgets.render import column_format, scroll_bindings
 
 # (header, column, width): fixed widths, so a refresh formats strings instead of measuring a table.
@@ -78,9 +78,9 @@ class StepTable(SafeStatic, can_focus=True):
         for s in window:
             t.append("\n" + line(self._cells(view, s, formats)))
         if self.back:
-            self.border_title = f"steps · {window[0]}-{window[-1]} of {len(steps)} (End: newest)"
+            titled(self, f"steps · {window[0]}-{window[-1]} of {len(steps)} (End: newest)")
         else:
-            self.border_title = "steps"
+            titled(self, "steps")
         return t
 
     def action_scroll(self, rows: int) -> None:

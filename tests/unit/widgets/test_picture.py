@@ -88,3 +88,36 @@ def test_a_pane_given_its_own_picture_again_is_not_redrawn_and_a_new_one_is():
             assert "4109" in pilot.app.export_screenshot()  # and the screen shows it
 
     asyncio.run(go())
+
+
+def test_a_pane_that_says_its_title_again_is_not_redrawn_and_a_new_title_is_on_its_border():
+    """The process tree said its title at every view: each one repainted the whole pane."""
+    from runtop.widgets.pane import titled
+
+    drawn: list[object] = []
+
+    class Probe(SafeStatic):
+        def refresh(self, *a: object, **k: object) -> Probe:
+            drawn.append(1)
+            return super().refresh(*a, **k)  # type: ignore[arg-type]
+
+    class Host(App[None]):
+        CSS = "Probe { border: round white; height: 5; }"
+
+        def compose(self) -> ComposeResult:
+            yield Probe("body", id="p")
+
+    async def go() -> None:
+        async with Host().run_test() as pilot:
+            p = pilot.app.query_one("#p", Probe)
+            titled(p, "procs", "by cpu")
+            before = len(drawn)
+            titled(p, "procs", "by cpu")
+            assert len(drawn) == before  # the same title and subtitle
+            titled(p, "procs · by mem (o)")
+            assert len(drawn) > before
+            await pilot.pause()
+            shot = pilot.app.export_screenshot().replace("&#160;", " ")
+            assert "procs · by mem (o)" in shot and "by cpu" in shot  # the subtitle stays
+
+    asyncio.run(go())
