@@ -205,7 +205,8 @@ def _e(patterns: list[str]) -> list[str]:
 
 def _ere(word: bytes) -> bytes:
     """`word` as a POSIX extended regex that matches it literally (a byte at a time, C locale):
-    its special bytes escaped, not `]` or `}` (literal alone; GNU grep warns of a stray backslash)."""
+    its special bytes escaped, not `]` or `}` (literal alone; POSIX leaves a backslash before a
+    byte that is not special undefined)."""
     return re.sub(rb"([.\[()*+?{|^$\\])", rb"\\\1", word)
 
 
