@@ -126,10 +126,6 @@ class Layout:
     def __post_init__(self) -> None:
         self.many = re.compile(f"^{self.pattern}$", re.ASCII | re.MULTILINE)
 
-    @property
-    def one(self) -> re.Pattern[str]:
-        return self.many
-
 
 def template(text: str, spans: Sequence[tuple[int, int, str]]) -> str | None:
     """`text` as a pattern: each span (start, end, sub-pattern) a group, the rest literal.
@@ -173,13 +169,13 @@ class Layouts:
 
     def match(self, msg: str) -> tuple[Layout, tuple[str, ...]] | None:
         for layout in self.layouts:
-            m = layout.one.fullmatch(msg)
+            m = layout.many.fullmatch(msg)
             if m is not None:
                 return layout, m.groups()
         if self.misses >= MAX_MISSES or len(self.layouts) >= MAX_LAYOUTS:
             return None
         learnt = self._learn(msg)
-        m = learnt.one.fullmatch(msg) if learnt is not None else None
+        m = learnt.many.fullmatch(msg) if learnt is not None else None
         if learnt is None or m is None:  # a layout must read the line it was learnt from
             self.misses += 1
             return None
