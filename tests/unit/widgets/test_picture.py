@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from runtop.widgets.pane import SafeStatic
+from runtop.widgets.pane import SafeStatic, titled
 from runtop.widgets.picture import fingerprint
 
 
@@ -63,27 +63,35 @@ def test_a_renderable_of_no_known_shape_has_no_fingerprint_and_is_always_drawn()
     assert fingerprint(Group(Text("a"), Panel("x"))) is None
 
 
+class Counted(SafeStatic):
+    """A pane that counts the times it is refreshed (each one repaints it whole)."""
+
+    drawn = 0
+
+    def refresh(self, *a: object, **k: object) -> Counted:
+        self.drawn += 1
+        return super().refresh(*a, **k)  # type: ignore[arg-type]
+
+
+class Host(App[None]):
+    """One counted pane, `#p`, bordered so its title shows."""
+
+    CSS = "Counted { border: round white; height: auto; }"
+
+    def compose(self) -> ComposeResult:
+        yield Counted("body", id="p")
+
+
 def test_a_pane_given_its_own_picture_again_is_not_redrawn_and_a_new_one_is():
-    drawn: list[object] = []
-
-    class Probe(SafeStatic):
-        def refresh(self, *a: object, **k: object) -> Probe:
-            drawn.append(1)
-            return super().refresh(*a, **k)  # type: ignore[arg-type]
-
-    class Host(App[None]):
-        def compose(self) -> ComposeResult:
-            yield Probe(id="p")
-
     async def go() -> None:
         async with Host().run_test() as pilot:
-            p = pilot.app.query_one("#p", Probe)
+            p = pilot.app.query_one("#p", Counted)
             p.update(table(), layout=False)
-            before = len(drawn)
+            before = p.drawn
             p.update(table(), layout=False)
-            assert len(drawn) == before  # the same picture
+            assert p.drawn == before  # the same picture
             p.update(table(pid="4109"), layout=False)
-            assert len(drawn) > before
+            assert p.drawn > before
             await pilot.pause()
             assert "4109" in pilot.app.export_screenshot()  # and the screen shows it
 
@@ -92,30 +100,15 @@ def test_a_pane_given_its_own_picture_again_is_not_redrawn_and_a_new_one_is():
 
 def test_a_pane_that_says_its_title_again_is_not_redrawn_and_a_new_title_is_on_its_border():
     """The process tree said its title at every view: each one repainted the whole pane."""
-    from runtop.widgets.pane import titled
-
-    drawn: list[object] = []
-
-    class Probe(SafeStatic):
-        def refresh(self, *a: object, **k: object) -> Probe:
-            drawn.append(1)
-            return super().refresh(*a, **k)  # type: ignore[arg-type]
-
-    class Host(App[None]):
-        CSS = "Probe { border: round white; height: 5; }"
-
-        def compose(self) -> ComposeResult:
-            yield Probe("body", id="p")
-
     async def go() -> None:
         async with Host().run_test() as pilot:
-            p = pilot.app.query_one("#p", Probe)
+            p = pilot.app.query_one("#p", Counted)
             titled(p, "procs", "by cpu")
-            before = len(drawn)
+            before = p.drawn
             titled(p, "procs", "by cpu")
-            assert len(drawn) == before  # the same title and subtitle
+            assert p.drawn == before  # the same title and subtitle
             titled(p, "procs · by mem (o)")
-            assert len(drawn) > before
+            assert p.drawn > before
             await pilot.pause()
             shot = pilot.app.export_screenshot().replace("&#160;", " ")
             assert "procs · by mem (o)" in shot and "by cpu" in shot  # the subtitle stays
